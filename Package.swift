@@ -1,0 +1,45 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Vigil",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "vigil", targets: ["vigil"]),
+        .library(name: "Media", targets: ["Media"]),
+        .library(name: "Capture", targets: ["Capture"]),
+        .library(name: "Recorder", targets: ["Recorder"]),
+        .library(name: "CaptureTesting", targets: ["CaptureTesting"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        // C shim over FFmpeg: error macros, AV_NOPTS_VALUE and other things Swift cannot import.
+        .systemLibrary(
+            name: "CFFmpeg",
+            pkgConfig: "libavformat libavcodec libswscale libavutil",
+            providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswscale-dev", "libavutil-dev"])]
+        ),
+        .target(name: "Media", dependencies: ["CFFmpeg"]),
+        .target(name: "Capture", dependencies: [
+            "Media",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .target(name: "Recorder", dependencies: [
+            "Capture", "Media",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .executableTarget(name: "vigil", dependencies: [
+            "Recorder", "Capture", "Media",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .target(name: "CaptureTesting", dependencies: ["Capture", "Media"]),
+        .testTarget(name: "MediaTests", dependencies: ["Media", "CaptureTesting"]),
+        .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media", "CaptureTesting"]),
+        .testTarget(name: "VigilEndToEndTests", dependencies: ["CaptureTesting", "Media"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

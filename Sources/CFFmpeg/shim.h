@@ -1,0 +1,27 @@
+#ifndef VIGIL_CFFMPEG_SHIM_H
+#define VIGIL_CFFMPEG_SHIM_H
+
+#include <libavformat/avformat.h>
+#include <libavcodec/avcodec.h>
+#include <libavcodec/bsf.h>
+#include <libswscale/swscale.h>
+#include <libavutil/avutil.h>
+#include <libavutil/error.h>
+#include <libavutil/imgutils.h>
+#include <libavutil/opt.h>
+#include <libavutil/log.h>
+#include <errno.h>
+
+// Swift imports neither function-like macros nor casts in macros: export them here.
+static inline int cffmpeg_error_again(void) { return AVERROR(EAGAIN); }
+static inline int cffmpeg_error_eof(void) { return AVERROR_EOF; }
+static inline int cffmpeg_error_from_errno(int e) { return AVERROR(e); }
+static inline int cffmpeg_errno_from_error(int e) { return AVUNERROR(e); }
+static inline int64_t cffmpeg_nopts_value(void) { return AV_NOPTS_VALUE; }
+static inline int cffmpeg_qp2lambda(void) { return FF_QP2LAMBDA; }
+
+static inline void cffmpeg_error_string(int errnum, char *buf, size_t size) {
+    av_strerror(errnum, buf, size);
+}
+
+#endif

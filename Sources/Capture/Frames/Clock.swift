@@ -1,0 +1,20 @@
+import Glibc
+
+/// The two clocks a recorder needs: monotonic for frame timing (never jumps), wall for
+/// segment boundaries, shot instants and file names (follows NTP and the user's idea of time).
+public enum Clock {
+    public static func monotonicNanos() -> Int64 { read(CLOCK_MONOTONIC) }
+    public static func wallNanos() -> Int64 { read(CLOCK_REALTIME) }
+
+    private static func read(_ clock: clockid_t) -> Int64 {
+        var ts = timespec()
+        clock_gettime(clock, &ts)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    }
+
+    /// Sleeps until the monotonic clock reaches `nanos` (absolute, so repeated sleeps never drift).
+    public static func sleep(untilMonotonic nanos: Int64) {
+        var ts = timespec(tv_sec: Int(nanos / 1_000_000_000), tv_nsec: Int(nanos % 1_000_000_000))
+        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
+    }
+}

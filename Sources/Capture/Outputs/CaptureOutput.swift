@@ -1,0 +1,109 @@
+import Logging
+import Synchronization
+
+/// Where a session's frames go (`AVCaptureOutput`). Each output has its own worker thread and
+/// bounded queue: a slow output drops its own late frames and never slows the others.
+///
+/// Subclasses override `accepts` (capture thread: cheap, decides whether to queue a frame at
+/// all), `process` (worker thread) and `finish` (worker thread, when the session stops).
+public class CaptureOutput: @unchecked Sendable, CustomStringConvertible {
+    public let name: String
+    private let queueCapacity: Int
+    private let dropsLateFrames: Bool
+    private let counters = Mutex<(received: Int, dropped: Int, unreported: Int)>((0, 0, 0))
+    private let state = Mutex<(worker: OutputWorker?, context: OutputContext?)>((nil, nil))
+    var logger: Logger
+
+    init(name: String, queueCapacity: Int, dropsLateFrames: Bool) {
+        self.name = name
+        self.queueCapacity = queueCapacity
+        self.dropsLateFrames = dropsLateFrames
+        logger = Logger(label: "vigil.output")
+    }
+
+    public var description: String { name }
+
+    /// Frames this output processed.
+    public var receivedFrameCount: Int { counters.withLock { $0.received } }
+    /// Frames this output dropped because it fell behind.
+    public var droppedFrameCount: Int { counters.withLock { $0.dropped } }
+
+    // MARK: - For subclasses
+
+    /// Capture thread: whether this frame should be queued at all. Must be cheap.
+    func accepts(_ frame: CapturedFrame) -> Bool { true }
+
+    /// Worker thread: handle one frame.
+    func process(_ frame: CapturedFrame, _ settings: ConnectionSettings) {}
+
+    /// Worker thread: the session stopped; close files and drain encoders.
+    func finish() {}
+
+    /// Validates the output against the format the session is about to use.
+    func validate(format: DeviceFormat, settings: ConnectionSettings) throws(SessionError) {}
+
+    /// The session this output is attached to, for events and naming.
+    var context: OutputContext? { state.withLock { $0.context } }
+
+    func emit(_ event: SessionEvent) { context?.events.emit(event) }
+
+    // MARK: - Used by the session
+
+    func attach(_ context: OutputContext) {
+        state.withLock { state in
+            state.context = context
+            if state.worker == nil {
+                state.worker = OutputWorker(
+                    name: "vigil-\(context.cameraID)-\(name)", capacity: queueCapacity,
+                    dropsLateFrames: dropsLateFrames
+                ) { [unowned self] frame, settings in
+                    counters.withLock { $0.received += 1 }
+                    process(frame, settings)
+                }
+            }
+        }
+        logger[metadataKey: "camera"] = "\(context.cameraID)"
+    }
+
+    /// Capture thread: hands a frame to the worker; false if it was dropped as late.
+    func enqueue(_ frame: CapturedFrame, _ settings: ConnectionSettings) -> Bool {
+        guard let worker = state.withLock({ $0.worker }) else { return false }
+        if worker.enqueue(frame, settings) { return true }
+        counters.withLock {
+            $0.dropped += 1
+            $0.unreported += 1
+        }
+        return false
+    }
+
+    /// Reports drops since the last call (the session calls this about once a second).
+    func reportDrops() {
+        let n = counters.withLock { c -> Int in
+            defer { c.unreported = 0 }
+            return c.unreported
+        }
+        if n > 0, let context { context.events.emit(.droppedFrames(camera: context.cameraID, output: name, count: n)) }
+    }
+
+    /// Drains the queue, runs `finish` on the worker and ends its thread.
+    func detach() {
+        guard let worker = state.withLock({ s -> OutputWorker? in
+            defer { s.worker = nil }
+            return s.worker
+        }) else { return }
+        worker.performAndWait { [self] in finish() }
+        worker.shutdown()
+        reportDrops()
+    }
+
+    /// Whether a running session feeds this output.
+    var isAttached: Bool { state.withLock { $0.worker != nil } }
+}
+
+/// What an output knows of the session it is attached to.
+struct OutputContext: Sendable {
+    let cameraID: String
+    let events: EventBroadcaster
+    /// The camera's nominal frame rate (encoders use it for rate control).
+    let frameRate: Double
+}

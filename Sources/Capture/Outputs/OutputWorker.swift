@@ -1,0 +1,102 @@
+import Foundation
+import Synchronization
+
+/// A dedicated thread with a bounded queue in front of it. The capture thread never waits on
+/// a worker that drops late frames: when the queue is full, the new frame is dropped and counted.
+final class OutputWorker: @unchecked Sendable {
+    enum Item {
+        case frame(CapturedFrame, ConnectionSettings)
+        case control(@Sendable () -> Void)
+    }
+
+    private let condition = NSCondition()
+    private var ring: [Item?]
+    private var head = 0
+    private var count = 0
+    private var controls: [@Sendable () -> Void] = []
+    private var stopping = false
+    private let dropsLateFrames: Bool
+    private let finished = DispatchSemaphore(value: 0)
+    private let handle: (CapturedFrame, ConnectionSettings) -> Void
+
+    init(name: String, capacity: Int, dropsLateFrames: Bool, handle: @escaping (CapturedFrame, ConnectionSettings) -> Void) {
+        ring = Array(repeating: nil, count: max(1, capacity))
+        self.dropsLateFrames = dropsLateFrames
+        self.handle = handle
+        let thread = Thread { [self] in run() }
+        thread.name = name
+        thread.start()
+    }
+
+    /// Queues a frame. Returns false (and the caller releases the frame) when it was dropped.
+    func enqueue(_ frame: CapturedFrame, _ settings: ConnectionSettings) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        while count == ring.count && !stopping {
+            if dropsLateFrames { return false }
+            condition.wait()
+        }
+        if stopping { return false }
+        ring[(head + count) % ring.count] = .frame(frame, settings)
+        count += 1
+        condition.broadcast()
+        return true
+    }
+
+    /// Runs `work` on the worker thread after the frames queued before it.
+    func perform(_ work: @escaping @Sendable () -> Void) {
+        condition.lock()
+        controls.append(work)
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Runs `work` on the worker thread and waits for it.
+    func performAndWait(_ work: @escaping @Sendable () -> Void) {
+        let done = DispatchSemaphore(value: 0)
+        perform {
+            work()
+            done.signal()
+        }
+        done.wait()
+    }
+
+    /// Processes what is queued, then ends the thread.
+    func shutdown() {
+        condition.lock()
+        stopping = true
+        condition.broadcast()
+        condition.unlock()
+        finished.wait()
+    }
+
+    private func run() {
+        while true {
+            condition.lock()
+            while count == 0 && controls.isEmpty && !stopping { condition.wait() }
+            // Frames queued before a control item are processed first (controls are rare).
+            if count > 0 {
+                let item = ring[head]!
+                ring[head] = nil
+                head = (head + 1) % ring.count
+                count -= 1
+                condition.broadcast()
+                condition.unlock()
+                if case .frame(let frame, let settings) = item {
+                    handle(frame, settings)
+                    frame.release()
+                }
+                continue
+            }
+            if !controls.isEmpty {
+                let work = controls.removeFirst()
+                condition.unlock()
+                work()
+                continue
+            }
+            condition.unlock()
+            finished.signal()
+            return
+        }
+    }
+}

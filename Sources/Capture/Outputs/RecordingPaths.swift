@@ -1,0 +1,103 @@
+import Foundation
+
+/// Where recordings and stills live under a storage root. Names are in UTC so that they sort
+/// chronologically and never repeat across daylight-saving changes:
+///
+///     ROOT/CAMERA/video/2026-11-22/CAMERA-20261122T065700Z.mp4
+///     ROOT/CAMERA/stills/2026-11-22/CAMERA-20261122T065700Z.jpg
+public struct RecordingPaths: Sendable {
+    public let root: String
+    public let cameraID: String
+
+    public init(root: String, cameraID: String) {
+        self.root = root
+        self.cameraID = cameraID
+    }
+
+    public static let partialSuffix = ".partial"
+
+    /// A segment file path for a segment starting at `wallNanos`; never an existing file.
+    func segment(startingAt wallNanos: Int64, extension ext: String) throws -> String {
+        try unusedPath(kind: "video", wallNanos: wallNanos, extension: ext)
+    }
+
+    /// The path of the still for the aligned instant `wallNanos`.
+    func still(at wallNanos: Int64) throws -> String {
+        try unusedPath(kind: "stills", wallNanos: wallNanos, extension: "jpg")
+    }
+
+    private func unusedPath(kind: String, wallNanos: Int64, extension ext: String) throws -> String {
+        let (day, stamp) = Self.utcStamp(wallNanos)
+        let directory = "\(root)/\(cameraID)/\(kind)/\(day)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        var path = "\(directory)/\(cameraID)-\(stamp).\(ext)"
+        var n = 2
+        // A camera restarted within the same second gets "-2", "-3", … rather than overwriting.
+        while FileManager.default.fileExists(atPath: path) || FileManager.default.fileExists(atPath: path + Self.partialSuffix) {
+            path = "\(directory)/\(cameraID)-\(stamp)-\(n).\(ext)"
+            n += 1
+        }
+        return path
+    }
+
+    /// ("2026-11-22", "20261122T065700Z") for an instant.
+    public static func utcStamp(_ wallNanos: Int64) -> (day: String, stamp: String) {
+        var t = time_t(wallNanos / 1_000_000_000)
+        var tm = tm()
+        gmtime_r(&t, &tm)
+        let y = Int(tm.tm_year) + 1900, mo = Int(tm.tm_mon) + 1, d = Int(tm.tm_mday)
+        let day = String(format: "%04d-%02d-%02d", y, mo, d)
+        let stamp = String(format: "%04d%02d%02dT%02d%02d%02dZ", y, mo, d, Int(tm.tm_hour), Int(tm.tm_min), Int(tm.tm_sec))
+        return (day, stamp)
+    }
+}
+
+/// Durable file operations: data reaches the disk before a name says it is complete.
+enum DurableFile {
+    /// fsyncs `path`, renames it to `finalPath` and fsyncs the directory (Moonfire's protocol).
+    static func commit(_ path: String, to finalPath: String) throws {
+        try sync(path)
+        guard rename(path, finalPath) == 0 else { throw POSIXError(errno, "rename \(path)") }
+        try sync((finalPath as NSString).deletingLastPathComponent)
+    }
+
+    static func sync(_ path: String) throws {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { throw POSIXError(errno, "open \(path)") }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw POSIXError(errno, "fsync \(path)") }
+    }
+
+    /// Writes `bytes` to `path` atomically (temporary file, fsync, rename).
+    static func write(_ bytes: UnsafeRawBufferPointer, to path: String) throws {
+        let temporary = path + RecordingPaths.partialSuffix
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw POSIXError(errno, "create \(temporary)") }
+        var written = 0
+        while written < bytes.count {
+            let n = Glibc.write(fd, bytes.baseAddress! + written, bytes.count - written)
+            if n < 0 {
+                let e = errno
+                if e == EINTR { continue }
+                close(fd)
+                unlink(temporary)
+                throw POSIXError(e, "write \(temporary)")
+            }
+            written += n
+        }
+        close(fd)
+        try commit(temporary, to: path)
+    }
+}
+
+/// An errno with the operation that failed, e.g. "write /x: No space left on device".
+struct POSIXError: Error, CustomStringConvertible {
+    let code: Int32
+    let operation: String
+    init(_ code: Int32, _ operation: String) {
+        self.code = code
+        self.operation = operation
+    }
+    var description: String { "\(operation): \(String(cString: strerror(code)))" }
+    var isDiskFull: Bool { code == ENOSPC || code == EDQUOT }
+}

@@ -1,0 +1,52 @@
+import Media
+
+/// One segment being written: a muxer writing to `NAME.partial`, renamed to `NAME` once the
+/// trailer is written and the file is on disk.
+final class SegmentFile {
+    let finalPath: String
+    let partialPath: String
+    private let muxer: Muxer
+    private(set) var frameCount = 0
+    private(set) var byteCount: Int64 = 0
+    let firstFrameWallNanos: Int64
+    private(set) var lastFrameWallNanos: Int64
+    /// pts of the segment's first frame; packets are written relative to it.
+    let startPTS: Int64
+    private(set) var failed = false
+    let stream: StreamDescription
+
+    init(finalPath: String, container: Container, stream: StreamDescription, startPTS: Int64, firstFrameWallNanos: Int64) throws {
+        self.finalPath = finalPath
+        partialPath = finalPath + RecordingPaths.partialSuffix
+        self.stream = stream
+        self.startPTS = startPTS
+        self.firstFrameWallNanos = firstFrameWallNanos
+        lastFrameWallNanos = firstFrameWallNanos
+        muxer = try Muxer(path: partialPath, container: container, stream: stream)
+    }
+
+    /// Writes one packet. After a failure the segment takes no more packets.
+    func write(_ packet: Packet, pts: Int64, wallNanos: Int64) throws(MediaError) {
+        guard !failed else { return }
+        do {
+            try muxer.write(packet, pts: pts - startPTS)
+        } catch {
+            failed = true
+            throw error
+        }
+        frameCount += 1
+        byteCount += Int64(packet.size)
+        lastFrameWallNanos = wallNanos
+    }
+
+    /// Finishes the file and gives it its final name. Even after a write failure the file is
+    /// renamed: what reached the disk plays, and no `.partial` is left behind.
+    func finalize() throws -> SegmentInfo {
+        do { try muxer.finish() } catch { failed = true }
+        try DurableFile.commit(partialPath, to: finalPath)
+        return SegmentInfo(
+            path: finalPath, frameCount: frameCount, byteCount: byteCount,
+            firstFrameWallNanos: firstFrameWallNanos, lastFrameWallNanos: lastFrameWallNanos,
+            codec: stream.codecName, width: stream.width, height: stream.height, isIncomplete: failed)
+    }
+}

@@ -1,0 +1,250 @@
+import Foundation
+import Logging
+import Media
+
+/// Records continuously into files of `segmentSeconds` each (`AVCaptureMovieFileOutput`, cut
+/// into segments). Segment boundaries sit on multiples of the segment length in wall-clock time
+/// (a 60 s segment starts at :00); each segment starts with a keyframe and no frame is lost or
+/// repeated across a boundary. A file is `NAME.partial` while written and renamed when done.
+public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
+    public enum Encoding: Sendable, Equatable {
+        /// Encode to H.264 with libx264.
+        case h264(EncoderSettings)
+        /// Copy the camera's compressed frames (MJPEG) into the file without decoding.
+        case streamCopy
+    }
+
+    public struct Settings: Sendable {
+        public var storageRoot: String
+        public var segmentSeconds: Int
+        public var encoding: Encoding
+        public var container: Container
+        /// Frames that may wait for the encoder before late ones are dropped.
+        public var queueCapacity: Int
+        /// Drop frames when the encoder falls behind (live cameras) or wait (files, benchmarks).
+        public var dropsLateFrames: Bool
+
+        public init(
+            storageRoot: String, segmentSeconds: Int = 60, encoding: Encoding = .h264(EncoderSettings()),
+            container: Container? = nil, queueCapacity: Int = 30, dropsLateFrames: Bool = true
+        ) {
+            self.storageRoot = storageRoot
+            self.segmentSeconds = segmentSeconds
+            self.encoding = encoding
+            self.container = container ?? (encoding == .streamCopy ? .matroska : .fragmentedMP4)
+            self.queueCapacity = queueCapacity
+            self.dropsLateFrames = dropsLateFrames
+        }
+    }
+
+    public let settings: Settings
+
+    // Worker-thread state.
+    private let converter = PictureConverter(range: .video)
+    private var encoder: VideoEncoder?
+    private var encoderKey: (width: Int, height: Int)?
+    private let packet = Packet()
+    private var segment: SegmentFile?
+    /// Frames sent to the encoder whose packets have not come out yet: (pts, wall time, first of a new segment).
+    private var inFlight: [(pts: Int64, wallNanos: Int64, startsSegment: Bool)] = []
+    private var currentSlot: Int64 = .min
+    private var lastPTS: Int64 = .min
+    private var originMonotonic: Int64?
+    private var restartAfterFailureAt: Int64?
+    private var paths: RecordingPaths?
+    private let status = StatusBox()
+
+    public init(_ settings: Settings) throws(SessionError) {
+        guard settings.segmentSeconds >= 1 else {
+            throw .invalidSetting("segment length must be at least 1 second, not \(settings.segmentSeconds)")
+        }
+        self.settings = settings
+        super.init(name: "movie", queueCapacity: settings.queueCapacity, dropsLateFrames: settings.dropsLateFrames)
+        inFlight.reserveCapacity(256)
+    }
+
+    /// The file being written now, if any (for status displays).
+    public var currentSegmentPath: String? { status.path }
+
+    override func validate(format: DeviceFormat, settings connection: ConnectionSettings) throws(SessionError) {
+        if settings.encoding == .streamCopy {
+            guard format.pixelFormat.isCompressed else {
+                throw .streamCopyNeedsCompressedSource(output: "the movie output", format: format.pixelFormat)
+            }
+            if connection.transforms { throw .streamCopyCannotTransform(output: "the movie output") }
+        }
+    }
+
+    override func process(_ frame: CapturedFrame, _ connection: ConnectionSettings) {
+        if paths == nil, let context { paths = RecordingPaths(root: settings.storageRoot, cameraID: context.cameraID) }
+        let slot = frame.wallNanos / (Int64(settings.segmentSeconds) * 1_000_000_000)
+        var startsSegment = slot != currentSlot
+        if let retry = restartAfterFailureAt, frame.wallNanos >= retry {
+            startsSegment = true
+        }
+        currentSlot = slot
+        do {
+            switch settings.encoding {
+            case .streamCopy:
+                try copy(frame, startsSegment: startsSegment)
+            case .h264(let encoderSettings):
+                try encode(frame, connection, encoderSettings, startsSegment: startsSegment)
+            }
+        } catch let error as MediaError where error.operation == "decode frame" {
+            logger.warning("camera \(paths?.cameraID ?? "?"): dropped a corrupt frame: \(error.message)")
+        } catch {
+            fail(error)
+        }
+    }
+
+    override func finish() {
+        if encoder != nil {
+            do {
+                try encoder!.sendEndOfStream()
+                try drainPackets()
+            } catch {
+                fail(error)
+            }
+        }
+        encoder = nil
+        encoderKey = nil
+        inFlight.removeAll(keepingCapacity: true)
+        closeSegment()
+        currentSlot = .min
+        lastPTS = .min
+        originMonotonic = nil
+    }
+
+    // MARK: - Stream copy
+
+    private func copy(_ frame: CapturedFrame, startsSegment: Bool) throws {
+        guard JPEGCheck.looksComplete(frame.bytes) else {
+            logger.warning("camera \(paths?.cameraID ?? "?"): dropped a truncated or corrupt MJPEG frame (\(frame.byteCount) bytes)")
+            return
+        }
+        let pts = nextPTS(for: frame)
+        if startsSegment || segment == nil {
+            closeSegment()
+            try openSegment(stream: StreamDescription(mjpegWidth: frame.width, height: frame.height), startPTS: pts, wallNanos: frame.wallNanos)
+        }
+        packet.borrow(frame.bytes, pts: pts, keyframe: true)
+        defer { packet.unref() }
+        try segment?.write(packet, pts: pts, wallNanos: frame.wallNanos)
+    }
+
+    // MARK: - H.264
+
+    private func encode(_ frame: CapturedFrame, _ connection: ConnectionSettings, _ encoderSettings: EncoderSettings, startsSegment: Bool) throws {
+        let picture = try converter.picture(
+            from: frame.bytes, format: frame.format, width: frame.width, height: frame.height,
+            rotation: connection.rotation, mirrored: connection.isMirrored)
+        var startsSegment = startsSegment
+        if encoderKey == nil || encoderKey! != (picture.width, picture.height) {
+            // A new size needs a new encoder: finish the old one and its segment first.
+            if encoder != nil {
+                try encoder!.sendEndOfStream()
+                try drainPackets()
+                closeSegment()
+            }
+            encoder = try VideoEncoder(
+                width: picture.width, height: picture.height,
+                framesPerSecond: context?.frameRate ?? 30, settings: encoderSettings)
+            encoderKey = (picture.width, picture.height)
+            startsSegment = true
+        }
+        let pts = nextPTS(for: frame)
+        inFlight.append((pts, frame.wallNanos, startsSegment))
+        _ = try encoder!.send(picture, pts: pts, keyframe: startsSegment)
+        try drainPackets()
+    }
+
+    /// Routes each packet to the segment its frame belongs to. A boundary frame was forced to be
+    /// a keyframe; the old segment is closed only when that keyframe comes out of the encoder,
+    /// so frames still inside the encoder land in the segment they were captured in.
+    private func drainPackets() throws {
+        while try encoder!.receive(into: packet) == .ok {
+            defer { packet.unref() }
+            let pts = packet.pts
+            guard let index = inFlight.firstIndex(where: { $0.pts == pts }) else { continue }
+            let info = inFlight[index]
+            inFlight.removeSubrange(0...index)
+            if info.startsSegment || segment == nil {
+                closeSegment()
+                try openSegment(stream: encoder!.streamDescription(), startPTS: pts, wallNanos: info.wallNanos)
+            }
+            try segment?.write(packet, pts: pts, wallNanos: info.wallNanos)
+        }
+    }
+
+    // MARK: - Segments
+
+    /// Presentation time from the frame's monotonic capture time, strictly increasing.
+    private func nextPTS(for frame: CapturedFrame) -> Int64 {
+        if originMonotonic == nil { originMonotonic = frame.monotonicNanos }
+        var pts = (frame.monotonicNanos - originMonotonic!) * 9 / 100_000
+        if pts <= lastPTS { pts = lastPTS + 1 }
+        lastPTS = pts
+        return pts
+    }
+
+    private func openSegment(stream: StreamDescription, startPTS: Int64, wallNanos: Int64) throws {
+        restartAfterFailureAt = nil
+        guard let paths else { return }
+        let path = try paths.segment(startingAt: wallNanos, extension: settings.container.fileExtension)
+        segment = try SegmentFile(finalPath: path, container: settings.container, stream: stream, startPTS: startPTS, firstFrameWallNanos: wallNanos)
+        status.path = path + RecordingPaths.partialSuffix
+    }
+
+    private func closeSegment() {
+        guard let current = segment else { return }
+        segment = nil
+        status.path = nil
+        do {
+            let info = try current.finalize()
+            if let cameraID = context?.cameraID { emit(.segmentFinished(camera: cameraID, info)) }
+        } catch {
+            report("could not finalize \(current.partialPath): \(error)")
+        }
+    }
+
+    /// A write failed (disk full, I/O error): keep what was written, say what to do, and start
+    /// a new segment about a second later so recording resumes as soon as the disk allows.
+    private func fail(_ error: Error) {
+        let path = segment?.partialPath ?? settings.storageRoot
+        closeSegment()
+        let diskFull = (error as? MediaError)?.isDiskFull == true || (error as? POSIXError)?.isDiskFull == true
+        let advice = diskFull
+            ? "the disk is full: free space under \(settings.storageRoot); recording resumes by itself"
+            : "recording resumes with a new segment"
+        report("writing \(path) failed (\(error)); \(advice)")
+        restartAfterFailureAt = Clock.wallNanos() + 1_000_000_000
+    }
+
+    private func report(_ message: String) {
+        let camera = context?.cameraID ?? "?"
+        logger.error("camera \(camera): \(message)")
+        emit(.runtimeError(camera: camera, message: message))
+    }
+}
+
+/// The current file name, read by status displays on other threads.
+final class StatusBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: String?
+    var path: String? {
+        get { lock.withLock { value } }
+        set { lock.withLock { value = newValue } }
+    }
+}
+
+/// Cheap structural checks of a JPEG frame, to drop truncated USB frames before a muxer sees them.
+enum JPEGCheck {
+    static func looksComplete(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard bytes.count >= 4 else { return false }
+        // SOI at the start; EOI at the end (cameras may pad with zeros after it).
+        guard bytes[0] == 0xFF, bytes[1] == 0xD8 else { return false }
+        var end = bytes.count
+        while end > 2 && bytes[end - 1] == 0 { end -= 1 }
+        return bytes[end - 2] == 0xFF && bytes[end - 1] == 0xD9
+    }
+}

@@ -1,0 +1,33 @@
+import Media
+
+/// Makes a JPEG still from a camera frame. An MJPEG frame that needs no rotation or mirroring
+/// is already a JPEG: it is only repaired (Huffman tables added), never decoded.
+final class StillMaker {
+    private let converter = PictureConverter(range: .jpeg)
+    private var encoder: JPEGEncoder?
+    private var repair: JPEGRepair?
+    /// Stills made from the camera's own JPEG without decoding (for status and tests).
+    private(set) var passthroughCount = 0
+
+    /// Calls `body` with the JPEG bytes of `frame` at `quality`, and the still's size.
+    func jpeg<R>(
+        of frame: CapturedFrame, _ connection: ConnectionSettings, quality: Int,
+        _ body: (UnsafeRawBufferPointer, _ width: Int, _ height: Int) throws -> R
+    ) throws -> R {
+        if frame.format == .mjpeg && !connection.transforms {
+            guard JPEGCheck.looksComplete(frame.bytes) else {
+                throw MediaError(operation: "decode frame", message: "truncated or corrupt MJPEG frame")
+            }
+            if repair == nil { repair = try JPEGRepair() }
+            passthroughCount += 1
+            return try repair!.jpeg(from: frame.bytes) { try body($0, frame.width, frame.height) }
+        }
+        let picture = try converter.picture(
+            from: frame.bytes, format: frame.format, width: frame.width, height: frame.height,
+            rotation: connection.rotation, mirrored: connection.isMirrored)
+        if encoder == nil || encoder!.width != picture.width || encoder!.height != picture.height || encoder!.quality != quality {
+            encoder = try JPEGEncoder(width: picture.width, height: picture.height, quality: quality)
+        }
+        return try encoder!.encode(picture) { try body($0, picture.width, picture.height) }
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import Media
+import Synchronization
+
+/// Saves a JPEG still every `intervalSeconds` at wall-clock-aligned instants: shot k is at
+/// t0 + k·N however long encoding takes (fswebcam's `--loop`, not "sleep N after each shot").
+/// A gap (camera stalled, clock stepped) skips the missed shots and says so; it never takes a burst.
+public final class TimelapseOutput: CaptureOutput, @unchecked Sendable {
+    public struct Settings: Sendable {
+        public var storageRoot: String
+        public var intervalSeconds: Int
+        /// JPEG quality 1–100 (used when the still has to be encoded).
+        public var quality: Int
+
+        public init(storageRoot: String, intervalSeconds: Int = 60, quality: Int = 90) {
+            self.storageRoot = storageRoot
+            self.intervalSeconds = intervalSeconds
+            self.quality = quality
+        }
+    }
+
+    public let settings: Settings
+    private let intervalNanos: Int64
+    /// Capture-thread state: the next aligned instant to shoot.
+    private var nextShotNanos: Int64?
+    private let skipped = Atomic<Int>(0)
+    private let stills = StillMaker()
+    private var paths: RecordingPaths?
+
+    public init(_ settings: Settings) throws(SessionError) {
+        guard settings.intervalSeconds >= 1 else {
+            throw .invalidSetting("timelapse interval must be at least 1 second, not \(settings.intervalSeconds)")
+        }
+        guard (1...100).contains(settings.quality) else {
+            throw .invalidSetting("JPEG quality must be 1–100, not \(settings.quality)")
+        }
+        self.settings = settings
+        intervalNanos = Int64(settings.intervalSeconds) * 1_000_000_000
+        super.init(name: "timelapse", queueCapacity: 2, dropsLateFrames: true)
+    }
+
+    /// Shots that could not be taken (no frame near their instant).
+    public var skippedShotCount: Int { skipped.load(ordering: .relaxed) }
+
+    /// The aligned instant a frame captured at `wallNanos` stands for.
+    func shotInstant(_ wallNanos: Int64) -> Int64 { wallNanos / intervalNanos * intervalNanos }
+
+    override func accepts(_ frame: CapturedFrame) -> Bool {
+        let wall = frame.wallNanos
+        guard let next = nextShotNanos else {
+            // First frame: shoot only if it sits exactly on an instant; otherwise wait for the next one.
+            let instant = shotInstant(wall)
+            nextShotNanos = instant == wall ? instant : instant + intervalNanos
+            return instant == wall
+        }
+        if wall < next - intervalNanos {
+            // The wall clock stepped back: resume at the next instant after now, no burst.
+            nextShotNanos = shotInstant(wall) + intervalNanos
+            return false
+        }
+        guard wall >= next else { return false }
+        let instant = shotInstant(wall)
+        let missed = Int((instant - next) / intervalNanos)
+        if missed > 0 {
+            skipped.add(missed, ordering: .relaxed)
+            logger.warning("camera \(context?.cameraID ?? "?"): timelapse skipped \(missed) shot(s): no frame arrived at their instants")
+        }
+        nextShotNanos = instant + intervalNanos
+        return true
+    }
+
+    override func process(_ frame: CapturedFrame, _ connection: ConnectionSettings) {
+        guard let context else { return }
+        if paths == nil { paths = RecordingPaths(root: settings.storageRoot, cameraID: context.cameraID) }
+        let instant = shotInstant(frame.wallNanos)
+        do {
+            let path = try paths!.still(at: instant)
+            try stills.jpeg(of: frame, connection, quality: settings.quality) { bytes, _, _ in
+                try DurableFile.write(bytes, to: path)
+            }
+            emit(.stillSaved(camera: context.cameraID, StillInfo(
+                path: path, shotWallNanos: instant, frameWallNanos: frame.wallNanos, frameSequence: frame.sequence)))
+        } catch {
+            let diskFull = (error as? POSIXError)?.isDiskFull == true
+            let message = "timelapse still at \(RecordingPaths.utcStamp(instant).stamp) not saved: \(error)"
+                + (diskFull ? "; free space under \(settings.storageRoot)" : "")
+            logger.error("camera \(context.cameraID): \(message)")
+            emit(.runtimeError(camera: context.cameraID, message: message))
+        }
+    }
+
+    override func finish() {
+        nextShotNanos = nil
+    }
+}

@@ -1,0 +1,212 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// Owns one camera from open to close and feeds its frames to outputs (`AVCaptureSession`).
+///
+/// Changes made between `beginConfiguration()` and `commitConfiguration()` apply together; a
+/// change made outside such a pair is committed at once. A commit the camera cannot honour
+/// throws and leaves the previous configuration running.
+///
+/// Frames are read on one dedicated thread per session and handed to each output's own worker.
+public final class CaptureSession: @unchecked Sendable {
+    struct Configuration: Sendable {
+        var device: CaptureDevice?
+        var format: FormatRequest = .preset(.high)
+        var frameRate: Double = 30
+        var connections: [CaptureConnection] = []
+    }
+
+    private struct State {
+        var active = Configuration()
+        var pending: Configuration?
+        var depth = 0
+        var activeFormat: DeviceFormat?
+        var capture: CaptureThread?
+    }
+
+    private let state = Mutex(State())
+    /// Serialises commits, starts and stops (never held by the capture thread).
+    private let control = NSLock()
+    private let broadcaster = EventBroadcaster()
+    private let capturedFrames = SharedCounter()
+    private let logger = Logger(label: "vigil.session")
+
+    public init() {}
+
+    // MARK: - Events and status
+
+    /// Session events (started, stopped, interrupted, errors, drops, files written). Each call
+    /// returns a new stream that sees events from then on.
+    public var events: AsyncStream<SessionEvent> { broadcaster.stream() }
+
+    public var isRunning: Bool { state.withLock { $0.capture != nil } }
+    public var device: CaptureDevice? { state.withLock { $0.active.device } }
+    /// The format the camera is delivering (after a successful commit).
+    public var activeFormat: DeviceFormat? { state.withLock { $0.activeFormat } }
+    public var frameRate: Double { state.withLock { $0.active.frameRate } }
+    /// Frames read from the camera since the session was created.
+    public var capturedFrameCount: Int { capturedFrames.current }
+    public var outputs: [CaptureOutput] { state.withLock { $0.active.connections.map(\.output) } }
+    public var cameraID: String { device?.id ?? "unconfigured" }
+
+    // MARK: - Configuration
+
+    public func beginConfiguration() {
+        state.withLock { s in
+            if s.depth == 0 { s.pending = s.active }
+            s.depth += 1
+        }
+    }
+
+    /// Applies the changes made since `beginConfiguration()` atomically.
+    public func commitConfiguration() throws(SessionError) {
+        let pending: Configuration? = state.withLock { s in
+            guard s.depth > 0 else { return nil }
+            s.depth -= 1
+            guard s.depth == 0 else { return nil }
+            defer { s.pending = nil }
+            return s.pending
+        }
+        guard let pending else { return }
+        try apply(pending)
+    }
+
+    public func addInput(_ device: CaptureDevice) throws(SessionError) {
+        try change { $0.device = device }
+    }
+
+    public func canSetPreset(_ preset: Preset) -> Bool {
+        state.withLock { $0.pending?.device ?? $0.active.device }?.supports(preset) ?? false
+    }
+
+    /// Chooses the camera format by preset or explicit size.
+    public func setFormat(_ request: FormatRequest) throws(SessionError) {
+        try change { $0.format = request }
+    }
+
+    public func setFrameRate(_ framesPerSecond: Double) throws(SessionError) {
+        try change { $0.frameRate = framesPerSecond }
+    }
+
+    public func addOutput(_ output: CaptureOutput, settings: ConnectionSettings = .init()) throws(SessionError) {
+        try change { c in
+            if !c.connections.contains(where: { $0.output === output }) {
+                c.connections.append(CaptureConnection(output: output, settings: settings))
+            }
+        }
+    }
+
+    public func removeOutput(_ output: CaptureOutput) throws(SessionError) {
+        try change { c in c.connections.removeAll { $0.output === output } }
+    }
+
+    /// Enables/disables an output's connection or changes its rotation and mirroring.
+    public func setConnection(for output: CaptureOutput, _ settings: ConnectionSettings) throws(SessionError) {
+        try change { c in
+            if let i = c.connections.firstIndex(where: { $0.output === output }) { c.connections[i].settings = settings }
+        }
+    }
+
+    public func connection(for output: CaptureOutput) -> CaptureConnection? {
+        state.withLock { $0.active.connections.first { $0.output === output } }
+    }
+
+    private func change(_ body: (inout Configuration) -> Void) throws(SessionError) {
+        beginConfiguration()
+        state.withLock { s in body(&s.pending!) }
+        try commitConfiguration()
+    }
+
+    private func apply(_ new: Configuration) throws(SessionError) {
+        control.lock()
+        defer { control.unlock() }
+        let old = state.withLock { $0.active }
+        var format: DeviceFormat?
+        if let device = new.device {
+            let resolved = try device.resolve(new.format, frameRate: new.frameRate)
+            for c in new.connections { try c.output.validate(format: resolved, settings: c.settings) }
+            format = resolved
+        } else if !new.connections.isEmpty && isRunning {
+            throw .noInput
+        }
+        let removed = old.connections.filter { o in !new.connections.contains { $0.output === o.output } }
+        let added = new.connections.filter { n in !old.connections.contains { $0.output === n.output } }
+        if let capture = state.withLock({ $0.capture }) {
+            let deviceChanged = old.device !== new.device
+            if deviceChanged {
+                throw .invalidSetting("cannot change the camera of a running session: stop it first")
+            }
+            if let format, format != state.withLock({ $0.activeFormat }) || new.frameRate != old.frameRate {
+                // The capture thread reopens the stream; if the camera refuses, it reopens the old one.
+                try capture.switchFormat(to: format, frameRate: new.frameRate)
+            }
+            let context = OutputContext(cameraID: new.device!.id, events: broadcaster, frameRate: new.frameRate)
+            for c in added { c.output.attach(context) }
+        }
+        state.withLock { s in
+            s.active = new
+            s.activeFormat = format
+            s.capture?.connections.withLock { $0 = new.connections }
+        }
+        if isRunning { for c in removed { c.output.detach() } }
+    }
+
+    // MARK: - Running
+
+    /// Opens the camera and starts delivering frames to the outputs.
+    public func startRunning() throws(SessionError) {
+        control.lock()
+        defer { control.unlock() }
+        let (configuration, format, running) = state.withLock { ($0.active, $0.activeFormat, $0.capture != nil) }
+        if running { return }
+        guard let device = configuration.device, let format else { throw .noInput }
+        let stream: any CaptureStream
+        do {
+            stream = try device.backend.open(format: format, frameRate: configuration.frameRate)
+        } catch let error as SessionError {
+            throw error
+        } catch {
+            throw .deviceFailed(camera: device.id, reason: "\(error)")
+        }
+        let context = OutputContext(cameraID: device.id, events: broadcaster, frameRate: configuration.frameRate)
+        for c in configuration.connections { c.output.attach(context) }
+        let capture = CaptureThread(
+            device: device, stream: stream, format: format, frameRate: configuration.frameRate,
+            connections: configuration.connections, events: broadcaster, frameCounter: capturedFrames
+        ) { [weak self] in self?.captureEnded() }
+        state.withLock { $0.capture = capture }
+        broadcaster.emit(.started(camera: device.id))
+        capture.start()
+    }
+
+    /// Stops capture, finalizes every output (open segments are closed and renamed) and closes
+    /// the camera. Returns when everything is written.
+    public func stopRunning() {
+        control.lock()
+        defer { control.unlock() }
+        guard let capture = state.withLock({ $0.capture }) else { return }
+        capture.stop()
+        finishStop()
+    }
+
+    /// The capture thread ended on its own (device lost or failed).
+    private func captureEnded() {
+        DispatchQueue.global().async { [self] in
+            control.lock()
+            defer { control.unlock() }
+            guard state.withLock({ $0.capture })?.hasEnded == true else { return }
+            finishStop()
+        }
+    }
+
+    private func finishStop() {
+        guard let capture = state.withLock({ s -> CaptureThread? in
+            defer { s.capture = nil }
+            return s.capture
+        }) else { return }
+        capture.waitUntilEnded()
+        for c in state.withLock({ $0.active.connections }) { c.output.detach() }
+        broadcaster.emit(.stopped(camera: capture.device.id))
+    }
+}

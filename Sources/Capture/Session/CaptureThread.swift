@@ -1,0 +1,167 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// A counter shared between threads.
+final class SharedCounter: Sendable {
+    private let value = Atomic<Int>(0)
+    func increment() { value.add(1, ordering: .relaxed) }
+    var current: Int { value.load(ordering: .relaxed) }
+}
+
+/// The one thread that reads a session's camera and fans frames out to its outputs.
+/// Nothing here waits on an output (unless that output asked not to drop frames).
+final class CaptureThread: @unchecked Sendable {
+    let device: CaptureDevice
+    let connections: Mutex<[CaptureConnection]>
+    private var stream: any CaptureStream
+    private var format: DeviceFormat
+    private var frameRate: Double
+    private let events: EventBroadcaster
+    private let frameCounter: SharedCounter
+    private let pool = FramePool()
+    private let stopRequested = Atomic<Bool>(false)
+    private let endedSignal = DispatchSemaphore(value: 0)
+    private let endedFlag = Atomic<Bool>(false)
+    private let onEnd: @Sendable () -> Void
+    private let logger = Logger(label: "vigil.capture")
+
+    /// A format change requested by a commit while running, answered by the capture thread.
+    private final class FormatSwitch: @unchecked Sendable {
+        let format: DeviceFormat
+        let frameRate: Double
+        var error: SessionError?
+        let done = DispatchSemaphore(value: 0)
+        init(format: DeviceFormat, frameRate: Double) {
+            self.format = format
+            self.frameRate = frameRate
+        }
+    }
+    private let pendingSwitch = Mutex<FormatSwitch?>(nil)
+    /// Reused for every frame so that fan-out allocates nothing.
+    private var takers: [CaptureConnection] = []
+
+    /// How long one read may wait; also how quickly a stop or format switch is noticed.
+    private static let readTimeoutNanos: Int64 = 200_000_000
+
+    init(
+        device: CaptureDevice, stream: any CaptureStream, format: DeviceFormat, frameRate: Double,
+        connections: [CaptureConnection], events: EventBroadcaster, frameCounter: SharedCounter,
+        onEnd: @escaping @Sendable () -> Void
+    ) {
+        self.device = device
+        self.stream = stream
+        self.format = format
+        self.frameRate = frameRate
+        self.connections = Mutex(connections)
+        self.events = events
+        self.frameCounter = frameCounter
+        self.onEnd = onEnd
+        takers.reserveCapacity(16)
+    }
+
+    var hasEnded: Bool { endedFlag.load(ordering: .acquiring) }
+
+    func start() {
+        let thread = Thread { [self] in run() }
+        thread.name = "vigil-capture-\(device.id)"
+        thread.qualityOfService = .userInteractive
+        thread.start()
+    }
+
+    func stop() {
+        stopRequested.store(true, ordering: .releasing)
+        waitUntilEnded()
+    }
+
+    func waitUntilEnded() {
+        endedSignal.wait()
+        endedSignal.signal()
+    }
+
+    /// Reopens the camera with a new format; on refusal reopens the old one and throws.
+    func switchFormat(to format: DeviceFormat, frameRate: Double) throws(SessionError) {
+        let request = FormatSwitch(format: format, frameRate: frameRate)
+        pendingSwitch.withLock { $0 = request }
+        request.done.wait()
+        if let error = request.error { throw error }
+    }
+
+    private func run() {
+        var lastDropReport = Clock.monotonicNanos()
+        defer {
+            stream.close()
+            // A commit waiting for a switch must not hang if capture ended.
+            if let request = pendingSwitch.withLock({ r -> FormatSwitch? in defer { r = nil }; return r }) {
+                request.error = .stopped(camera: device.id)
+                request.done.signal()
+            }
+            endedFlag.store(true, ordering: .releasing)
+            endedSignal.signal()
+            onEnd()
+        }
+        while !stopRequested.load(ordering: .acquiring) {
+            if let request = pendingSwitch.withLock({ r -> FormatSwitch? in defer { r = nil }; return r }) {
+                performSwitch(request)
+            }
+            let frame = pool.take(capacity: stream.maximumFrameBytes)
+            let result: ReadResult
+            do {
+                result = try stream.readFrame(into: frame, timeoutNanos: Self.readTimeoutNanos)
+            } catch is EndOfFile {
+                frame.release()
+                return
+            } catch {
+                frame.release()
+                logger.error("camera \(device.id) failed: \(error)")
+                events.emit(.runtimeError(camera: device.id, message: "\(error)"))
+                return
+            }
+            switch result {
+            case .timeout:
+                frame.release()
+            case .frame:
+                frameCounter.increment()
+                deliver(frame)
+            }
+            let now = Clock.monotonicNanos()
+            if now - lastDropReport >= 1_000_000_000 {
+                lastDropReport = now
+                for c in connections.withLock({ $0 }) { c.output.reportDrops() }
+            }
+        }
+    }
+
+    /// Hands the frame to every enabled output that wants it; the last holder recycles it.
+    private func deliver(_ frame: CapturedFrame) {
+        takers.removeAll(keepingCapacity: true)
+        connections.withLock { current in
+            for c in current where c.settings.isEnabled && c.output.accepts(frame) { takers.append(c) }
+        }
+        // One hold per taker plus the capture thread's own, released at the end.
+        frame.setHolders(takers.count + 1)
+        for c in takers where !c.output.enqueue(frame, c.settings) { frame.release() }
+        takers.removeAll(keepingCapacity: true)
+        frame.release()
+    }
+
+    private func performSwitch(_ request: FormatSwitch) {
+        stream.close()
+        do {
+            stream = try device.backend.open(format: request.format, frameRate: request.frameRate)
+            format = request.format
+            frameRate = request.frameRate
+        } catch {
+            request.error = .deviceFailed(camera: device.id, reason: "refused \(request.format): \(error)")
+            do {
+                stream = try device.backend.open(format: format, frameRate: frameRate)
+            } catch {
+                request.done.signal()
+                events.emit(.runtimeError(camera: device.id, message: "could not reopen \(format): \(error)"))
+                stopRequested.store(true, ordering: .releasing)
+                return
+            }
+        }
+        request.done.signal()
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import Synchronization
+
+/// What a session reports while it runs, like AVFoundation's session notifications.
+public enum SessionEvent: Sendable, CustomStringConvertible {
+    case started(camera: String)
+    case stopped(camera: String)
+    case interrupted(camera: String, reason: String)
+    case interruptionEnded(camera: String)
+    case runtimeError(camera: String, message: String)
+    /// An output dropped `count` late frames since its last report.
+    case droppedFrames(camera: String, output: String, count: Int)
+    case segmentFinished(camera: String, SegmentInfo)
+    case stillSaved(camera: String, StillInfo)
+
+    public var description: String {
+        switch self {
+        case .started(let c): return "\(c): started"
+        case .stopped(let c): return "\(c): stopped"
+        case .interrupted(let c, let r): return "\(c): interrupted: \(r)"
+        case .interruptionEnded(let c): return "\(c): interruption ended"
+        case .runtimeError(let c, let m): return "\(c): error: \(m)"
+        case .droppedFrames(let c, let o, let n): return "\(c): \(o) dropped \(n) late frame(s)"
+        case .segmentFinished(let c, let s): return "\(c): segment \(s.path) (\(s.frameCount) frames)"
+        case .stillSaved(let c, let s): return "\(c): still \(s.path)"
+        }
+    }
+}
+
+/// A finished recording segment.
+public struct SegmentInfo: Sendable, Equatable {
+    public var path: String
+    public var frameCount: Int
+    public var byteCount: Int64
+    /// Wall-clock capture times of the first and last frame (Unix epoch, nanoseconds).
+    public var firstFrameWallNanos: Int64
+    public var lastFrameWallNanos: Int64
+    public var codec: String
+    public var width: Int
+    public var height: Int
+    /// True when writing failed (disk full, I/O error) and the file holds only what was written.
+    public var isIncomplete: Bool
+}
+
+/// A saved still.
+public struct StillInfo: Sendable, Equatable {
+    public var path: String
+    /// The aligned instant the still stands for (Unix epoch, nanoseconds).
+    public var shotWallNanos: Int64
+    /// When the frame used was captured.
+    public var frameWallNanos: Int64
+    public var frameSequence: UInt64
+}
+
+/// Fans session events out to every subscriber of `CaptureSession.events`.
+final class EventBroadcaster: Sendable {
+    private let subscribers = Mutex<[UUID: AsyncStream<SessionEvent>.Continuation]>([:])
+
+    func stream() -> AsyncStream<SessionEvent> {
+        let (stream, continuation) = AsyncStream<SessionEvent>.makeStream(bufferingPolicy: .bufferingNewest(1024))
+        let id = UUID()
+        subscribers.withLock { $0[id] = continuation }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.subscribers.withLock { $0.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    func emit(_ event: SessionEvent) {
+        for c in subscribers.withLock({ Array($0.values) }) { c.yield(event) }
+    }
+
+    func finish() {
+        for c in subscribers.withLock({ Array($0.values) }) { c.finish() }
+    }
+}

@@ -1,0 +1,95 @@
+import Media
+
+/// A test-pattern camera that behaves like a real one: it delivers frames at a real-time pace
+/// in YUYV or MJPEG, each carrying its
+/// sequence number as blocks (see `SequencePattern`).
+public struct SyntheticCamera: CaptureDeviceBackend {
+    /// The sizes a synthetic camera offers unless told otherwise, in YUYV and MJPEG, 1–60 fps.
+    public static let standardSizes: [(Int, Int)] = [
+        (160, 120), (320, 240), (640, 360), (640, 480), (800, 600), (1280, 720), (1920, 1080),
+    ]
+
+    public init() {}
+
+    /// A synthetic camera device named `synthetic-N`.
+    public static func device(
+        index: Int = 0, sizes: [(Int, Int)] = standardSizes,
+        pixelFormats: [PixelFormat] = [.yuyv422, .mjpeg], frameRates: ClosedRange<Double> = 1...60
+    ) -> CaptureDevice {
+        let formats = pixelFormats.flatMap { f in
+            sizes.map { DeviceFormat(pixelFormat: f, width: $0.0, height: $0.1, frameRates: frameRates) }
+        }
+        return CaptureDevice(
+            id: "synthetic-\(index)", name: "Synthetic camera \(index)", formats: formats,
+            backend: SyntheticCamera())
+    }
+
+    public func open(format: DeviceFormat, frameRate: Double) throws -> any CaptureStream {
+        try SyntheticStream(format: format, frameRate: frameRate)
+    }
+}
+
+final class SyntheticStream: CaptureStream {
+    private let format: DeviceFormat
+    private let intervalNanos: Int64
+    private let painter: PatternPainter
+    private let startNanos = Clock.monotonicNanos()
+    private var sequence: UInt64 = 0
+    // MJPEG only: the camera's own encoder.
+    private var yuyv: UnsafeMutableRawBufferPointer?
+    private var jpeg: JPEGEncoder?
+    private var jpegPicture: Picture?
+    private let scaler = Scaler()
+    let maximumFrameBytes: Int
+
+    init(format: DeviceFormat, frameRate: Double) throws {
+        self.format = format
+        intervalNanos = Int64(1_000_000_000 / frameRate)
+        painter = PatternPainter(width: format.width, height: format.height)
+        let raw = format.width * format.height * 2
+        if format.pixelFormat == .mjpeg {
+            yuyv = .allocate(byteCount: raw, alignment: 64)
+            let encoder = try JPEGEncoder(width: format.width, height: format.height, quality: 90, chroma: .yuyv422)
+            jpeg = encoder
+            jpegPicture = try encoder.makePicture()
+            maximumFrameBytes = raw + 4096
+        } else {
+            maximumFrameBytes = format.pixelFormat.frameByteCount(width: format.width, height: format.height) ?? raw
+        }
+    }
+
+    deinit { yuyv?.deallocate() }
+
+    func readFrame(into frame: CapturedFrame, timeoutNanos: Int64) throws -> ReadResult {
+        let due = startNanos + Int64(sequence) * intervalNanos
+        let now = Clock.monotonicNanos()
+        if due > now + timeoutNanos {
+            Clock.sleep(untilMonotonic: now + timeoutNanos)
+            return .timeout
+        }
+        Clock.sleep(untilMonotonic: due)
+        let wall = Clock.wallNanos()
+        let monotonic = Clock.monotonicNanos()
+        let byteCount: Int
+        if let yuyv, let jpeg, let jpegPicture {
+            painter.paint(into: yuyv.baseAddress!, sequence: sequence, wallNanos: wall)
+            try scaler.convert(raw: UnsafeRawBufferPointer(yuyv), format: .yuyv422, width: format.width, height: format.height, into: jpegPicture)
+            byteCount = try jpeg.encode(jpegPicture) { bytes in
+                frame.reserve(bytes.count)
+                frame.storage.copyMemory(from: bytes)
+                return bytes.count
+            }
+        } else {
+            painter.paint(into: frame.storage.baseAddress!, sequence: sequence, wallNanos: wall)
+            byteCount = format.width * format.height * 2
+        }
+        frame.setContents(
+            byteCount: byteCount, format: format.pixelFormat, width: format.width, height: format.height,
+            sequence: sequence, monotonicNanos: monotonic,
+            wallNanos: wall)
+        sequence += 1
+        return .frame
+    }
+
+    func close() {}
+}

@@ -1,0 +1,94 @@
+internal import CFFmpeg
+
+/// Container formats Vigil writes. Both stay playable when the writer is killed mid-file.
+public enum Container: String, Sendable, CaseIterable {
+    /// Fragmented MP4: a fragment is flushed about twice a second, so a crash loses under a second.
+    case fragmentedMP4 = "mp4"
+    /// Matroska (MKV), written cluster by cluster; the default for stream copy of MJPEG.
+    case matroska = "mkv"
+
+    public var fileExtension: String { rawValue }
+
+    var formatName: String {
+        switch self {
+        case .fragmentedMP4: return "mp4"
+        case .matroska: return "matroska"
+        }
+    }
+}
+
+/// Writes one video stream into one file. Packets arrive with presentation times in
+/// `VideoEncoder.timeBase`, already relative to the file's start.
+public final class Muxer: @unchecked Sendable {
+    private var context: UnsafeMutablePointer<AVFormatContext>?
+    private let stream: UnsafeMutablePointer<AVStream>
+    public let path: String
+    private var finished = false
+    private let sourceTimeBase = VideoEncoder.timeBase.av
+
+    public init(path: String, container: Container, stream description: StreamDescription) throws(MediaError) {
+        self.path = path
+        var ctx: UnsafeMutablePointer<AVFormatContext>? = nil
+        try check(avformat_alloc_output_context2(&ctx, nil, container.formatName, path), "avformat_alloc_output_context2(\(container.formatName))")
+        guard let ctx, let st = avformat_new_stream(ctx, nil) else {
+            throw MediaError(operation: "avformat_new_stream", message: "out of memory")
+        }
+        context = ctx
+        stream = st
+        avcodec_parameters_copy(st.pointee.codecpar, description.parameters)
+        st.pointee.codecpar.pointee.codec_tag = 0
+        st.pointee.time_base = sourceTimeBase
+        // Push every packet to the file at once: what a crash can lose is only the open fragment.
+        ctx.pointee.flags |= AVFMT_FLAG_FLUSH_PACKETS
+        var options: OpaquePointer? = nil
+        if container == .fragmentedMP4 {
+            av_dict_set(&options, "movflags", "+empty_moov+default_base_moof", 0)
+            av_dict_set(&options, "frag_duration", "500000", 0)
+        }
+        do {
+            try check(avio_open(&ctx.pointee.pb, path, AVIO_FLAG_WRITE), "open \(path) for writing")
+            try check(avformat_write_header(ctx, &options), "write header of \(path)")
+        } catch {
+            av_dict_free(&options)
+            closeIO()
+            throw error
+        }
+        av_dict_free(&options)
+    }
+
+    deinit { closeIO() }
+
+    private func closeIO() {
+        guard let ctx = context else { return }
+        if ctx.pointee.pb != nil { avio_closep(&ctx.pointee.pb) }
+        avformat_free_context(ctx)
+        context = nil
+    }
+
+    /// Writes a packet whose pts is in `VideoEncoder.timeBase`, relative to the file's start.
+    public func write(_ packet: Packet, pts: Int64) throws(MediaError) {
+        guard let ctx = context else { throw MediaError(operation: "write", message: "\(path) is already closed") }
+        let p = packet.packet
+        p.pointee.pts = pts
+        p.pointee.dts = pts
+        p.pointee.stream_index = 0
+        av_packet_rescale_ts(p, sourceTimeBase, stream.pointee.time_base)
+        try check(av_write_frame(ctx, p), "write \(path)")
+        if ctx.pointee.pb.pointee.error < 0 {
+            throw MediaError(operation: "write \(path)", code: ctx.pointee.pb.pointee.error)
+        }
+    }
+
+    /// Writes the trailer and closes the file. The file stays readable even if this fails.
+    public func finish() throws(MediaError) {
+        guard let ctx = context, !finished else { return }
+        finished = true
+        let status = av_write_trailer(ctx)
+        let ioError = ctx.pointee.pb.pointee.error
+        let closeStatus = avio_closep(&ctx.pointee.pb)
+        closeIO()
+        try check(status, "finish \(path)")
+        try check(ioError, "write \(path)")
+        try check(closeStatus, "close \(path)")
+    }
+}

@@ -1,0 +1,52 @@
+internal import CFFmpeg
+
+/// Turns camera frames (raw or MJPEG) into planar 4:2:0 pictures for an encoder, rotated and
+/// mirrored as asked. Its buffers are reused, so a steady stream of frames allocates nothing.
+public final class PictureConverter: @unchecked Sendable {
+    /// Video range for H.264, full (JPEG) range for stills.
+    public enum Range: Sendable { case video, jpeg }
+
+    private let range: Range
+    private let scaler = Scaler()
+    private var decoder: VideoDecoder?
+    private var decoded: Picture?
+    private var upright: Picture?
+    private var transformed: Picture?
+
+    public init(range: Range) {
+        self.range = range
+    }
+
+    private var avFormat: AVPixelFormat { range == .video ? AV_PIX_FMT_YUV420P : AV_PIX_FMT_YUVJ420P }
+
+    /// The picture for one frame. Valid until the next call. Corrupt MJPEG throws.
+    public func picture(
+        from bytes: UnsafeRawBufferPointer, format: PixelFormat, width: Int, height: Int,
+        rotation: Rotation, mirrored: Bool
+    ) throws(MediaError) -> Picture {
+        let target = try reuse(&upright, width: width, height: height)
+        if format == .mjpeg {
+            if decoder == nil { decoder = try VideoDecoder(format: .mjpeg) }
+            if decoded == nil { decoded = try Picture() }
+            try decoder!.decode(bytes, into: decoded!)
+            guard decoded!.width == width, decoded!.height == height else {
+                throw MediaError(operation: "decode frame", message: "frame is \(decoded!.width)x\(decoded!.height), expected \(width)x\(height)")
+            }
+            try scaler.convert(decoded!, into: target)
+        } else {
+            try scaler.convert(raw: bytes, format: format, width: width, height: height, into: target)
+        }
+        guard rotation != .none || mirrored else { return target }
+        let size = rotation.size(width: width, height: height)
+        let out = try reuse(&transformed, width: size.width, height: size.height)
+        try PictureTransform.apply(target, rotation: rotation, mirrored: mirrored, into: out)
+        return out
+    }
+
+    private func reuse(_ slot: inout Picture?, width: Int, height: Int) throws(MediaError) -> Picture {
+        if let p = slot, p.width == width, p.height == height { return p }
+        let p = try Picture(width: width, height: height, avFormat: avFormat)
+        slot = p
+        return p
+    }
+}

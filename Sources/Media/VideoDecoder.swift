@@ -1,0 +1,56 @@
+internal import CFFmpeg
+
+/// Decodes compressed frames (MJPEG from cameras, H.264 from recordings) into pictures.
+public final class VideoDecoder: @unchecked Sendable {
+    let context: UnsafeMutablePointer<AVCodecContext>
+    private let packet = Packet()
+
+    public convenience init(format: PixelFormat) throws(MediaError) {
+        guard format == .mjpeg else {
+            throw MediaError(operation: "VideoDecoder", message: "\(format) is not compressed; convert it instead")
+        }
+        try self.init(codecID: AV_CODEC_ID_MJPEG, parameters: nil)
+    }
+
+    init(codecID: AVCodecID, parameters: UnsafePointer<AVCodecParameters>?) throws(MediaError) {
+        guard let codec = avcodec_find_decoder(codecID) else {
+            throw MediaError(operation: "avcodec_find_decoder", message: "no decoder for \(String(cString: avcodec_get_name(codecID)))")
+        }
+        guard let ctx = avcodec_alloc_context3(codec) else {
+            throw MediaError(operation: "avcodec_alloc_context3", message: "out of memory")
+        }
+        context = ctx
+        if let parameters { avcodec_parameters_to_context(ctx, parameters) }
+        ctx.pointee.thread_count = 1
+        try check(avcodec_open2(ctx, codec, nil), "avcodec_open2(decoder)")
+    }
+
+    deinit {
+        var c: UnsafeMutablePointer<AVCodecContext>? = context
+        avcodec_free_context(&c)
+    }
+
+    /// Decodes one self-contained compressed frame (a JPEG) into `picture`.
+    /// Corrupt data throws; the caller drops the frame.
+    public func decode(_ bytes: UnsafeRawBufferPointer, into picture: Picture) throws(MediaError) {
+        try packet.copy(bytes, pts: 0)
+        defer { packet.unref() }
+        _ = try progress(avcodec_send_packet(context, packet.packet), "decode frame")
+        av_frame_unref(picture.frame)
+        let result = try progress(avcodec_receive_frame(context, picture.frame), "decode frame")
+        if result != .ok {
+            throw MediaError(operation: "decode frame", message: "decoder returned no picture")
+        }
+        if picture.frame.pointee.decode_error_flags != 0 {
+            throw MediaError(operation: "decode frame", message: "corrupt frame")
+        }
+    }
+
+    func send(_ packet: Packet?) throws(MediaError) -> Progress {
+        try progress(avcodec_send_packet(context, packet?.packet), "avcodec_send_packet")
+    }
+
+    func receive(into picture: Picture) throws(MediaError) -> Progress {
+        try progress(avcodec_receive_frame(context, picture.frame), "avcodec_receive_frame")
+    }
+}
