@@ -7,6 +7,8 @@ public final class JPEGEncoder: @unchecked Sendable {
     public let width: Int
     public let height: Int
     public let quality: Int
+    /// Encoders insist on increasing timestamps, even for independent images.
+    private var nextPTS: Int64 = 0
 
     /// `quality` runs from 1 (smallest) to 100 (best), like most JPEG tools.
     public init(width: Int, height: Int, quality: Int, chroma: PixelFormat = .yuv420p) throws(MediaError) {
@@ -50,7 +52,8 @@ public final class JPEGEncoder: @unchecked Sendable {
 
     /// Encodes one picture; `body` sees the JPEG bytes (valid only during the call).
     public func encode<R>(_ picture: Picture, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
-        picture.frame.pointee.pts = 0
+        picture.frame.pointee.pts = nextPTS
+        nextPTS += 1
         picture.frame.pointee.quality = context.pointee.global_quality
         _ = try progress(avcodec_send_frame(context, picture.frame), "encode JPEG")
         defer { packet.unref() }

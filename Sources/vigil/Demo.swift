@@ -1,0 +1,79 @@
+import ArgumentParser
+import Capture
+import Foundation
+import Media
+import Recorder
+
+struct Demo: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Record synthetic test cameras into segments and timelapse stills.",
+        discussion: """
+            Each synthetic camera paints its frame number as large blocks, a moving bar and the
+            time, at a real-time pace. Files go to DIR/CAMERA/video/DAY/ (segments) and
+            DIR/CAMERA/stills/DAY/ (JPEG stills), named in UTC. A file being written ends in
+            .partial and is renamed when finished. Ctrl-C or SIGTERM finalizes open files and exits 0.
+            """
+    )
+
+    @Option(name: .shortAndLong, help: "Directory to record into.")
+    var output: String = "vigil-demo"
+
+    @Option(help: "Stop after this many seconds (default: run until Ctrl-C).")
+    var duration: Double?
+
+    @Option(help: "Number of synthetic cameras.")
+    var cameras: Int = 1
+
+    @Option(help: "Frame size, WIDTHxHEIGHT (160x120 … 1920x1080).")
+    var size: FrameSize = FrameSize(argument: "640x480")!
+
+    @Option(help: "Frames per second (1–60).")
+    var fps: Double = 15
+
+    @Option(help: "Camera pixel format: yuyv422 or mjpeg.")
+    var pixelFormat: PixelFormat = .yuyv422
+
+    @Option(help: "Segment length in seconds; segments start at multiples of it in wall-clock time.")
+    var segmentSeconds: Int = 60
+
+    @Option(help: "Seconds between timelapse stills, aligned to the wall clock.")
+    var timelapseInterval: Int = 60
+
+    @Flag(help: "Record MJPEG frames as they are (MKV, no encoding). Needs --pixel-format mjpeg.")
+    var streamCopy = false
+
+    @Option(help: "x264 preset (ultrafast … veryslow).")
+    var preset: String = "veryfast"
+
+    @Option(help: "x264 constant quality, 0–51 (lower is better).")
+    var crf: Int = 23
+
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        guard cameras >= 1 else { throw ValidationError("--cameras must be at least 1") }
+        if let duration, duration <= 0 { throw ValidationError("--duration must be positive") }
+        guard segmentSeconds >= 1 else { throw ValidationError("--segment-seconds must be at least 1") }
+        guard timelapseInterval >= 1 else { throw ValidationError("--timelapse-interval must be at least 1") }
+        guard (0...51).contains(crf) else { throw ValidationError("--crf must be 0–51") }
+        if streamCopy && pixelFormat != .mjpeg {
+            throw ValidationError("--stream-copy records the camera's MJPEG as is: add --pixel-format mjpeg")
+        }
+    }
+
+    func run() async throws {
+        global.bootstrap()
+        let stop = StopSignal()
+        let options = DemoRecorder.Options(
+            outputDirectory: output, durationSeconds: duration, cameraCount: cameras,
+            width: size.width, height: size.height, framesPerSecond: fps, pixelFormat: pixelFormat,
+            segmentSeconds: segmentSeconds, timelapseIntervalSeconds: timelapseInterval,
+            encoding: streamCopy ? .streamCopy : .h264(EncoderSettings(preset: preset, rateControl: .crf(crf))))
+        do {
+            try await DemoRecorder(options: options).run(until: stop)
+        } catch {
+            FileHandle.standardError.write(Data("vigil: \(error)\n".utf8))
+            throw ExitCode.failure
+        }
+    }
+}

@@ -1,0 +1,58 @@
+import ArgumentParser
+import Capture
+import Foundation
+import Media
+import Recorder
+
+/// Records a raw video file through the same pipeline as a camera, as fast as possible.
+/// `Scripts/bench-encode` uses it to compare Vigil with the ffmpeg command line.
+struct RecordFile: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "record-file",
+        abstract: "Record a raw video file into segments, as fast as possible (for benchmarks).",
+        shouldDisplay: false
+    )
+
+    @Option(name: .shortAndLong, help: "Raw frames file (e.g. from ffmpeg -f rawvideo).")
+    var input: String
+
+    @Option(help: "Frame size, WIDTHxHEIGHT.")
+    var size: FrameSize
+
+    @Option(help: "Pixel format of the file: yuyv422, nv12 or yuv420p.")
+    var pixelFormat: PixelFormat = .yuyv422
+
+    @Option(help: "Nominal frame rate of the file.")
+    var fps: Double = 30
+
+    @Option(name: .shortAndLong, help: "Directory to record into.")
+    var output: String
+
+    @Option(help: "Segment length in seconds.")
+    var segmentSeconds: Int = 60
+
+    @Option(help: "x264 preset.")
+    var preset: String = "veryfast"
+
+    @Option(help: "x264 constant quality.")
+    var crf: Int = 23
+
+    @Option(help: "Encoder threads (0 = automatic).")
+    var threads: Int = 0
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        global.bootstrap()
+        do {
+            try await FileRecording(
+                path: input, pixelFormat: pixelFormat, width: size.width, height: size.height, frameRate: fps,
+                outputDirectory: output, segmentSeconds: segmentSeconds,
+                encoder: EncoderSettings(preset: preset, rateControl: .crf(crf), threads: threads)
+            ).run()
+        } catch {
+            FileHandle.standardError.write(Data("vigil: \(error)\n".utf8))
+            throw ExitCode.failure
+        }
+    }
+}
