@@ -85,13 +85,8 @@ public struct DemoRecorder {
         }
         display.tick()
         Console.line("Stopping: finalizing open segments…")
-        // Stopping waits for encoders and files: do it off Swift's cooperative pool.
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            let sessions = cameras.map(\.session)
-            Thread.detachNewThread {
-                for s in sessions { s.stopRunning() }
-                done.resume()
-            }
+        await withTaskGroup(of: Void.self) { group in
+            for c in cameras { group.addTask { await c.session.stop() } }
         }
         for t in eventTasks { t.cancel() }
         for c in cameras {

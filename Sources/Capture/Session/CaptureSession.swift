@@ -190,6 +190,16 @@ public final class CaptureSession: @unchecked Sendable {
         finishStop()
     }
 
+    /// `stopRunning()` for async callers: waits on a plain thread, not on Swift's cooperative pool.
+    public func stop() async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            Thread.detachNewThread { [self] in
+                stopRunning()
+                done.resume()
+            }
+        }
+    }
+
     /// The capture thread ended on its own (device lost or failed).
     private func captureEnded() {
         DispatchQueue.global().async { [self] in
