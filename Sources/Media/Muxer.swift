@@ -1,4 +1,5 @@
 internal import CFFmpeg
+import Glibc
 
 /// Container formats Vigil writes. Both stay playable when the writer is killed mid-file.
 public enum Container: String, Sendable, CaseIterable {
@@ -51,6 +52,8 @@ public final class Muxer: @unchecked Sendable {
         } catch {
             av_dict_free(&options)
             closeIO()
+            // Leave nothing behind: a file without a header holds no video.
+            unlink(path)
             throw error
         }
         av_dict_free(&options)

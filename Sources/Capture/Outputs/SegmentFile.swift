@@ -1,3 +1,4 @@
+import Glibc
 import Media
 
 /// One segment being written: a muxer writing to `NAME.partial`, renamed to `NAME` once the
@@ -14,11 +15,13 @@ final class SegmentFile {
     let startPTS: Int64
     private(set) var failed = false
     let stream: StreamDescription
+    let container: Container
 
     init(finalPath: String, container: Container, stream: StreamDescription, startPTS: Int64, firstFrameWallNanos: Int64) throws {
         self.finalPath = finalPath
         partialPath = finalPath + RecordingPaths.partialSuffix
         self.stream = stream
+        self.container = container
         self.startPTS = startPTS
         self.firstFrameWallNanos = firstFrameWallNanos
         lastFrameWallNanos = firstFrameWallNanos
@@ -39,14 +42,27 @@ final class SegmentFile {
         lastFrameWallNanos = wallNanos
     }
 
-    /// Finishes the file and gives it its final name. Even after a write failure the file is
-    /// renamed: what reached the disk plays, and no `.partial` is left behind.
-    func finalize() throws -> SegmentInfo {
+    /// Finishes the file and gives it its final name. After a write failure what reached the
+    /// disk is kept: an MP4 is cut back to its last complete fragment so all of it plays, and no
+    /// `.partial` is left behind. A failed file without one playable frame is removed (nil).
+    func finalize() throws -> SegmentInfo? {
         do { try muxer.finish() } catch { failed = true }
+        if failed && !keepPlayablePart() {
+            unlink(partialPath)
+            return nil
+        }
         try DurableFile.commit(partialPath, to: finalPath)
         return SegmentInfo(
             path: finalPath, frameCount: frameCount, byteCount: byteCount,
             firstFrameWallNanos: firstFrameWallNanos, lastFrameWallNanos: lastFrameWallNanos,
             codec: stream.codecName, width: stream.width, height: stream.height, isIncomplete: failed)
+    }
+
+    private func keepPlayablePart() -> Bool {
+        if container == .fragmentedMP4 {
+            return ((try? FragmentedMP4.trimToCompleteFragments(partialPath))?.completeFragments ?? 0) > 0
+        }
+        guard let reader = try? MovieReader(path: partialPath) else { return false }
+        return (try? reader.nextFrame()) != nil
     }
 }

@@ -51,6 +51,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     private var lastPTS: Int64 = .min
     private var originMonotonic: Int64?
     private var restartAfterFailureAt: Int64?
+    private var lastFailureReport: Int64?
     private var paths: RecordingPaths?
     private let status = StatusBox()
 
@@ -123,7 +124,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
             return
         }
         let pts = nextPTS(for: frame)
-        if startsSegment || segment == nil {
+        if startsSegment {
             closeSegment()
             try openSegment(stream: StreamDescription(mjpegWidth: frame.width, height: frame.height), startPTS: pts, wallNanos: frame.wallNanos)
         }
@@ -168,7 +169,9 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
             guard let index = inFlight.firstIndex(where: { $0.pts == pts }) else { continue }
             let info = inFlight[index]
             inFlight.removeSubrange(0...index)
-            if info.startsSegment || segment == nil {
+            // Only a forced keyframe opens a segment; while none is open after a failure,
+            // packets are discarded until the retry's keyframe.
+            if info.startsSegment {
                 closeSegment()
                 try openSegment(stream: encoder!.streamDescription(), startPTS: pts, wallNanos: info.wallNanos)
             }
@@ -193,6 +196,10 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         let path = try paths.segment(startingAt: wallNanos, extension: settings.container.fileExtension)
         segment = try SegmentFile(finalPath: path, container: settings.container, stream: stream, startPTS: startPTS, firstFrameWallNanos: wallNanos)
         status.path = path + RecordingPaths.partialSuffix
+        if lastFailureReport != nil {
+            lastFailureReport = nil
+            logger.notice("camera \(paths.cameraID): recording resumed in \(path)")
+        }
     }
 
     private func closeSegment() {
@@ -200,8 +207,11 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         segment = nil
         status.path = nil
         do {
-            let info = try current.finalize()
-            if let cameraID = context?.cameraID { emit(.segmentFinished(camera: cameraID, info)) }
+            if let info = try current.finalize() {
+                if let cameraID = context?.cameraID { emit(.segmentFinished(camera: cameraID, info)) }
+            } else {
+                logger.warning("camera \(context?.cameraID ?? "?"): removed \(current.partialPath): writing failed before any frame reached the disk")
+            }
         } catch {
             report("could not finalize \(current.partialPath): \(error)")
         }
@@ -210,14 +220,17 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     /// A write failed (disk full, I/O error): keep what was written, say what to do, and start
     /// a new segment about a second later so recording resumes as soon as the disk allows.
     private func fail(_ error: Error) {
-        let path = segment?.partialPath ?? settings.storageRoot
         closeSegment()
+        restartAfterFailureAt = Clock.wallNanos() + 1_000_000_000
+        // Retries happen every second; say so once, then at most every 30 s while it lasts.
+        let now = Clock.monotonicNanos()
+        if let last = lastFailureReport, now - last < 30_000_000_000 { return }
+        lastFailureReport = now
         let diskFull = (error as? MediaError)?.isDiskFull == true || (error as? POSIXError)?.isDiskFull == true
         let advice = diskFull
             ? "the disk is full: free space under \(settings.storageRoot); recording resumes by itself"
             : "recording resumes with a new segment"
-        report("writing \(path) failed (\(error)); \(advice)")
-        restartAfterFailureAt = Clock.wallNanos() + 1_000_000_000
+        report("recording failed (\(error)); \(advice)")
     }
 
     private func report(_ message: String) {

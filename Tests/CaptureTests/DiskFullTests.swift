@@ -1,0 +1,56 @@
+import Capture
+import CaptureTesting
+import Foundation
+import Media
+import Testing
+
+/// Mounting a small tmpfs needs root (CI runs as root on these machines).
+@Suite(.enabled(if: getuid() == 0, "needs root to mount a size-limited tmpfs"))
+struct DiskFullTests {
+    @Test func fullDiskIsReportedAndRecordingResumesWhileOtherCamerasGoOn() async throws {
+        let small = try TemporaryDirectory("vigil-full")
+        let other = try TemporaryDirectory("vigil-other")
+        defer { other.remove() }
+        let mount = RecordingInspector.run("/bin/mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", small.path])
+        try #require(mount.status == 0, "mount failed: \(mount.errorOutput)")
+        defer {
+            _ = RecordingInspector.run("/bin/umount", [small.path])
+            small.remove()
+        }
+        // Nearly lossless, so the small disk fills within seconds.
+        let heavy = EncoderSettings(preset: "ultrafast", rateControl: .crf(0))
+        let full = try SegmentedMovieOutput(.init(storageRoot: small.path, segmentSeconds: 1, encoding: .h264(heavy)))
+        let (fullSession, fullLog) = try startSession(
+            device: SyntheticCamera.device(index: 1),
+            format: .size(width: 320, height: 240, pixelFormat: .yuyv422), fps: 30, outputs: [(full, .init())])
+        let fine = try SegmentedMovieOutput(.init(storageRoot: other.path, segmentSeconds: 1))
+        let (otherSession, otherLog) = try startSession(
+            device: SyntheticCamera.device(index: 2),
+            format: .size(width: 160, height: 120, pixelFormat: .yuyv422), fps: 15, outputs: [(fine, .init())])
+
+        #expect(await waitUntil(seconds: 30) { fullLog.errors.contains { $0.contains("disk is full") } })
+        let message = try #require(fullLog.errors.first { $0.contains("disk is full") })
+        #expect(message.contains("No space left on device"))
+        #expect(message.contains("free space under \(small.path)"))
+        #expect(fullSession.isRunning)
+
+        // Free the disk: recording resumes by itself with a new segment.
+        let segmentsBefore = fullLog.segments.count
+        for f in RecordingInspector.files(under: small.path, endingWith: ".mp4") { try FileManager.default.removeItem(atPath: f) }
+        #expect(await waitUntil(seconds: 30) {
+            fullLog.segments.dropFirst(segmentsBefore).contains { !$0.isIncomplete && $0.frameCount > 0 }
+        })
+        await fullSession.stop()
+        await otherSession.stop()
+        for f in RecordingInspector.files(under: small.path, endingWith: ".mp4") {
+            #expect(RecordingInspector.ffprobeProblem(f) == nil, "\(f) does not decode")
+        }
+        #expect(RecordingInspector.files(under: small.path, endingWith: ".partial").isEmpty)
+
+        // The other camera never noticed.
+        #expect(otherLog.errors.isEmpty)
+        let decoded = try RecordingInspector.files(under: other.path, endingWith: ".mp4").map { try RecordingInspector.decode($0) }
+        let seqs = expectContiguous(decoded)
+        #expect(seqs.count == otherSession.capturedFrameCount)
+    }
+}
