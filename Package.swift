@@ -39,7 +39,7 @@ let package = Package(
         .target(name: "CaptureTesting", dependencies: ["Capture", "Media"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "CaptureTesting"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media", "CaptureTesting"]),
-        .testTarget(name: "VigilEndToEndTests", dependencies: ["CaptureTesting", "Media"]),
+        .testTarget(name: "VigilEndToEndTests", dependencies: ["CaptureTesting", "Media", "vigil"]),
     ],
     swiftLanguageModes: [.v6]
 )

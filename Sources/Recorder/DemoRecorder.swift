@@ -54,14 +54,14 @@ public struct DemoRecorder {
             do {
                 cameras.append(try start(device, root: root))
             } catch {
-                // One camera failing to start never stops the others.
-                failures.append("camera \(device.id): \(error)")
-                logger.error("camera \(device.id) not started: \(error)")
+                failures.append("\(error)")
             }
         }
+        // One camera failing to start never stops the others; with none started, say why once.
         guard !cameras.isEmpty else {
-            throw SessionError.invalidSetting(failures.joined(separator: "\n"))
+            throw SessionError.invalidSetting(Array(Set(failures)).sorted().joined(separator: "\n"))
         }
+        for failure in failures { logger.error("not started: \(failure)") }
         let what = options.encoding == .streamCopy ? "stream copy (MJPEG in MKV)" : "H.264"
         Console.line("Recording \(cameras.count) synthetic camera(s) at \(options.width)x\(options.height) \(options.pixelFormat) \(DeviceFormatText.rate(options.framesPerSecond)) fps into \(root)")
         Console.line("  \(options.segmentSeconds) s \(what) segments, a still every \(options.timelapseIntervalSeconds) s. "

@@ -1,1 +1,159 @@
+import CaptureTesting
+import Foundation
+import Media
 import Testing
+
+/// The `vigil` binary built next to this test bundle.
+enum VigilBinary {
+    static var path: String {
+        let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for dir in [here, here.deletingLastPathComponent()] {
+            let candidate = dir.appendingPathComponent("vigil").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return root.appendingPathComponent(".build/debug/vigil").path
+    }
+
+    /// Starts `vigil` with arguments; output goes to files so the pipes never fill.
+    static func start(_ arguments: [String], in dir: String) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        FileManager.default.createFile(atPath: dir + "/stdout.txt", contents: nil)
+        FileManager.default.createFile(atPath: dir + "/stderr.txt", contents: nil)
+        process.standardOutput = FileHandle(forWritingAtPath: dir + "/stdout.txt")
+        process.standardError = FileHandle(forWritingAtPath: dir + "/stderr.txt")
+        try process.run()
+        return process
+    }
+
+    static func run(_ arguments: [String]) -> (status: Int32, output: String, errorOutput: String) {
+        RecordingInspector.run(path, arguments)
+    }
+}
+
+func waitUntil(seconds: Double, _ condition: () -> Bool) async -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if condition() { return true }
+        try? await Task.sleep(nanoseconds: 100_000_000)
+    }
+    return condition()
+}
+
+func waitForExit(_ process: Process, seconds: Double) async -> Bool {
+    await waitUntil(seconds: seconds) { !process.isRunning }
+}
+
+@Suite struct DemoCommandTests {
+    @Test func demoRecordsPlayableSegmentsAndStillsAndExitsCleanly() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let out = dir.path + "/rec"
+        let result = VigilBinary.run([
+            "demo", "--output", out, "--duration", "3.5", "--cameras", "2", "--size", "160x120", "--fps", "15",
+            "--segment-seconds", "1", "--timelapse-interval", "1",
+        ])
+        #expect(result.status == 0, "\(result.errorOutput)")
+        #expect(result.output.contains("Recording 2 synthetic camera(s) at 160x120"))
+        #expect(result.output.contains("synthetic-1: "))
+        #expect(RecordingInspector.files(under: out, endingWith: ".partial").isEmpty)
+        for camera in ["synthetic-0", "synthetic-1"] {
+            let segments = RecordingInspector.files(under: "\(out)/\(camera)/video", endingWith: ".mp4")
+            #expect(segments.count >= 3)
+            for s in segments { #expect(RecordingInspector.ffprobeProblem(s) == nil, "\(s)") }
+            let stills = RecordingInspector.files(under: "\(out)/\(camera)/stills", endingWith: ".jpg")
+            #expect(stills.count >= 2)
+            for s in stills { #expect(RecordingInspector.ffprobeProblem(s) == nil, "\(s)") }
+        }
+    }
+
+    @Test func sigtermFinalizesTheOpenSegmentAndExitsZero() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let out = dir.path + "/rec"
+        let process = try VigilBinary.start(["demo", "--output", out, "--size", "160x120", "--fps", "15"], in: dir.path)
+        #expect(await waitUntil(seconds: 20) {
+            RecordingInspector.files(under: out, endingWith: ".partial").contains {
+                ((try? FragmentedMP4.layout(of: $0))?.completeFragments ?? 0) >= 2
+            }
+        })
+        process.terminate()
+        #expect(await waitForExit(process, seconds: 20))
+        #expect(process.terminationStatus == 0)
+        #expect(RecordingInspector.files(under: out, endingWith: ".partial").isEmpty)
+        let segments = RecordingInspector.files(under: out, endingWith: ".mp4")
+        #expect(segments.count == 1)
+        for s in segments {
+            #expect(RecordingInspector.ffprobeProblem(s) == nil)
+            let decoded = try RecordingInspector.decode(s)
+            #expect(decoded.startsWithKeyframe)
+            #expect(decoded.sequences.first == 0)
+            let seqs = decoded.sequences.compactMap { $0 }
+            #expect(seqs == Array(0..<UInt32(seqs.count)))
+            #expect(seqs.count == decoded.sequences.count)
+        }
+    }
+
+    @Test func killDashNineLeavesAPartialThatDecodesUpToItsLastFragment() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let out = dir.path + "/rec"
+        let process = try VigilBinary.start(["demo", "--output", out, "--size", "160x120", "--fps", "15"], in: dir.path)
+        var partial: String?
+        #expect(await waitUntil(seconds: 20) {
+            partial = RecordingInspector.files(under: out, endingWith: ".partial").first {
+                ((try? FragmentedMP4.layout(of: $0))?.completeFragments ?? 0) >= 4
+            }
+            return partial != nil
+        })
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        let file = try #require(partial)
+        let layout = try FragmentedMP4.layout(of: file)
+        #expect(layout.completeFragments >= 4)
+        // Every frame up to the last complete fragment decodes, in order, from the first.
+        let decoded = try RecordingInspector.decode(file)
+        #expect(decoded.startsWithKeyframe)
+        let seqs = decoded.sequences.compactMap { $0 }
+        #expect(seqs.count == decoded.sequences.count)
+        #expect(seqs.first == 0)
+        #expect(seqs == Array(0..<UInt32(seqs.count)))
+        // Trimmed to its complete fragments, the file passes ffprobe without a complaint and
+        // still holds those frames: what the kill cost is the open fragment (≤ 0.5 s of video).
+        let copy = dir.path + "/trimmed.mp4"
+        try FileManager.default.copyItem(atPath: file, toPath: copy)
+        try FragmentedMP4.trimToCompleteFragments(copy)
+        #expect(RecordingInspector.ffprobeProblem(copy) == nil)
+        let trimmed = try RecordingInspector.decode(copy).sequences.compactMap { $0 }
+        #expect(trimmed.count >= seqs.count - 8 && trimmed == Array(seqs.prefix(trimmed.count)))
+    }
+
+    @Test(arguments: [
+        (["--size", "123x45"], "vigil: camera synthetic-0 does not support 123x45 yuyv422; it offers 160x120, 320x240"),
+        (["--fps", "500"], "cannot deliver 500 fps at 640x480 yuyv422; choose 1–60 fps"),
+        (["--output", "/proc/vigil-cannot-write-here"], "cannot write recordings to /proc/vigil-cannot-write-here"),
+        (["--stream-copy"], "add --pixel-format mjpeg"),
+        (["--size", "big"], "The value 'big' is invalid for '--size <size>'"),
+    ])
+    func badInputGetsAOneLineErrorWithAFix(arguments: [String], message: String) throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        var args = ["demo", "--duration", "1"]
+        if !arguments.contains("--output") { args += ["--output", dir.path + "/rec"] }
+        let result = VigilBinary.run(args + arguments)
+        #expect(result.status != 0)
+        // The first line says what is wrong and what to do (argument errors add a usage line).
+        let firstLine = result.errorOutput.split(separator: "\n").first.map(String.init) ?? ""
+        #expect(firstLine.contains(message), "stderr was: \(result.errorOutput)")
+    }
+
+    @Test func helpDescribesTheDemo() {
+        let result = VigilBinary.run(["demo", "--help"])
+        #expect(result.status == 0)
+        for option in ["--output", "--duration", "--cameras", "--size", "--fps", "--segment-seconds", "--timelapse-interval"] {
+            #expect(result.output.contains(option))
+        }
+    }
+}
