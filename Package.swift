@@ -22,9 +22,11 @@ let package = Package(
             pkgConfig: "libavformat libavcodec libswscale libavutil",
             providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswscale-dev", "libavutil-dev"])]
         ),
+        // C shim over the kernel's V4L2 API: ioctl numbers, a non-variadic ioctl, packed structs.
+        .target(name: "CV4L2"),
         .target(name: "Media", dependencies: ["CFFmpeg"]),
         .target(name: "Capture", dependencies: [
-            "Media",
+            "Media", "CV4L2",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "Recorder", dependencies: [
@@ -36,7 +38,7 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .target(name: "CaptureTesting", dependencies: ["Capture", "Media"]),
+        .target(name: "CaptureTesting", dependencies: ["Capture", "Media", "CV4L2"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "CaptureTesting"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media", "CaptureTesting"]),
         .testTarget(name: "VigilEndToEndTests", dependencies: ["CaptureTesting", "Media", "vigil"]),

@@ -7,14 +7,26 @@ public final class CaptureDevice: Sendable, CustomStringConvertible {
     public let id: String
     public let name: String
     public let formats: [DeviceFormat]
+    /// Focus, exposure, white balance, brightness, … (empty for cameras without controls).
+    public let controls: [DeviceControl]
+    /// Where the camera is attached (node, driver, bus), for listings and logs.
+    public let details: DeviceDetails
     let backend: any CaptureDeviceBackend
 
-    public init(id: String, name: String, formats: [DeviceFormat], backend: any CaptureDeviceBackend) {
+    public init(
+        id: String, name: String, formats: [DeviceFormat], controls: [DeviceControl] = [],
+        details: DeviceDetails = DeviceDetails(), backend: any CaptureDeviceBackend
+    ) {
         self.id = id
         self.name = name
         self.formats = formats
+        self.controls = controls
+        self.details = details
         self.backend = backend
     }
+
+    /// The control with this key (`brightness`, `focus_auto`, …), if the camera has it.
+    public func control(_ key: String) -> DeviceControl? { controls.first { $0.key == key } }
 
     public var description: String { "\(name) (\(id))" }
 
@@ -58,12 +70,55 @@ public protocol CaptureStream: AnyObject {
     /// The largest frame this stream can deliver, so pooled buffers are allocated once.
     var maximumFrameBytes: Int { get }
     /// Waits up to `timeoutNanos` for the next frame and writes it into `frame`.
+    /// Throws `DeviceDisconnected` when the camera is gone.
     func readFrame(into frame: CapturedFrame, timeoutNanos: Int64) throws -> ReadResult
+    /// Sets control values all at once (they were validated against `CaptureDevice.controls`).
+    func apply(controls: [ControlSetting]) throws
+    /// Stops streaming and releases everything. Safe to call more than once.
     func close()
 }
 
-public enum ReadResult: Sendable {
+extension CaptureStream {
+    public func apply(controls: [ControlSetting]) throws {
+        if let first = controls.first { throw SessionError.invalidSetting("this camera has no control \(first.key)") }
+    }
+}
+
+public enum ReadResult: Sendable, Equatable {
     case frame
     /// No frame within the timeout (a wedged camera shows up as repeated timeouts).
     case timeout
+    /// The camera delivered a broken frame (error flag, empty, truncated JPEG); it was dropped.
+    case corrupt(String)
+}
+
+/// A control value to set.
+public struct ControlSetting: Sendable, Hashable {
+    public let id: UInt32
+    public let key: String
+    public let value: Int64
+}
+
+/// The camera went away (unplugged, powered off): the session is interrupted, not failed.
+public struct DeviceDisconnected: Error, CustomStringConvertible {
+    public let reason: String
+    public init(reason: String) { self.reason = reason }
+    public var description: String { reason }
+}
+
+/// Where a camera is attached.
+public struct DeviceDetails: Sendable, Hashable {
+    /// Device node (`/dev/video0`) or URL.
+    public var node: String?
+    public var driver: String?
+    public var card: String?
+    /// Bus position (`usb-0000:00:14.0-1`).
+    public var bus: String?
+
+    public init(node: String? = nil, driver: String? = nil, card: String? = nil, bus: String? = nil) {
+        self.node = node
+        self.driver = driver
+        self.card = card
+        self.bus = bus
+    }
 }

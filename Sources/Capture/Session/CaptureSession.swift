@@ -15,6 +15,8 @@ public final class CaptureSession: @unchecked Sendable {
         var format: FormatRequest = .preset(.high)
         var frameRate: Double = 30
         var connections: [CaptureConnection] = []
+        /// Control values by key, as the user set them.
+        var controls: [String: Int64] = [:]
     }
 
     private struct State {
@@ -22,6 +24,7 @@ public final class CaptureSession: @unchecked Sendable {
         var pending: Configuration?
         var depth = 0
         var activeFormat: DeviceFormat?
+        var activeControls: [ControlSetting] = []
         var capture: CaptureThread?
     }
 
@@ -89,6 +92,17 @@ public final class CaptureSession: @unchecked Sendable {
         try change { $0.frameRate = framesPerSecond }
     }
 
+    /// Sets a camera control (`brightness`, `focus_auto`, `exposure_absolute`, …). Checked against
+    /// the camera's range on commit; all controls of one commit are applied together.
+    public func setControl(_ key: String, to value: Int64) throws(SessionError) {
+        try change { $0.controls[key] = value }
+    }
+
+    /// Control values in force (after the last successful commit).
+    public var controlValues: [String: Int64] {
+        state.withLock { Dictionary(uniqueKeysWithValues: $0.activeControls.map { ($0.key, $0.value) }) }
+    }
+
     public func addOutput(_ output: CaptureOutput, settings: ConnectionSettings = .init()) throws(SessionError) {
         try change { c in
             if !c.connections.contains(where: { $0.output === output }) {
@@ -123,10 +137,12 @@ public final class CaptureSession: @unchecked Sendable {
         defer { control.unlock() }
         let old = state.withLock { $0.active }
         var format: DeviceFormat?
+        var controls: [ControlSetting] = []
         if let device = new.device {
             let resolved = try device.resolve(new.format, frameRate: new.frameRate)
             for c in new.connections { try c.output.validate(format: resolved, settings: c.settings) }
             format = resolved
+            controls = try Self.resolveControls(new.controls, on: device)
         } else if !new.connections.isEmpty && isRunning {
             throw .noInput
         }
@@ -137,9 +153,14 @@ public final class CaptureSession: @unchecked Sendable {
             if deviceChanged {
                 throw .invalidSetting("cannot change the camera of a running session: stop it first")
             }
-            if let format, format != state.withLock({ $0.activeFormat }) || new.frameRate != old.frameRate {
-                // The capture thread reopens the stream; if the camera refuses, it reopens the old one.
-                try capture.switchFormat(to: format, frameRate: new.frameRate)
+            let formatChanged = format != state.withLock({ $0.activeFormat }) || new.frameRate != old.frameRate
+            let controlsChanged = controls != state.withLock({ $0.activeControls })
+            if formatChanged || controlsChanged {
+                // The capture thread reopens the stream or sets the controls; if the camera
+                // refuses, the old format keeps running and this commit throws.
+                try capture.reconfigure(
+                    format: formatChanged ? format : nil, frameRate: new.frameRate,
+                    controls: controlsChanged ? controls : nil)
             }
             let context = OutputContext(cameraID: new.device!.id, events: broadcaster, frameRate: new.frameRate)
             for c in added { c.output.attach(context) }
@@ -147,6 +168,7 @@ public final class CaptureSession: @unchecked Sendable {
         state.withLock { s in
             s.active = new
             s.activeFormat = format
+            s.activeControls = controls
             s.capture?.connections.withLock { $0 = new.connections }
         }
         if isRunning { for c in removed { c.output.detach() } }
@@ -158,7 +180,7 @@ public final class CaptureSession: @unchecked Sendable {
     public func startRunning() throws(SessionError) {
         control.lock()
         defer { control.unlock() }
-        let (configuration, format, running) = state.withLock { ($0.active, $0.activeFormat, $0.capture != nil) }
+        let (configuration, format, controls, running) = state.withLock { ($0.active, $0.activeFormat, $0.activeControls, $0.capture != nil) }
         if running { return }
         guard let device = configuration.device, let format else { throw .noInput }
         let stream: any CaptureStream
@@ -169,11 +191,19 @@ public final class CaptureSession: @unchecked Sendable {
         } catch {
             throw .deviceFailed(camera: device.id, reason: "\(error)")
         }
+        if !controls.isEmpty {
+            do {
+                try stream.apply(controls: controls)
+            } catch {
+                stream.close()
+                throw .deviceFailed(camera: device.id, reason: "refused the control values: \(error)")
+            }
+        }
         let context = OutputContext(cameraID: device.id, events: broadcaster, frameRate: configuration.frameRate)
         for c in configuration.connections { c.output.attach(context) }
         let capture = CaptureThread(
             device: device, stream: stream, format: format, frameRate: configuration.frameRate,
-            connections: configuration.connections, events: broadcaster, frameCounter: capturedFrames
+            controls: controls, connections: configuration.connections, events: broadcaster, frameCounter: capturedFrames
         ) { [weak self] in self?.captureEnded() }
         state.withLock { $0.capture = capture }
         broadcaster.emit(.started(camera: device.id))
@@ -208,6 +238,18 @@ public final class CaptureSession: @unchecked Sendable {
             guard state.withLock({ $0.capture })?.hasEnded == true else { return }
             finishStop()
         }
+    }
+
+    private static func resolveControls(_ values: [String: Int64], on device: CaptureDevice) throws(SessionError) -> [ControlSetting] {
+        var settings: [ControlSetting] = []
+        for key in values.keys.sorted() {
+            guard let control = device.control(key) else {
+                let available = device.controls.map(\.key).joined(separator: ", ")
+                throw .invalidSetting("camera \(device.id) has no control \(key)" + (available.isEmpty ? "" : "; it has \(available)"))
+            }
+            settings.append(ControlSetting(id: control.id, key: key, value: try control.validated(values[key]!, camera: device.id)))
+        }
+        return settings
     }
 
     private func finishStop() {

@@ -17,6 +17,7 @@ final class CaptureThread: @unchecked Sendable {
     private var stream: any CaptureStream
     private var format: DeviceFormat
     private var frameRate: Double
+    private var controls: [ControlSetting]
     private let events: EventBroadcaster
     private let frameCounter: SharedCounter
     private let pool = FramePool()
@@ -26,18 +27,23 @@ final class CaptureThread: @unchecked Sendable {
     private let onEnd: @Sendable () -> Void
     private let logger = Logger(label: "vigil.capture")
 
-    /// A format change requested by a commit while running, answered by the capture thread.
+    /// A change requested by a commit while running, carried out by the capture thread (the
+    /// only thread that touches the stream): a new format, new control values, or both.
     private final class FormatSwitch: @unchecked Sendable {
-        let format: DeviceFormat
+        let format: DeviceFormat?
         let frameRate: Double
+        let controls: [ControlSetting]?
         var error: SessionError?
         let done = DispatchSemaphore(value: 0)
-        init(format: DeviceFormat, frameRate: Double) {
+        init(format: DeviceFormat?, frameRate: Double, controls: [ControlSetting]?) {
             self.format = format
             self.frameRate = frameRate
+            self.controls = controls
         }
     }
     private let pendingSwitch = Mutex<FormatSwitch?>(nil)
+    private var corruptFrames = 0
+    private var lastCorruptReason = ""
     /// Reused for every frame so that fan-out allocates nothing.
     private var takers: [CaptureConnection] = []
 
@@ -46,13 +52,14 @@ final class CaptureThread: @unchecked Sendable {
 
     init(
         device: CaptureDevice, stream: any CaptureStream, format: DeviceFormat, frameRate: Double,
-        connections: [CaptureConnection], events: EventBroadcaster, frameCounter: SharedCounter,
+        controls: [ControlSetting], connections: [CaptureConnection], events: EventBroadcaster, frameCounter: SharedCounter,
         onEnd: @escaping @Sendable () -> Void
     ) {
         self.device = device
         self.stream = stream
         self.format = format
         self.frameRate = frameRate
+        self.controls = controls
         self.connections = Mutex(connections)
         self.events = events
         self.frameCounter = frameCounter
@@ -79,9 +86,10 @@ final class CaptureThread: @unchecked Sendable {
         endedSignal.signal()
     }
 
-    /// Reopens the camera with a new format; on refusal reopens the old one and throws.
-    func switchFormat(to format: DeviceFormat, frameRate: Double) throws(SessionError) {
-        let request = FormatSwitch(format: format, frameRate: frameRate)
+    /// Reopens the camera with a new format and/or sets controls; on refusal keeps (or reopens)
+    /// the old format and throws.
+    func reconfigure(format: DeviceFormat?, frameRate: Double, controls: [ControlSetting]?) throws(SessionError) {
+        let request = FormatSwitch(format: format, frameRate: frameRate, controls: controls)
         pendingSwitch.withLock { $0 = request }
         request.done.wait()
         if let error = request.error { throw error }
@@ -111,6 +119,11 @@ final class CaptureThread: @unchecked Sendable {
             } catch is EndOfFile {
                 frame.release()
                 return
+            } catch let gone as DeviceDisconnected {
+                frame.release()
+                logger.warning("camera \(device.id) disconnected: \(gone.reason)")
+                events.emit(.interrupted(camera: device.id, reason: gone.reason))
+                return
             } catch {
                 frame.release()
                 logger.error("camera \(device.id) failed: \(error)")
@@ -123,11 +136,20 @@ final class CaptureThread: @unchecked Sendable {
             case .frame:
                 frameCounter.increment()
                 deliver(frame)
+            case .corrupt(let reason):
+                frame.release()
+                corruptFrames += 1
+                lastCorruptReason = reason
             }
             let now = Clock.monotonicNanos()
             if now - lastDropReport >= 1_000_000_000 {
                 lastDropReport = now
                 for c in connections.withLock({ $0 }) { c.output.reportDrops() }
+                if corruptFrames > 0 {
+                    logger.warning("camera \(device.id): dropped \(corruptFrames) corrupt frame(s): \(lastCorruptReason)")
+                    events.emit(.droppedFrames(camera: device.id, output: "camera (corrupt: \(lastCorruptReason))", count: corruptFrames))
+                    corruptFrames = 0
+                }
             }
         }
     }
@@ -146,22 +168,35 @@ final class CaptureThread: @unchecked Sendable {
     }
 
     private func performSwitch(_ request: FormatSwitch) {
-        stream.close()
-        do {
-            stream = try device.backend.open(format: request.format, frameRate: request.frameRate)
-            format = request.format
-            frameRate = request.frameRate
-        } catch {
-            request.error = .deviceFailed(camera: device.id, reason: "refused \(request.format): \(error)")
+        defer { request.done.signal() }
+        if let newFormat = request.format {
+            stream.close()
             do {
-                stream = try device.backend.open(format: format, frameRate: frameRate)
+                stream = try device.backend.open(format: newFormat, frameRate: request.frameRate)
+                format = newFormat
+                frameRate = request.frameRate
             } catch {
-                request.done.signal()
-                events.emit(.runtimeError(camera: device.id, message: "could not reopen \(format): \(error)"))
-                stopRequested.store(true, ordering: .releasing)
-                return
+                request.error = .deviceFailed(camera: device.id, reason: "refused \(newFormat): \(error)")
+                do {
+                    stream = try device.backend.open(format: format, frameRate: frameRate)
+                } catch {
+                    events.emit(.runtimeError(camera: device.id, message: "could not reopen \(format): \(error)"))
+                    stopRequested.store(true, ordering: .releasing)
+                    return
+                }
+            }
+            // A reopened camera starts from its defaults: set the controls again.
+            controls = request.controls ?? controls
+            if !controls.isEmpty { try? stream.apply(controls: controls) }
+            return
+        }
+        if let newControls = request.controls {
+            do {
+                try stream.apply(controls: newControls)
+                controls = newControls
+            } catch {
+                request.error = .deviceFailed(camera: device.id, reason: "refused the control values: \(error)")
             }
         }
-        request.done.signal()
     }
 }

@@ -1,0 +1,214 @@
+import CV4L2
+import Foundation
+import Glibc
+import Logging
+import Media
+
+/// Opens a V4L2 node for capture.
+public struct V4L2Camera: CaptureDeviceBackend {
+    let system: any V4L2System
+    let node: String
+
+    public func open(format: DeviceFormat, frameRate: Double) throws -> any CaptureStream {
+        try V4L2Stream(system: system, node: node, format: format, frameRate: frameRate)
+    }
+}
+
+/// A streaming V4L2 camera: memory-mapped driver buffers, polled on the session's capture
+/// thread. A buffer is requeued as soon as its bytes are copied. Every path, errors included,
+/// unmaps, frees the buffers and closes the node.
+final class V4L2Stream: CaptureStream {
+    private let system: any V4L2System
+    private let node: String
+    private let format: DeviceFormat
+    private var fd: Int32 = -1
+    private var buffers: [(address: UnsafeMutableRawPointer, length: Int)] = []
+    private var streaming = false
+    private(set) var maximumFrameBytes = 0
+    private var disconnected: String?
+    private let logger = Logger(label: "vigil.v4l2")
+
+    static let bufferCount: UInt32 = 4
+
+    init(system: any V4L2System, node: String, format: DeviceFormat, frameRate: Double) throws {
+        self.system = system
+        self.node = node
+        self.format = format
+        let fd = system.open(node)
+        guard fd >= 0 else { throw V4L2Error("open", node: node, errno: -fd) }
+        self.fd = fd
+        do {
+            try negotiate(frameRate: frameRate)
+            try mapBuffers()
+            for i in 0..<buffers.count { try queue(UInt32(i)) }
+            var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
+            try call("VIDIOC_STREAMON", CV4L2_VIDIOC_STREAMON, &type)
+            streaming = true
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    deinit { close() }
+
+    @discardableResult
+    private func call(_ name: String, _ request: UInt, _ argument: UnsafeMutableRawPointer) throws -> Int32 {
+        let r = system.ioctl(fd, request, argument)
+        if r < 0 { throw V4L2Error(name, node: node, errno: -r) }
+        return r
+    }
+
+    private func negotiate(frameRate: Double) throws {
+        var f = v4l2_format()
+        f.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        f.fmt.pix.width = UInt32(format.width)
+        f.fmt.pix.height = UInt32(format.height)
+        f.fmt.pix.pixelformat = V4L2Discovery.fourcc(format.pixelFormat)
+        f.fmt.pix.field = V4L2_FIELD_ANY.rawValue
+        try call("VIDIOC_S_FMT", CV4L2_VIDIOC_S_FMT, &f)
+        // The driver answers with what it really chose.
+        let chosen = (Int(f.fmt.pix.width), Int(f.fmt.pix.height), V4L2Discovery.pixelFormat(f.fmt.pix.pixelformat))
+        guard chosen.0 == format.width, chosen.1 == format.height, chosen.2 == format.pixelFormat else {
+            throw SessionError.deviceFailed(
+                camera: node,
+                reason: "asked for \(format.sizeDescription) \(format.pixelFormat), the driver chose \(chosen.0)x\(chosen.1) \(chosen.2.map { "\($0)" } ?? "an unsupported format")")
+        }
+        var p = v4l2_streamparm()
+        p.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        p.parm.capture.timeperframe = v4l2_fract(numerator: 1000, denominator: UInt32((frameRate * 1000).rounded()))
+        if system.ioctl(fd, CV4L2_VIDIOC_S_PARM, &p) >= 0, p.parm.capture.timeperframe.numerator > 0 {
+            let actual = Double(p.parm.capture.timeperframe.denominator) / Double(p.parm.capture.timeperframe.numerator)
+            if abs(actual - frameRate) > 0.01 {
+                logger.notice("\(node): asked for \(frameRate) fps, the driver chose \(actual) fps")
+            }
+        }
+    }
+
+    private func mapBuffers() throws {
+        var req = v4l2_requestbuffers()
+        req.count = Self.bufferCount
+        req.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        req.memory = V4L2_MEMORY_MMAP.rawValue
+        try call("VIDIOC_REQBUFS", CV4L2_VIDIOC_REQBUFS, &req)
+        guard req.count >= 2 else {
+            throw SessionError.deviceFailed(camera: node, reason: "the driver granted \(req.count) buffer(s); at least 2 are needed")
+        }
+        for i in 0..<req.count {
+            var b = v4l2_buffer()
+            b.index = i
+            b.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+            b.memory = V4L2_MEMORY_MMAP.rawValue
+            try call("VIDIOC_QUERYBUF", CV4L2_VIDIOC_QUERYBUF, &b)
+            let (address, error) = system.mmap(fd, length: Int(b.length), offset: Int(b.m.offset))
+            guard let address else { throw V4L2Error("mmap", node: node, errno: -error) }
+            buffers.append((address, Int(b.length)))
+            maximumFrameBytes = max(maximumFrameBytes, Int(b.length))
+        }
+    }
+
+    private func queue(_ index: UInt32) throws {
+        var b = v4l2_buffer()
+        b.index = index
+        b.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        b.memory = V4L2_MEMORY_MMAP.rawValue
+        try call("VIDIOC_QBUF", CV4L2_VIDIOC_QBUF, &b)
+    }
+
+    func readFrame(into frame: CapturedFrame, timeoutNanos: Int64) throws -> ReadResult {
+        if let disconnected { throw DeviceDisconnected(reason: disconnected) }
+        let (ready, events) = system.poll(fd, timeoutMilliseconds: Int32(timeoutNanos / 1_000_000))
+        if ready < 0 {
+            if -ready == EINTR { return .timeout }
+            throw V4L2Error("poll", node: node, errno: -ready)
+        }
+        if events & Int16(POLLERR | POLLHUP) != 0 {
+            throw DeviceDisconnected(reason: "\(node) stopped responding (poll reported \(events & Int16(POLLHUP) != 0 ? "hang-up" : "an error")): unplugged?")
+        }
+        if ready == 0 { return .timeout }
+        var b = v4l2_buffer()
+        b.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        b.memory = V4L2_MEMORY_MMAP.rawValue
+        let r = system.ioctl(fd, CV4L2_VIDIOC_DQBUF, &b)
+        if r < 0 {
+            let error = V4L2Error("VIDIOC_DQBUF", node: node, errno: -r)
+            if -r == EAGAIN { return .timeout }
+            if error.isDisconnect { throw DeviceDisconnected(reason: error.description) }
+            throw error
+        }
+        let result = copy(b, into: frame)
+        // Give the buffer back at once: the driver needs it for the next frame.
+        let q = queueBack(b.index)
+        if let q, q.isDisconnect { disconnected = q.description } else if let q { throw q }
+        return result
+    }
+
+    private func queueBack(_ index: UInt32) -> V4L2Error? {
+        do { try queue(index) } catch let e as V4L2Error { return e } catch { return nil }
+        return nil
+    }
+
+    private func copy(_ b: v4l2_buffer, into frame: CapturedFrame) -> ReadResult {
+        guard Int(b.index) < buffers.count else { return .corrupt("driver returned unknown buffer \(b.index)") }
+        if b.flags & UInt32(V4L2_BUF_FLAG_ERROR) != 0 { return .corrupt("the driver flagged the frame as damaged") }
+        let used = Int(b.bytesused)
+        if used == 0 { return .corrupt("empty frame") }
+        let source = UnsafeRawBufferPointer(start: buffers[Int(b.index)].address, count: min(used, buffers[Int(b.index)].length))
+        if format.pixelFormat == .mjpeg {
+            guard JPEGCheck.looksComplete(source) else { return .corrupt("truncated or corrupt MJPEG frame (\(used) bytes)") }
+        } else if let expected = format.pixelFormat.frameByteCount(width: format.width, height: format.height), used < expected {
+            return .corrupt("short frame: \(used) of \(expected) bytes")
+        }
+        frame.reserve(source.count)
+        frame.storage.copyMemory(from: source)
+        // V4L2 timestamps are CLOCK_MONOTONIC; the wall time is derived from the same instant.
+        let monotonic = Int64(b.timestamp.tv_sec) * 1_000_000_000 + Int64(b.timestamp.tv_usec) * 1000
+        let nowMonotonic = Clock.monotonicNanos()
+        let stamped = monotonic > 0 && monotonic <= nowMonotonic ? monotonic : nowMonotonic
+        frame.setContents(
+            byteCount: source.count, format: format.pixelFormat, width: format.width, height: format.height,
+            sequence: UInt64(b.sequence), monotonicNanos: stamped,
+            wallNanos: Clock.wallNanos() - (nowMonotonic - stamped))
+        return .frame
+    }
+
+    func apply(controls: [ControlSetting]) throws {
+        guard !controls.isEmpty else { return }
+        let size = cv4l2_ext_control_size()
+        let storage = UnsafeMutableRawPointer.allocate(byteCount: size * controls.count, alignment: 8)
+        defer { storage.deallocate() }
+        let base = storage.assumingMemoryBound(to: v4l2_ext_control.self)
+        for (i, c) in controls.enumerated() {
+            cv4l2_ext_control_set(cv4l2_ext_control_at(base, UInt32(i)), c.id, Int32(clamping: c.value))
+        }
+        var request = v4l2_ext_controls()
+        request.which = CV4L2_CTRL_WHICH_CUR_VAL
+        request.count = UInt32(controls.count)
+        request.controls = base
+        let r = system.ioctl(fd, CV4L2_VIDIOC_S_EXT_CTRLS, &request)
+        if r < 0 {
+            let failed = Int(request.error_idx) < controls.count ? " (\(controls[Int(request.error_idx)].key))" : ""
+            throw V4L2Error("VIDIOC_S_EXT_CTRLS\(failed)", node: node, errno: -r)
+        }
+    }
+
+    func close() {
+        guard fd >= 0 else { return }
+        if streaming {
+            var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
+            _ = system.ioctl(fd, CV4L2_VIDIOC_STREAMOFF, &type)
+            streaming = false
+        }
+        for b in buffers { system.munmap(b.address, length: b.length) }
+        if !buffers.isEmpty {
+            var req = v4l2_requestbuffers()
+            req.count = 0
+            req.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+            req.memory = V4L2_MEMORY_MMAP.rawValue
+            _ = system.ioctl(fd, CV4L2_VIDIOC_REQBUFS, &req)
+        }
+        buffers.removeAll()
+        system.close(fd)
+        fd = -1
+    }
+}
