@@ -20,8 +20,8 @@ enum VigilBinary {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
-        FileManager.default.createFile(atPath: dir + "/stdout.txt", contents: nil)
-        FileManager.default.createFile(atPath: dir + "/stderr.txt", contents: nil)
+        _ = FileManager.default.createFile(atPath: dir + "/stdout.txt", contents: nil)
+        _ = FileManager.default.createFile(atPath: dir + "/stderr.txt", contents: nil)
         process.standardOutput = FileHandle(forWritingAtPath: dir + "/stdout.txt")
         process.standardError = FileHandle(forWritingAtPath: dir + "/stderr.txt")
         try process.run()

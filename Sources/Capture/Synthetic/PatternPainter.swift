@@ -1,16 +1,16 @@
-/// Paints synthetic test frames in YUYV: the sequence block code (top half), a bar that moves
+/// Paints synthetic test frames in YUYV (the synthetic camera and the emulated V4L2 device): the sequence block code (top half), a bar that moves
 /// one step per frame, and the UTC time of day as large digits (bottom half).
-struct PatternPainter {
+public struct PatternPainter: Sendable {
     let width: Int
     let height: Int
     private var stride: Int { width * 2 }
 
-    init(width: Int, height: Int) {
+    public init(width: Int, height: Int) {
         self.width = width
         self.height = height
     }
 
-    func paint(into base: UnsafeMutableRawPointer, sequence: UInt64, wallNanos: Int64) {
+    public func paint(into base: UnsafeMutableRawPointer, sequence: UInt64, wallNanos: Int64) {
         let p = base.assumingMemoryBound(to: UInt8.self)
         // Background: the code half dark, the lower half mid grey.
         fill(p, x: 0, y: 0, w: width, h: height / 2, luma: SequencePattern.dark)

@@ -155,7 +155,7 @@ final class V4L2Stream: CaptureStream {
         if used == 0 { return .corrupt("empty frame") }
         let source = UnsafeRawBufferPointer(start: buffers[Int(b.index)].address, count: min(used, buffers[Int(b.index)].length))
         if format.pixelFormat == .mjpeg {
-            guard JPEGCheck.looksComplete(source) else { return .corrupt("truncated or corrupt MJPEG frame (\(used) bytes)") }
+            guard JPEGCheck.looksComplete(source) else { return .corrupt("truncated or corrupt MJPEG frame") }
         } else if let expected = format.pixelFormat.frameByteCount(width: format.width, height: format.height), used < expected {
             return .corrupt("short frame: \(used) of \(expected) bytes")
         }

@@ -1,0 +1,237 @@
+import CV4L2
+import Capture
+import CaptureTesting
+import Foundation
+import Glibc
+import Media
+import Testing
+
+@Suite struct V4L2DiscoveryTests {
+    @Test func discoveryListsCamerasWithStableIdentityFormatsAndControls() throws {
+        let withSerial = EmulatedCamera()
+        let metadata = EmulatedCamera(node: "/dev/video1", stableName: nil)
+        metadata.isMetadataNode = true
+        let noSerial = EmulatedCamera(node: "/dev/video2", card: "Cheap Camera", bus: "usb-0000:00:14.0-2", stableName: nil)
+        let kernel = EmulatedV4L2([withSerial, metadata, noSerial])
+        let devices = V4L2Discovery(system: kernel).devices()
+        #expect(devices.map(\.id) == ["v4l2:usb-Vigil_Emulated_Camera_SN0001-video-index0", "v4l2:usb-0000:00:14.0-2"])
+        let camera = try #require(devices.first)
+        #expect(camera.name == "Emulated USB Camera")
+        #expect(camera.details == DeviceDetails(node: "/dev/video0", driver: "uvcvideo", card: "Emulated USB Camera", bus: "usb-0000:00:14.0-1"))
+        #expect(camera.formats.contains(DeviceFormat(pixelFormat: .mjpeg, width: 1920, height: 1080, frameRates: 5...30)))
+        #expect(camera.formats.contains(DeviceFormat(pixelFormat: .yuyv422, width: 640, height: 480, frameRates: 5...30)))
+        #expect(!camera.formats.contains { $0.pixelFormat == .yuyv422 && $0.width == 1920 })
+        // MJPEG is preferred over YUYV at the same size (USB bandwidth).
+        #expect(Preset.vga.resolve(in: camera.formats)?.pixelFormat == .mjpeg)
+        #expect(Preset.high.resolve(in: camera.formats) == DeviceFormat(pixelFormat: .mjpeg, width: 1920, height: 1080, frameRates: 5...30))
+
+        let keys = camera.controls.map(\.key)
+        for key in ["brightness", "contrast", "white_balance_auto", "white_balance_temperature", "power_line_frequency",
+                    "exposure_auto", "exposure_absolute", "focus_auto", "focus_absolute"] {
+            #expect(keys.contains(key), "missing control \(key)")
+        }
+        let power = try #require(camera.control("power_line_frequency"))
+        #expect(power.kind == .menu && power.menu == [0: "Disabled", 1: "50 Hz", 2: "60 Hz"])
+        #expect(camera.control("exposure_auto")?.menu == [1: "Manual Mode", 3: "Aperture Priority Mode"])
+        #expect(camera.control("brightness")?.minimum == -64 && camera.control("brightness")?.maximum == 64)
+    }
+
+    @Test func aRenumberedCameraKeepsItsIdentity() {
+        let camera = EmulatedCamera()
+        let kernel = EmulatedV4L2([camera])
+        let before = V4L2Discovery(system: kernel).devices().map(\.id)
+        kernel.unplug(camera)
+        #expect(V4L2Discovery(system: kernel).devices().isEmpty)
+        kernel.replug(camera, node: "/dev/video4")
+        let after = V4L2Discovery(system: kernel).devices()
+        #expect(after.map(\.id) == before)
+        #expect(after.first?.details.node == "/dev/video4")
+    }
+}
+
+@Suite struct V4L2CaptureTests {
+    private func camera(_ kernel: EmulatedV4L2) throws -> CaptureDevice {
+        try #require(V4L2Discovery(system: kernel).devices().first)
+    }
+
+    @Test(arguments: [PixelFormat.mjpeg, .yuyv422])
+    func captureIntoSegmentsAndStillsKeepsEveryFrame(format: PixelFormat) async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let kernel = EmulatedV4L2([EmulatedCamera()])
+        let movie = try SegmentedMovieOutput(.init(storageRoot: dir.path, segmentSeconds: 1))
+        let timelapse = try TimelapseOutput(.init(storageRoot: dir.path, intervalSeconds: 1))
+        let (session, log) = try startSession(
+            device: camera(kernel), format: .size(width: 320, height: 240, pixelFormat: format), fps: 30,
+            outputs: [(movie, .init()), (timelapse, .init())])
+        #expect(await waitUntil(seconds: 20) { log.segments.count >= 3 && log.stills.count >= 2 })
+        await session.stop()
+        let files = RecordingInspector.files(under: dir.path, endingWith: ".mp4")
+        let decoded = try files.map { try RecordingInspector.decode($0) }
+        for d in decoded {
+            #expect(d.startsWithKeyframe)
+            #expect(RecordingInspector.ffprobeProblem(d.path) == nil)
+        }
+        let seqs = expectContiguous(decoded)
+        #expect(movie.droppedFrameCount == 0 && seqs.count == movie.receivedFrameCount)
+        for still in log.stills {
+            #expect(try RecordingInspector.decode(still.path).sequences.count == 1)
+        }
+        #expect(kernel.openFileCount == 0 && kernel.mappingCount == 0)
+    }
+
+    @Test func unplugInTheMiddleOfAFrameInterruptsAndFinalizesTheSegment() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let emulated = EmulatedCamera()
+        emulated.unplugAfterFrames = 25
+        let kernel = EmulatedV4L2([emulated])
+        let movie = try SegmentedMovieOutput(.init(storageRoot: dir.path, segmentSeconds: 60))
+        let (session, log) = try startSession(
+            device: camera(kernel), format: .size(width: 320, height: 240, pixelFormat: .mjpeg), fps: 30,
+            outputs: [(movie, .init())])
+        #expect(await waitUntil(seconds: 20) { !session.isRunning && !log.segments.isEmpty })
+        let interruption = log.all.compactMap { if case .interrupted(_, let reason) = $0 { return reason } else { return nil } }
+        #expect(interruption.count == 1)
+        #expect(interruption.first?.contains("disconnected") == true)
+        #expect(log.errors.isEmpty)
+        #expect(RecordingInspector.files(under: dir.path, endingWith: ".partial").isEmpty)
+        let files = RecordingInspector.files(under: dir.path, endingWith: ".mp4")
+        #expect(files.count == 1)
+        let seqs = expectContiguous(try files.map { try RecordingInspector.decode($0) })
+        // The frame dequeued as the camera vanished was delivered: all 25 are in the file.
+        #expect(seqs == Array(0..<25))
+        #expect(kernel.openFileCount == 0 && kernel.mappingCount == 0)
+    }
+
+    @Test(arguments: [
+        (EmulatedCamera.Corruption.truncatedJPEG, "truncated or corrupt MJPEG frame"),
+        (.errorFlag, "the driver flagged the frame as damaged"),
+        (.empty, "empty frame"),
+    ])
+    func corruptFramesAreDroppedAndCounted(kind: EmulatedCamera.Corruption, reason: String) async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let emulated = EmulatedCamera()
+        emulated.corruption = (kind, 4)
+        let kernel = EmulatedV4L2([emulated])
+        let movie = try SegmentedMovieOutput(.init(storageRoot: dir.path, segmentSeconds: 60, encoding: .streamCopy))
+        let frames = FrameLog()
+        let (session, log) = try startSession(
+            device: camera(kernel), format: .size(width: 320, height: 240, pixelFormat: .mjpeg), fps: 30,
+            outputs: [(movie, .init()), (frames.output, .init())])
+        #expect(await waitUntil(seconds: 20) { frames.count >= 30 && log.drops.contains { $0.output.hasPrefix("camera") } })
+        await session.stop()
+        #expect(log.drops.contains { $0.output == "camera (corrupt: \(reason))" })
+        let decoded = try RecordingInspector.files(under: dir.path, endingWith: ".mkv").map { try RecordingInspector.decode($0) }
+        let seqs = decoded.flatMap(\.sequences).compactMap { $0 }
+        #expect(seqs.count == decoded.flatMap(\.sequences).count, "every recorded frame decodes")
+        #expect(!seqs.isEmpty && seqs.allSatisfy { ($0 + 1) % 4 != 0 }, "no corrupt frame reached the file")
+        #expect(seqs.count == movie.receivedFrameCount)
+    }
+
+    @Test(arguments: [
+        (EBUSY, "the camera is in use by another program"),
+        (EACCES, "add the user to the video group"),
+    ])
+    func openErrorsNameTheirCauseWhileOtherCamerasRecord(errno code: Int32, message: String) async throws {
+        let good = EmulatedCamera(node: "/dev/video2", stableName: "usb-Good-video-index0")
+        let bad = EmulatedCamera()
+        let kernel = EmulatedV4L2([bad, good])
+        let devices = V4L2Discovery(system: kernel).devices()
+        bad.openError = code
+        let frames = FrameLog()
+        let (other, _) = try startSession(
+            device: devices[1], format: .size(width: 160, height: 120, pixelFormat: .mjpeg), fps: 30, outputs: [(frames.output, .init())])
+        let session = CaptureSession()
+        try session.addInput(devices[0])
+        try session.setFormat(.preset(.vga))
+        try session.setFrameRate(30)
+        let error = #expect(throws: SessionError.self) { try session.startRunning() }
+        #expect("\(error!)".contains(message))
+        #expect("\(error!)".contains("/dev/video0"))
+        let before = frames.count
+        #expect(await waitUntil(seconds: 10) { frames.count > before + 10 })
+        await other.stop()
+        #expect(kernel.openFileCount == 0)
+    }
+
+    @Test func streamOnWithoutBandwidthSaysItIsUSBNotDisk() throws {
+        let emulated = EmulatedCamera()
+        emulated.streamOnError = ENOSPC
+        let kernel = EmulatedV4L2([emulated])
+        let session = CaptureSession()
+        try session.addInput(camera(kernel))
+        try session.setFormat(.preset(.hd720))
+        try session.setFrameRate(30)
+        let error = #expect(throws: SessionError.self) { try session.startRunning() }
+        #expect("\(error!)".contains("not enough USB bandwidth to start streaming (VIDIOC_STREAMON: No space left on device); use MJPEG"))
+        #expect(kernel.openFileCount == 0 && kernel.mappingCount == 0)
+    }
+
+    @Test func controlsAreValidatedAndAppliedTogether() async throws {
+        let emulated = EmulatedCamera()
+        let kernel = EmulatedV4L2([emulated])
+        let device = try camera(kernel)
+        let frames = FrameLog()
+        let (session, _) = try startSession(device: device, format: .preset(.vga), fps: 30, outputs: [(frames.output, .init())])
+        session.beginConfiguration()
+        try session.setControl("brightness", to: 10)
+        try session.setControl("white_balance_temperature", to: 4603)
+        try session.setControl("power_line_frequency", to: 2)
+        try session.commitConfiguration()
+        #expect(kernel.controlValue(CV4L2_CID_BRIGHTNESS, of: emulated) == 10)
+        #expect(kernel.controlValue(CV4L2_CID_WHITE_BALANCE_TEMPERATURE, of: emulated) == 4600)
+        #expect(kernel.controlValue(CV4L2_CID_POWER_LINE_FREQUENCY, of: emulated) == 2)
+        #expect(session.controlValues["white_balance_temperature"] == 4600)
+
+        // One bad value refuses the whole commit: nothing changes.
+        session.beginConfiguration()
+        try session.setControl("brightness", to: -20)
+        try session.setControl("contrast", to: 500)
+        let error = #expect(throws: SessionError.self) { try session.commitConfiguration() }
+        #expect("\(error!)".contains("contrast must be between 0 and 95, not 500"))
+        #expect(kernel.controlValue(CV4L2_CID_BRIGHTNESS, of: emulated) == 10)
+        #expect(session.controlValues["brightness"] == 10)
+
+        let menuError = #expect(throws: SessionError.self) { try session.setControl("exposure_auto", to: 2) }
+        #expect("\(menuError!)".contains("choose one of 1 (Manual Mode), 3 (Aperture Priority Mode)"))
+        let unknown = #expect(throws: SessionError.self) { try session.setControl("zoom", to: 1) }
+        #expect("\(unknown!)".contains("has no control zoom; it has brightness"))
+        #expect(session.isRunning)
+        await session.stop()
+    }
+
+    @Test func a100OpenStreamCloseCyclesLeakNoFdOrMapping() async throws {
+        let emulated = EmulatedCamera()
+        let kernel = EmulatedV4L2([emulated])
+        let device = try camera(kernel)
+        let frames = FrameLog()
+        let session = CaptureSession()
+        try session.addInput(device)
+        try session.setFormat(.size(width: 320, height: 240, pixelFormat: .mjpeg))
+        try session.setFrameRate(30)
+        try session.addOutput(frames.output)
+        var peak = (fds: 0, mappings: 0)
+        for cycle in 0..<100 {
+            // Every tenth cycle fails at STREAMON: error paths must release everything too.
+            emulated.streamOnError = cycle % 10 == 9 ? ENOSPC : nil
+            if cycle % 10 == 9 {
+                #expect(throws: SessionError.self) { try session.startRunning() }
+                continue
+            }
+            let before = frames.count
+            try session.startRunning()
+            #expect(await waitUntil(seconds: 10) { frames.count > before })
+            let live = kernel.liveKernelResources()
+            peak = (max(peak.fds, live.fds), max(peak.mappings, live.mappings))
+            await session.stop()
+        }
+        // While streaming: one node fd and 4 buffers (each mapped by the driver and by Vigil).
+        #expect(peak.fds == 5 && peak.mappings == 8, "the count itself must see the resources: \(peak)")
+        #expect(kernel.openFileCount == 0)
+        #expect(kernel.mappingCount == 0)
+        let left = kernel.liveKernelResources()
+        #expect(left.fds == 0 && left.mappings == 0, "leaked: \(left)")
+    }
+}
