@@ -40,7 +40,8 @@ let package = Package(
         ]),
         .target(name: "CaptureTesting", dependencies: ["Capture", "Media", "CV4L2"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "CaptureTesting"]),
-        .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media", "CaptureTesting"]),
+        .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media", "CaptureTesting", "CV4L2"]),
+        .testTarget(name: "RecorderTests", dependencies: ["Recorder", "Capture", "CaptureTesting"]),
         .testTarget(name: "VigilEndToEndTests", dependencies: ["CaptureTesting", "Media", "vigil"]),
     ],
     swiftLanguageModes: [.v6]

@@ -10,17 +10,20 @@ public struct DemoRecorder {
         public var outputDirectory: String
         public var durationSeconds: Double?
         public var cameraCount: Int
+        /// Real cameras to record instead of synthetic ones (empty: synthetic).
+        public var devices: [CaptureDevice] = []
         public var width: Int
         public var height: Int
         public var framesPerSecond: Double
-        public var pixelFormat: PixelFormat
+        /// nil: the camera's preferred format at that size (MJPEG before YUYV).
+        public var pixelFormat: PixelFormat?
         public var segmentSeconds: Int
         public var timelapseIntervalSeconds: Int
         public var encoding: SegmentedMovieOutput.Encoding
 
         public init(
             outputDirectory: String, durationSeconds: Double?, cameraCount: Int, width: Int, height: Int,
-            framesPerSecond: Double, pixelFormat: PixelFormat, segmentSeconds: Int, timelapseIntervalSeconds: Int,
+            framesPerSecond: Double, pixelFormat: PixelFormat?, segmentSeconds: Int, timelapseIntervalSeconds: Int,
             encoding: SegmentedMovieOutput.Encoding
         ) {
             self.outputDirectory = outputDirectory
@@ -49,8 +52,10 @@ public struct DemoRecorder {
         try StorageCheck.ensureWritable(root)
         var cameras: [StatusDisplay.Camera] = []
         var failures: [String] = []
-        for index in 0..<options.cameraCount {
-            let device = SyntheticCamera.device(index: index)
+        let devices = options.devices.isEmpty
+            ? (0..<options.cameraCount).map { SyntheticCamera.device(index: $0) }
+            : options.devices
+        for device in devices {
             do {
                 cameras.append(try start(device, root: root))
             } catch {
@@ -63,7 +68,12 @@ public struct DemoRecorder {
         }
         for failure in failures { logger.error("not started: \(failure)") }
         let what = options.encoding == .streamCopy ? "stream copy (MJPEG in MKV)" : "H.264"
-        Console.line("Recording \(cameras.count) synthetic camera(s) at \(options.width)x\(options.height) \(options.pixelFormat) \(DeviceFormatText.rate(options.framesPerSecond)) fps into \(root)")
+        for c in cameras where !options.devices.isEmpty {
+            Console.line("  \(c.session.cameraID): \(c.session.device?.name ?? "") on \(c.session.device?.details.node ?? "?")")
+        }
+        let kind = options.devices.isEmpty ? "synthetic camera(s)" : "camera(s)"
+        let formats = Set(cameras.compactMap { $0.session.activeFormat?.pixelFormat.rawValue }).sorted().joined(separator: "/")
+        Console.line("Recording \(cameras.count) \(kind) at \(options.width)x\(options.height) \(formats) \(DeviceFormatText.rate(options.framesPerSecond)) fps into \(root)")
         Console.line("  \(options.segmentSeconds) s \(what) segments, a still every \(options.timelapseIntervalSeconds) s. "
             + (options.durationSeconds.map { "Stopping after \(DeviceFormatText.rate($0)) s; " } ?? "") + "Ctrl-C to stop.")
 

@@ -24,14 +24,19 @@ struct Demo: AsyncParsableCommand {
     @Option(help: "Number of synthetic cameras.")
     var cameras: Int = 1
 
+    @Option(name: .customLong("device"), help: ArgumentHelp(
+        "Record this USB camera instead of synthetic ones: its id, node (/dev/video0) or name, as `vigil devices` lists them. Repeat for several.",
+        valueName: "camera"))
+    var devices: [String] = []
+
     @Option(help: "Frame size, WIDTHxHEIGHT (160x120 … 1920x1080).")
     var size: FrameSize = FrameSize(argument: "640x480")!
 
     @Option(help: "Frames per second (1–60).")
     var fps: Double = 15
 
-    @Option(help: "Camera pixel format: yuyv422 or mjpeg.")
-    var pixelFormat: PixelFormat = .yuyv422
+    @Option(help: "Camera pixel format: yuyv422 or mjpeg (default: yuyv422 for synthetic cameras, the camera's best at that size for USB cameras, MJPEG first).")
+    var pixelFormat: PixelFormat?
 
     @Option(help: "Segment length in seconds; segments start at multiples of it in wall-clock time.")
     var segmentSeconds: Int = 60
@@ -56,7 +61,7 @@ struct Demo: AsyncParsableCommand {
         guard segmentSeconds >= 1 else { throw ValidationError("--segment-seconds must be at least 1") }
         guard timelapseInterval >= 1 else { throw ValidationError("--timelapse-interval must be at least 1") }
         guard (0...51).contains(crf) else { throw ValidationError("--crf must be 0–51") }
-        if streamCopy && pixelFormat != .mjpeg {
+        if streamCopy && pixelFormat != .mjpeg && devices.isEmpty {
             throw ValidationError("--stream-copy records the camera's MJPEG as is: add --pixel-format mjpeg")
         }
     }
@@ -64,11 +69,21 @@ struct Demo: AsyncParsableCommand {
     func run() async throws {
         global.bootstrap()
         let stop = StopSignal()
-        let options = DemoRecorder.Options(
+        var selected: [CaptureDevice] = []
+        do {
+            let available = devices.isEmpty ? [] : V4L2Discovery().devices()
+            selected = try devices.map { try CameraSelection.find($0, in: available) }
+        } catch {
+            FileHandle.standardError.write(Data("vigil: \(error)\n".utf8))
+            throw ExitCode.failure
+        }
+        var options = DemoRecorder.Options(
             outputDirectory: output, durationSeconds: duration, cameraCount: cameras,
-            width: size.width, height: size.height, framesPerSecond: fps, pixelFormat: pixelFormat,
+            width: size.width, height: size.height, framesPerSecond: fps,
+            pixelFormat: pixelFormat ?? (selected.isEmpty ? .yuyv422 : nil),
             segmentSeconds: segmentSeconds, timelapseIntervalSeconds: timelapseInterval,
             encoding: streamCopy ? .streamCopy : .h264(EncoderSettings(preset: preset, rateControl: .crf(crf))))
+        options.devices = selected
         do {
             try await DemoRecorder(options: options).run(until: stop)
         } catch {

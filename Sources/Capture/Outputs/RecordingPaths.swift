@@ -14,6 +14,12 @@ public struct RecordingPaths: Sendable {
         self.cameraID = cameraID
     }
 
+    /// The camera id as a file-name part: letters, digits, `.`, `_` and `-` only
+    /// (`v4l2:usb-Logitech_C920_AB12-video-index0` → `v4l2-usb-Logitech_C920_AB12-video-index0`).
+    public var cameraDirectory: String {
+        String(cameraID.map { $0.isLetter || $0.isNumber || $0 == "." || $0 == "_" || $0 == "-" ? $0 : "-" })
+    }
+
     public static let partialSuffix = ".partial"
 
     /// A segment file path for a segment starting at `wallNanos`; never an existing file.
@@ -28,13 +34,13 @@ public struct RecordingPaths: Sendable {
 
     private func unusedPath(kind: String, wallNanos: Int64, extension ext: String) throws -> String {
         let (day, stamp) = Self.utcStamp(wallNanos)
-        let directory = "\(root)/\(cameraID)/\(kind)/\(day)"
+        let directory = "\(root)/\(cameraDirectory)/\(kind)/\(day)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        var path = "\(directory)/\(cameraID)-\(stamp).\(ext)"
+        var path = "\(directory)/\(cameraDirectory)-\(stamp).\(ext)"
         var n = 2
         // A camera restarted within the same second gets "-2", "-3", … rather than overwriting.
         while FileManager.default.fileExists(atPath: path) || FileManager.default.fileExists(atPath: path + Self.partialSuffix) {
-            path = "\(directory)/\(cameraID)-\(stamp)-\(n).\(ext)"
+            path = "\(directory)/\(cameraDirectory)-\(stamp)-\(n).\(ext)"
             n += 1
         }
         return path
