@@ -144,7 +144,7 @@ final class OpenFile {
         }
         if camera.precomputedFrames > 0 {
             if precomputed.isEmpty {
-                precomputed = (0..<UInt64(camera.precomputedFrames)).map { encodeJPEG($0, wall: wall) }
+                precomputed = (0..<UInt64(camera.precomputedFrames)).map { encodeJPEG($0, wall: wall, noisy: true) }
             }
             let frame = precomputed[Int(number % UInt64(precomputed.count))]
             frame.withUnsafeBytes { target.copyMemory(from: $0.baseAddress!, byteCount: min($0.count, capacity)) }
@@ -155,7 +155,9 @@ final class OpenFile {
         return min(jpeg.count, capacity)
     }
 
-    private func encodeJPEG(_ number: UInt64, wall: Int64) -> Data {
+    /// `noisy` adds sensor-like noise to the lower half, so frames are as large as a real
+    /// camera's (a flat test pattern compresses far better than any real scene).
+    private func encodeJPEG(_ number: UInt64, wall: Int64, noisy: Bool = false) -> Data {
         if painterCache == nil {
             let encoder = try! JPEGEncoder(width: width, height: height, quality: 85, chroma: .yuyv422)
             painterCache = (PatternPainter(width: width, height: height), .allocate(byteCount: width * height * 2, alignment: 64),
@@ -163,6 +165,11 @@ final class OpenFile {
         }
         let c = painterCache!
         c.painter.paint(into: c.yuyv.baseAddress!, sequence: number, wallNanos: wall)
+        if noisy {
+            var random = SystemRandomNumberGenerator()
+            let lower = c.yuyv.baseAddress!.advanced(by: width * 2 * (height / 2)).assumingMemoryBound(to: UInt8.self)
+            for i in stride(from: 0, to: width * 2 * (height - height / 2), by: 2) { lower[i] = UInt8.random(in: 16...235, using: &random) }
+        }
         try! c.scaler.convert(raw: UnsafeRawBufferPointer(c.yuyv), format: .yuyv422, width: width, height: height, into: c.picture)
         return try! c.jpeg.encode(c.picture) { Data($0) }
     }

@@ -1,0 +1,77 @@
+import Capture
+import CaptureTesting
+import Foundation
+import Glibc
+import Media
+
+// Measures what MJPEG passthrough from a V4L2 camera costs Vigil: an emulated 1920x1080 MJPEG
+// camera at 30 fps is recorded by stream copy into MKV segments plus a timelapse still, and
+// the process's CPU time is split into the emulator's own (producing frames) and Vigil's.
+//
+// Usage: vigil-bench [SECONDS=60] [CAMERAS=1]
+
+MediaLibrary.setQuiet()
+let arguments = CommandLine.arguments.dropFirst()
+let seconds = Double(arguments.first ?? "") ?? 60
+let cameraCount = Int(arguments.dropFirst().first ?? "") ?? 1
+
+func processCPUNanos() -> Int64 {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    let user = Int64(usage.ru_utime.tv_sec) * 1_000_000_000 + Int64(usage.ru_utime.tv_usec) * 1000
+    let system = Int64(usage.ru_stime.tv_sec) * 1_000_000_000 + Int64(usage.ru_stime.tv_usec) * 1000
+    return user + system
+}
+
+let output = FileManager.default.temporaryDirectory.appendingPathComponent("vigil-bench-\(getpid())").path
+defer { try? FileManager.default.removeItem(atPath: output) }
+
+let emulated = (0..<cameraCount).map { i -> EmulatedCamera in
+    let c = EmulatedCamera(node: "/dev/video\(i * 2)", stableName: "usb-Bench_Camera_SN\(i)-video-index0")
+    c.precomputedFrames = 10
+    return c
+}
+let kernel = EmulatedV4L2(emulated)
+let devices = V4L2Discovery(system: kernel).devices()
+var sessions: [CaptureSession] = []
+var movies: [SegmentedMovieOutput] = []
+for device in devices {
+    let session = CaptureSession()
+    let movie = try SegmentedMovieOutput(.init(storageRoot: output, segmentSeconds: 60, encoding: .streamCopy))
+    let stills = try TimelapseOutput(.init(storageRoot: output, intervalSeconds: 10))
+    session.beginConfiguration()
+    try session.addInput(device)
+    try session.setFormat(.size(width: 1920, height: 1080, pixelFormat: .mjpeg))
+    try session.setFrameRate(30)
+    try session.addOutput(movie)
+    try session.addOutput(stills)
+    try session.commitConfiguration()
+    try session.startRunning()
+    sessions.append(session)
+    movies.append(movie)
+}
+
+// Warm up: the emulator encodes its frames once; measure only once frames flow at full rate.
+while sessions.map(\.capturedFrameCount).min()! < 60 { Thread.sleep(forTimeInterval: 0.1) }
+Thread.sleep(forTimeInterval: 1)
+let cpu0 = processCPUNanos(), emu0 = kernel.productionCPUNanos, frames0 = sessions.map(\.capturedFrameCount).reduce(0, +)
+let wall0 = Clock.monotonicNanos()
+Thread.sleep(forTimeInterval: seconds)
+let cpu1 = processCPUNanos(), emu1 = kernel.productionCPUNanos, frames1 = sessions.map(\.capturedFrameCount).reduce(0, +)
+let wall1 = Clock.monotonicNanos()
+for s in sessions { s.stopRunning() }
+
+let elapsed = Double(wall1 - wall0) / 1e9
+let total = Double(cpu1 - cpu0) / 1e9
+let emulator = Double(emu1 - emu0) / 1e9
+let vigil = total - emulator
+let frames = frames1 - frames0
+let perCameraMinute = vigil / Double(cameraCount) / (elapsed / 60)
+let bytes = RecordingInspector.files(under: output, endingWith: ".mkv").reduce(Int64(0)) {
+    $0 + ((try? FileManager.default.attributesOfItem(atPath: $1)[.size] as? Int64) ?? 0)
+}
+print("cameras: \(cameraCount) x 1920x1080 MJPEG @ 30 fps, stream copy to MKV + a still every 10 s")
+print(String(format: "measured: %.1f s, %d frames (%.1f fps per camera), %d dropped", elapsed, frames, Double(frames) / elapsed / Double(cameraCount), movies.map(\.droppedFrameCount).reduce(0, +)))
+print(String(format: "bytes recorded: %lld (%.0f KiB per frame)", bytes, Double(bytes) / 1024 / Double(max(1, frames1))))
+print(String(format: "process CPU: %.3f s, emulator's own: %.3f s, Vigil: %.3f s", total, emulator, vigil))
+print(String(format: "Vigil CPU per camera: %.3f s per camera-minute = %.2f %% of one core", perCameraMinute, perCameraMinute / 60 * 100))
