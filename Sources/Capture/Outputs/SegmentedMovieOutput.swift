@@ -130,7 +130,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         }
         packet.borrow(frame.bytes, pts: pts, keyframe: true)
         defer { packet.unref() }
-        try segment?.write(packet, pts: pts, wallNanos: frame.wallNanos)
+        try write(packet, pts: pts, wallNanos: frame.wallNanos)
     }
 
     // MARK: - H.264
@@ -175,7 +175,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
                 closeSegment()
                 try openSegment(stream: encoder!.streamDescription(), startPTS: pts, wallNanos: info.wallNanos)
             }
-            try segment?.write(packet, pts: pts, wallNanos: info.wallNanos)
+            try write(packet, pts: pts, wallNanos: info.wallNanos)
         }
     }
 
@@ -196,9 +196,16 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         let path = try paths.segment(startingAt: wallNanos, extension: settings.container.fileExtension)
         segment = try SegmentFile(finalPath: path, container: settings.container, stream: stream, startPTS: startPTS, firstFrameWallNanos: wallNanos)
         status.path = path + RecordingPaths.partialSuffix
+    }
+
+    /// Writes a packet into the open segment; after a failure, the first successful write says
+    /// that recording resumed.
+    private func write(_ packet: Packet, pts: Int64, wallNanos: Int64) throws {
+        guard let segment else { return }
+        try segment.write(packet, pts: pts, wallNanos: wallNanos)
         if lastFailureReport != nil {
             lastFailureReport = nil
-            logger.notice("camera \(paths.cameraID): recording resumed in \(path)")
+            logger.notice("camera \(paths?.cameraID ?? "?"): recording resumed in \(segment.finalPath)")
         }
     }
 
