@@ -28,6 +28,18 @@ public enum PatternDecoder {
         }
     }
 
+    /// The sequence number painted into a raw YUYV frame, read straight from its luma bytes.
+    public static func sequence(inYUYV bytes: UnsafeRawBufferPointer, width: Int, height: Int) -> UInt32? {
+        guard bytes.count >= width * height * 2 else { return nil }
+        var bits: UInt32 = 0
+        for i in 0..<(SequencePattern.columns * SequencePattern.rows) {
+            let b = SequencePattern.block(i, width: width, height: height)
+            let luma = bytes[(b.y + b.height / 2) * width * 2 + (b.x + b.width / 2) * 2]
+            bits = (bits << 1) | (Int(luma) > (Int(SequencePattern.dark) + Int(SequencePattern.bright)) / 2 ? 1 : 0)
+        }
+        return SequencePattern.sequence(from: bits)
+    }
+
     /// Where camera pixel (x, y) ended up after rotating clockwise and then mirroring.
     static func cameraToPicture(x: Int, y: Int, width w: Int, height h: Int, rotation: Rotation, mirrored: Bool) -> (Int, Int) {
         var (px, py): (Int, Int)

@@ -20,6 +20,11 @@ public struct DemoRecorder {
         public var segmentSeconds: Int
         public var timelapseIntervalSeconds: Int
         public var encoding: SegmentedMovieOutput.Encoding
+        /// Unplug and wedge synthetic cameras now and then (`--chaos`).
+        public var chaos = false
+        /// Seconds without a frame before a session is restarted.
+        public var watchdogSeconds: Double = 10
+        public var hooks: EventHooks?
 
         public init(
             outputDirectory: String, durationSeconds: Double?, cameraCount: Int, width: Int, height: Int,
@@ -50,82 +55,111 @@ public struct DemoRecorder {
     public func run(until stopSignal: StopSignal) async throws {
         let root = (options.outputDirectory as NSString).standardizingPath
         try StorageCheck.ensureWritable(root)
-        var cameras: [StatusDisplay.Camera] = []
+        let synthetic = options.devices.isEmpty ? SyntheticDeviceSource(count: options.cameraCount) : nil
+        let source: any DeviceSource = synthetic ?? V4L2DeviceSource()
+        let devices = synthetic?.cameras.map(\.device) ?? options.devices
+        let format = FormatRequest.size(width: options.width, height: options.height, pixelFormat: options.pixelFormat)
+
+        // Refuse what no camera can do before starting anything; one bad camera never stops the others.
+        var plans: [CameraPlan] = []
+        var outputs: [String: StatusDisplay.Outputs] = [:]
         var failures: [String] = []
-        let devices = options.devices.isEmpty
-            ? (0..<options.cameraCount).map { SyntheticCamera.device(index: $0) }
-            : options.devices
         for device in devices {
             do {
-                cameras.append(try start(device, root: root))
+                _ = try device.resolve(format, frameRate: options.framesPerSecond)
+                let movie = try SegmentedMovieOutput(.init(
+                    storageRoot: root, segmentSeconds: options.segmentSeconds, encoding: options.encoding))
+                let timelapse = try TimelapseOutput(.init(storageRoot: root, intervalSeconds: options.timelapseIntervalSeconds))
+                plans.append(CameraPlan(
+                    cameraID: device.id, format: format, frameRate: options.framesPerSecond,
+                    outputs: [(movie, ConnectionSettings()), (timelapse, ConnectionSettings())]))
+                outputs[device.id] = .init(movie: movie, timelapse: timelapse)
             } catch {
                 failures.append("\(error)")
             }
         }
-        // One camera failing to start never stops the others; with none started, say why once.
-        guard !cameras.isEmpty else {
+        guard !plans.isEmpty else {
             throw SessionError.invalidSetting(Array(Set(failures)).sorted().joined(separator: "\n"))
         }
         for failure in failures { logger.error("not started: \(failure)") }
-        let what = options.encoding == .streamCopy ? "stream copy (MJPEG in MKV)" : "H.264"
-        for c in cameras where !options.devices.isEmpty {
-            Console.line("  \(c.session.cameraID): \(c.session.device?.name ?? "") on \(c.session.device?.details.node ?? "?")")
-        }
+
         let kind = options.devices.isEmpty ? "synthetic camera(s)" : "camera(s)"
-        let formats = Set(cameras.compactMap { $0.session.activeFormat?.pixelFormat.rawValue }).sorted().joined(separator: "/")
-        Console.line("Recording \(cameras.count) \(kind) at \(options.width)x\(options.height) \(formats) \(DeviceFormatText.rate(options.framesPerSecond)) fps into \(root)")
+        let formatName = options.pixelFormat.map(\.rawValue) ?? "MJPEG-first"
+        let what = options.encoding == .streamCopy ? "stream copy (MJPEG in MKV)" : "H.264"
+        Console.line("Recording \(plans.count) \(kind) at \(options.width)x\(options.height) \(formatName) \(DeviceFormatText.rate(options.framesPerSecond)) fps into \(root)")
+        for device in devices where !options.devices.isEmpty {
+            Console.line("  \(device.id): \(device.name) on \(device.details.node ?? "?")")
+        }
         Console.line("  \(options.segmentSeconds) s \(what) segments, a still every \(options.timelapseIntervalSeconds) s. "
             + (options.durationSeconds.map { "Stopping after \(DeviceFormatText.rate($0)) s; " } ?? "") + "Ctrl-C to stop.")
+        if options.chaos { Console.line("  Chaos: cameras will be unplugged and wedged now and then; watch them come back.") }
 
-        let eventTasks = cameras.map { camera in
-            let events = camera.session.events
-            return Task.detached { [logger] in
-                for await event in events { Self.log(event, logger) }
+        let events = RecorderEvents()
+        let supervisor = Supervisor(
+            plans: plans, source: source, events: events, watchdogSeconds: options.watchdogSeconds, storageRoot: root)
+        let eventStream = events.stream()
+        let hooks = options.hooks
+        let eventTask = Task.detached { [logger] in
+            for await event in eventStream {
+                Self.log(event, logger)
+                hooks?.run(event)
             }
         }
-        let display = StatusDisplay(cameras: cameras, root: root)
+        let supervision = Task.detached { await supervisor.run() }
+        let chaos = options.chaos ? synthetic.map { Self.startChaos($0, watchdogSeconds: options.watchdogSeconds) } : nil
+
+        let display = StatusDisplay(outputs: outputs, root: root)
         let deadline = options.durationSeconds.map { Clock.monotonicNanos() + Int64($0 * 1e9) }
         var polls = 0
         while !stopSignal.isRaised {
             if let deadline, Clock.monotonicNanos() >= deadline { break }
-            if cameras.allSatisfy({ !$0.session.isRunning }) { break }
-            if polls % 4 == 0 { display.tick() }
+            if polls % 4 == 0 { display.tick(await supervisor.status()) }
             polls += 1
             try? await Task.sleep(nanoseconds: 250_000_000)
         }
-        display.tick()
+        chaos?.cancel()
+        if let synthetic { for c in synthetic.cameras { c.faults.wedge(false) } }
+        display.tick(await supervisor.status())
         Console.line("Stopping: finalizing open segments…")
-        await withTaskGroup(of: Void.self) { group in
-            for c in cameras { group.addTask { await c.session.stop() } }
-        }
-        for t in eventTasks { t.cancel() }
-        for c in cameras {
-            let drops = (c.movie?.droppedFrameCount ?? 0) + (c.timelapse?.droppedFrameCount ?? 0)
-            Console.line("\(c.session.cameraID): \(c.session.capturedFrameCount) frames, \(drops) dropped, \(c.timelapse?.skippedShotCount ?? 0) stills skipped")
+        supervision.cancel()
+        await supervision.value
+        eventTask.cancel()
+        for s in await supervisor.status() {
+            let o = outputs[s.cameraID]
+            let drops = (o?.movie?.droppedFrameCount ?? 0) + (o?.timelapse?.droppedFrameCount ?? 0)
+            Console.line("\(s.cameraID): \(s.frames) frames, \(drops) dropped, \(o?.timelapse?.skippedShotCount ?? 0) stills skipped")
         }
         Console.line("Recordings are in \(root). Play one with: ffplay FILE (or mpv/vlc)")
     }
 
-    private func start(_ device: CaptureDevice, root: String) throws -> StatusDisplay.Camera {
-        let session = CaptureSession()
-        let movie = try SegmentedMovieOutput(.init(
-            storageRoot: root, segmentSeconds: options.segmentSeconds, encoding: options.encoding))
-        let timelapse = try TimelapseOutput(.init(storageRoot: root, intervalSeconds: options.timelapseIntervalSeconds))
-        session.beginConfiguration()
-        try session.addInput(device)
-        try session.setFormat(.size(width: options.width, height: options.height, pixelFormat: options.pixelFormat))
-        try session.setFrameRate(options.framesPerSecond)
-        try session.addOutput(movie)
-        try session.addOutput(timelapse)
-        try session.commitConfiguration()
-        try session.startRunning()
-        return StatusDisplay.Camera(session: session, movie: movie, timelapse: timelapse)
+    /// Unplugs a random synthetic camera for 2–5 s every few seconds, and now and then wedges
+    /// one for longer than the watchdog allows, so recovery can be watched.
+    static func startChaos(_ source: SyntheticDeviceSource, watchdogSeconds: Double) -> Task<Void, Never> {
+        Task.detached {
+            var round = 0
+            while !Task.isCancelled {
+                try? await Task.sleep(nanoseconds: UInt64.random(in: 4_000_000_000...8_000_000_000))
+                if Task.isCancelled { break }
+                let camera = source.cameras.randomElement()!
+                round += 1
+                if round % 3 == 0 {
+                    camera.faults.wedge(true)
+                    try? await Task.sleep(nanoseconds: UInt64((watchdogSeconds + 2) * 1e9))
+                    camera.faults.wedge(false)
+                } else {
+                    camera.faults.unplug()
+                    try? await Task.sleep(nanoseconds: UInt64.random(in: 2_000_000_000...5_000_000_000))
+                    camera.faults.replug()
+                }
+            }
+        }
     }
 
-    static func log(_ event: SessionEvent, _ logger: Logger) {
+    static func log(_ event: RecorderEvent, _ logger: Logger) {
         switch event {
-        case .runtimeError, .interrupted: logger.error("\(event)")
-        case .droppedFrames: logger.warning("\(event)")
+        case .error, .diskLow: logger.error("\(event)")
+        case .cameraLost, .cameraFound: logger.notice("\(event)")
+        case .framesDropped: logger.warning("\(event)")
         default: logger.info("\(event)")
         }
     }

@@ -1,39 +1,37 @@
 import Capture
 import Foundation
 
-/// One short status line per camera: frame rate, frames, drops and the file being written.
-/// On a terminal the lines are redrawn in place every second; otherwise printed every 10 s.
+/// One short status line per camera: frame rate, frames, drops and the file being written (or
+/// why it is not recording). On a terminal the lines are redrawn in place every second;
+/// otherwise printed every 10 s.
 final class StatusDisplay: @unchecked Sendable {
-    struct Camera {
-        let session: CaptureSession
+    struct Outputs {
         let movie: SegmentedMovieOutput?
         let timelapse: TimelapseOutput?
-        var lastFrames = 0
-        var lastTime = Clock.monotonicNanos()
     }
 
-    private var cameras: [Camera]
+    private let outputs: [String: Outputs]
+    private var last: [String: (frames: Int, time: Int64)] = [:]
     private let isTerminal = isatty(STDOUT_FILENO) != 0
     private var drawnLines = 0
     private var lastPrint: Int64 = 0
     private let root: String
 
-    init(cameras: [Camera], root: String) {
-        self.cameras = cameras
+    init(outputs: [String: Outputs], root: String) {
+        self.outputs = outputs
         self.root = root
     }
 
     /// Called about once a second.
-    func tick() {
+    func tick(_ statuses: [Supervisor.Status]) {
         let now = Clock.monotonicNanos()
         var lines: [String] = []
-        for i in cameras.indices {
-            let frames = cameras[i].session.capturedFrameCount
-            let seconds = Double(now - cameras[i].lastTime) / 1e9
-            let fps = seconds > 0 ? Double(frames - cameras[i].lastFrames) / seconds : 0
-            cameras[i].lastFrames = frames
-            cameras[i].lastTime = now
-            lines.append(line(cameras[i], fps: fps, frames: frames))
+        for s in statuses {
+            let previous = last[s.cameraID] ?? (s.frames, now)
+            let seconds = Double(now - previous.time) / 1e9
+            let fps = seconds > 0 ? Double(s.frames - previous.frames) / seconds : 0
+            last[s.cameraID] = (s.frames, now)
+            lines.append(line(s, fps: fps))
         }
         if isTerminal {
             var out = drawnLines > 0 ? "\u{1B}[\(drawnLines)A" : ""
@@ -46,11 +44,12 @@ final class StatusDisplay: @unchecked Sendable {
         }
     }
 
-    private func line(_ c: Camera, fps: Double, frames: Int) -> String {
-        let drops = (c.movie?.droppedFrameCount ?? 0) + (c.timelapse?.droppedFrameCount ?? 0)
-        var segment = c.movie?.currentSegmentPath ?? "-"
+    private func line(_ s: Supervisor.Status, fps: Double) -> String {
+        let o = outputs[s.cameraID]
+        let drops = (o?.movie?.droppedFrameCount ?? 0) + (o?.timelapse?.droppedFrameCount ?? 0)
+        var segment = o?.movie?.currentSegmentPath ?? "-"
         if segment.hasPrefix(root + "/") { segment.removeFirst(root.count + 1) }
-        let running = c.session.isRunning ? "" : "  STOPPED"
-        return "\(c.session.cameraID)  \(String(format: "%5.1f", fps)) fps  frames \(frames)  drops \(drops)  segment \(segment)\(running)"
+        let state = s.isRecording ? "segment \(segment)" : "WAITING: \(s.lastProblem ?? "camera not present")"
+        return "\(s.cameraID)  \(String(format: "%5.1f", fps)) fps  frames \(s.frames)  drops \(drops)  \(state)"
     }
 }

@@ -53,6 +53,20 @@ struct Demo: AsyncParsableCommand {
     @Option(help: "x264 constant quality, 0–51 (lower is better).")
     var crf: Int = 23
 
+    @Flag(help: "Unplug and wedge the synthetic cameras now and then, to watch them come back.")
+    var chaos = false
+
+    @Option(help: "Restart a camera that delivers no frame for this many seconds.")
+    var watchdogSeconds: Double = 10
+
+    @Option(name: .customLong("hook"), help: ArgumentHelp(
+        "Run a shell command on an event, e.g. camera_lost='notify-send \"$VIGIL_CAMERA lost\"'. Events: \(RecorderEvent.names.joined(separator: ", ")). The command sees VIGIL_EVENT, VIGIL_CAMERA, VIGIL_FILE, VIGIL_REASON. Repeatable.",
+        valueName: "event=command"))
+    var hooks: [String] = []
+
+    @Option(help: "Seconds a hook may run before it is killed.")
+    var hookTimeout: Double = 30
+
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
@@ -61,6 +75,10 @@ struct Demo: AsyncParsableCommand {
         guard segmentSeconds >= 1 else { throw ValidationError("--segment-seconds must be at least 1") }
         guard timelapseInterval >= 1 else { throw ValidationError("--timelapse-interval must be at least 1") }
         guard (0...51).contains(crf) else { throw ValidationError("--crf must be 0–51") }
+        guard watchdogSeconds >= 1 else { throw ValidationError("--watchdog-seconds must be at least 1") }
+        guard hookTimeout > 0 else { throw ValidationError("--hook-timeout must be positive") }
+        do { _ = try EventHooks(definitions: hooks) } catch { throw ValidationError("\(error)") }
+        if chaos && !devices.isEmpty { throw ValidationError("--chaos works on synthetic cameras only: drop --device") }
         if streamCopy && pixelFormat != .mjpeg && devices.isEmpty {
             throw ValidationError("--stream-copy records the camera's MJPEG as is: add --pixel-format mjpeg")
         }
@@ -84,6 +102,9 @@ struct Demo: AsyncParsableCommand {
             segmentSeconds: segmentSeconds, timelapseIntervalSeconds: timelapseInterval,
             encoding: streamCopy ? .streamCopy : .h264(EncoderSettings(preset: preset, rateControl: .crf(crf))))
         options.devices = selected
+        options.chaos = chaos
+        options.watchdogSeconds = watchdogSeconds
+        options.hooks = hooks.isEmpty ? nil : try EventHooks(definitions: hooks, timeoutSeconds: hookTimeout)
         do {
             try await DemoRecorder(options: options).run(until: stop)
         } catch {

@@ -131,7 +131,7 @@ import Testing
     }
 
     @Test(arguments: [
-        (EBUSY, "the camera is in use by another program"),
+        (EBUSY, "the camera is in use by another program (VIDIOC_S_FMT"),
         (EACCES, "add the user to the video group"),
     ])
     func openErrorsNameTheirCauseWhileOtherCamerasRecord(errno code: Int32, message: String) async throws {
@@ -139,7 +139,7 @@ import Testing
         let bad = EmulatedCamera()
         let kernel = EmulatedV4L2([bad, good])
         let devices = V4L2Discovery(system: kernel).devices()
-        bad.openError = code
+        if code == EBUSY { bad.isBusy = true } else { bad.openError = code }
         let frames = FrameLog()
         let (other, _) = try startSession(
             device: devices[1], format: .size(width: 160, height: 120, pixelFormat: .mjpeg), fps: 30, outputs: [(frames.output, .init())])

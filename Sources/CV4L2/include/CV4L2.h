@@ -86,4 +86,27 @@ static inline void cv4l2_ext_control_set_value(struct v4l2_ext_control *c, int32
 static inline size_t cv4l2_ext_control_size(void) { return sizeof(struct v4l2_ext_control); }
 static inline struct v4l2_ext_control *cv4l2_ext_control_at(struct v4l2_ext_control *base, uint32_t i) { return base + i; }
 
+// Hotplug: the kernel's uevent netlink socket (udev's source), for the device monitor.
+#include <linux/netlink.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <errno.h>
+
+/// A non-blocking socket receiving kernel uevents ("add@/devices/…/video4linux/video0"),
+/// or -errno where netlink is not allowed (some containers).
+static inline int cv4l2_open_uevent_socket(void) {
+    int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_KOBJECT_UEVENT);
+    if (fd < 0) return -errno;
+    struct sockaddr_nl addr;
+    memset(&addr, 0, sizeof addr);
+    addr.nl_family = AF_NETLINK;
+    addr.nl_groups = 1; /* kernel events; udev's own group (2) needs udevd */
+    if (bind(fd, (struct sockaddr *)&addr, sizeof addr) < 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    return fd;
+}
+
 #endif

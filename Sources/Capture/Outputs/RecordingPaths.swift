@@ -38,9 +38,10 @@ public struct RecordingPaths: Sendable {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var path = "\(directory)/\(cameraDirectory)-\(stamp).\(ext)"
         var n = 2
-        // A camera restarted within the same second gets "-2", "-3", … rather than overwriting.
+        // A camera restarted within the same second gets "_02", "_03", … rather than
+        // overwriting; they sort after the first file of that second, in order.
         while FileManager.default.fileExists(atPath: path) || FileManager.default.fileExists(atPath: path + Self.partialSuffix) {
-            path = "\(directory)/\(cameraDirectory)-\(stamp)-\(n).\(ext)"
+            path = "\(directory)/\(cameraDirectory)-\(stamp)_\(String(format: "%02d", n)).\(ext)"
             n += 1
         }
         return path

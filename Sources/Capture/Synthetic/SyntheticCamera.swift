@@ -1,31 +1,38 @@
 import Media
 
 /// A test-pattern camera that behaves like a real one: it delivers frames at a real-time pace
-/// in YUYV or MJPEG, each carrying its
-/// sequence number as blocks (see `SequencePattern`).
+/// in YUYV or MJPEG, each carrying its sequence number as blocks (see `SequencePattern`), and
+/// can be unplugged or wedged through its `faults`.
 public struct SyntheticCamera: CaptureDeviceBackend {
+    public let faults: SyntheticFaults
+
     /// The sizes a synthetic camera offers unless told otherwise, in YUYV and MJPEG, 1–60 fps.
     public static let standardSizes: [(Int, Int)] = [
         (160, 120), (320, 240), (640, 360), (640, 480), (800, 600), (1280, 720), (1920, 1080),
     ]
 
-    public init() {}
+    public init(faults: SyntheticFaults = SyntheticFaults()) {
+        self.faults = faults
+    }
 
     /// A synthetic camera device named `synthetic-N`.
     public static func device(
         index: Int = 0, sizes: [(Int, Int)] = standardSizes,
-        pixelFormats: [PixelFormat] = [.yuyv422, .mjpeg], frameRates: ClosedRange<Double> = 1...60
+        pixelFormats: [PixelFormat] = [.yuyv422, .mjpeg], frameRates: ClosedRange<Double> = 1...60,
+        faults: SyntheticFaults = SyntheticFaults()
     ) -> CaptureDevice {
         let formats = pixelFormats.flatMap { f in
             sizes.map { DeviceFormat(pixelFormat: f, width: $0.0, height: $0.1, frameRates: frameRates) }
         }
         return CaptureDevice(
             id: "synthetic-\(index)", name: "Synthetic camera \(index)", formats: formats,
-            backend: SyntheticCamera())
+            details: DeviceDetails(node: "synthetic:\(index)", driver: "synthetic"),
+            backend: SyntheticCamera(faults: faults))
     }
 
     public func open(format: DeviceFormat, frameRate: Double) throws -> any CaptureStream {
-        try SyntheticStream(format: format, frameRate: frameRate)
+        if faults.isUnplugged { throw DeviceDisconnected(reason: "synthetic camera is unplugged") }
+        return try SyntheticStream(format: format, frameRate: frameRate, faults: faults)
     }
 }
 
@@ -42,8 +49,11 @@ final class SyntheticStream: CaptureStream {
     private let scaler = Scaler()
     let maximumFrameBytes: Int
 
-    init(format: DeviceFormat, frameRate: Double) throws {
+    private let faults: SyntheticFaults
+
+    init(format: DeviceFormat, frameRate: Double, faults: SyntheticFaults) throws {
         self.format = format
+        self.faults = faults
         intervalNanos = Int64(1_000_000_000 / frameRate)
         painter = PatternPainter(width: format.width, height: format.height)
         let raw = format.width * format.height * 2
@@ -61,6 +71,11 @@ final class SyntheticStream: CaptureStream {
     deinit { yuyv?.deallocate() }
 
     func readFrame(into frame: CapturedFrame, timeoutNanos: Int64) throws -> ReadResult {
+        if faults.isUnplugged { throw DeviceDisconnected(reason: "synthetic camera was unplugged") }
+        if faults.isWedged {
+            Clock.sleep(untilMonotonic: Clock.monotonicNanos() + timeoutNanos)
+            return .timeout
+        }
         let due = startNanos + Int64(sequence) * intervalNanos
         let now = Clock.monotonicNanos()
         if due > now + timeoutNanos {

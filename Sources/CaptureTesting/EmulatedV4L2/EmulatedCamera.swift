@@ -61,8 +61,11 @@ public final class EmulatedCamera: @unchecked Sendable {
     public var controls: [Control]
 
     // Faults.
-    /// errno that `open` fails with (EBUSY: in use, EACCES: no permission).
+    /// errno that `open` fails with (EACCES: no permission).
     public var openError: Int32?
+    /// Another program is streaming: the camera opens and answers queries, but refuses
+    /// `VIDIOC_S_FMT` and `VIDIOC_REQBUFS` with EBUSY, as uvcvideo does.
+    public var isBusy = false
     /// errno that `VIDIOC_STREAMON` fails with (ENOSPC: USB bandwidth).
     public var streamOnError: Int32?
     /// Every `corruptEvery`-th frame is broken this way.
@@ -70,6 +73,8 @@ public final class EmulatedCamera: @unchecked Sendable {
     /// After this many frames have been dequeued the camera is unplugged, between the frame's
     /// DQBUF and its QBUF (the middle of a frame).
     public var unplugAfterFrames: Int?
+    /// A wedged camera stays open and streaming but delivers no frame (a stalled device).
+    public var isWedged = false
     /// Frames are JPEG-encoded once and reused in turn (for benchmarks: the emulator's own cost
     /// stays a memory copy). 0 paints and encodes every frame.
     public var precomputedFrames = 0

@@ -52,6 +52,16 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
         }
     }
 
+    /// Stops (or resumes) a camera's frames without closing anything.
+    public func wedge(_ camera: EmulatedCamera, _ on: Bool) {
+        lock.withLock {
+            camera.isWedged = on
+            // A resumed camera restarts its clock instead of bursting the missed frames.
+            if !on { for f in files.values where f.camera === camera && f.streaming { f.nextFrameDue = Capture.Clock.monotonicNanos() + f.intervalNanos } }
+            lock.broadcast()
+        }
+    }
+
     /// Plugs a camera back in, optionally as another node (renumbered).
     public func replug(_ camera: EmulatedCamera, node: String? = nil) {
         lock.withLock {
@@ -181,7 +191,7 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
             let f = argument.assumingMemoryBound(to: v4l2_format.self)
             guard f.pointee.type == V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue, !camera.isMetadataNode else { return -EINVAL }
             if request == CV4L2_VIDIOC_S_FMT {
-                if !file.buffers.isEmpty { return -EBUSY }
+                if !file.buffers.isEmpty || camera.isBusy { return -EBUSY }
                 file.choose(width: Int(f.pointee.fmt.pix.width), height: Int(f.pointee.fmt.pix.height), fourcc: f.pointee.fmt.pix.pixelformat)
             }
             f.pointee.fmt.pix.width = UInt32(file.width)
@@ -203,7 +213,7 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
         case CV4L2_VIDIOC_REQBUFS:
             let r = argument.assumingMemoryBound(to: v4l2_requestbuffers.self)
             guard r.pointee.memory == V4L2_MEMORY_MMAP.rawValue else { return -EINVAL }
-            if file.streaming { return -EBUSY }
+            if file.streaming || (camera.isBusy && r.pointee.count > 0) { return -EBUSY }
             file.releaseBuffers()
             if r.pointee.count > 0 {
                 let count = min(Int(r.pointee.count), 8)
@@ -327,7 +337,7 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
     /// Fills queued buffers with every frame whose time has come; frames due while no buffer
     /// is queued are lost, as with a real driver.
     private func produceDueFrames(_ file: OpenFile) {
-        guard file.streaming, var due = file.nextFrameDue else { return }
+        guard file.streaming, !file.camera.isWedged, var due = file.nextFrameDue else { return }
         let now = Capture.Clock.monotonicNanos()
         // After a long stall start afresh instead of delivering a burst.
         if now - due > 1_000_000_000 { due = now }

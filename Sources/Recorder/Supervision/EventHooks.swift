@@ -1,0 +1,145 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// Runs user commands on recorder events, like Motion's `on_camera_lost` or `on_movie_end`.
+/// A hook runs detached through `/bin/sh -c` with the event in its environment (VIGIL_EVENT,
+/// VIGIL_CAMERA, VIGIL_FILE, …); its output is logged; one that outlives its timeout is killed.
+/// A slow or failing hook never blocks recording.
+public final class EventHooks: Sendable {
+    public struct Hook: Sendable, Equatable {
+        public let event: String
+        public let command: String
+    }
+
+    public enum Outcome: Sendable, Equatable {
+        case exited(Int32)
+        case killedAfterTimeout
+        case failedToStart(String)
+        case skippedTooMany
+    }
+
+    public let hooks: [Hook]
+    public let timeoutSeconds: Double
+    /// At most this many hooks run at once; more are skipped (and logged).
+    public let maximumRunning: Int
+    private let running = Atomic<Int>(0)
+    private let logger = Logger(label: "vigil.hooks")
+
+    /// Parses `EVENT=COMMAND` definitions; unknown events are an error that lists the known ones.
+    public init(definitions: [String], timeoutSeconds: Double = 30, maximumRunning: Int = 8) throws {
+        hooks = try definitions.map { definition in
+            guard let eq = definition.firstIndex(of: "="), !definition[definition.index(after: eq)...].isEmpty else {
+                throw HookError("hook \"\(definition)\" must be EVENT=COMMAND, e.g. camera_lost='notify-send \"$VIGIL_CAMERA lost\"'")
+            }
+            let event = String(definition[..<eq])
+            guard RecorderEvent.names.contains(event) else {
+                throw HookError("unknown hook event \"\(event)\"; events are \(RecorderEvent.names.joined(separator: ", "))")
+            }
+            return Hook(event: event, command: String(definition[definition.index(after: eq)...]))
+        }
+        self.timeoutSeconds = timeoutSeconds
+        self.maximumRunning = maximumRunning
+    }
+
+    public struct HookError: Error, CustomStringConvertible {
+        public let description: String
+        init(_ d: String) { description = d }
+    }
+
+    /// Starts the hooks for `event` on their own threads and returns at once. `completion`
+    /// (for tests) hears how each ended.
+    public func run(_ event: RecorderEvent, completion: (@Sendable (Hook, Outcome, String) -> Void)? = nil) {
+        for hook in hooks where hook.event == event.name {
+            guard running.add(1, ordering: .relaxed).newValue <= maximumRunning else {
+                running.subtract(1, ordering: .relaxed)
+                logger.warning("hook for \(event.name) skipped: \(maximumRunning) hooks are still running")
+                completion?(hook, .skippedTooMany, "")
+                continue
+            }
+            let environment = event.environment
+            Thread.detachNewThread { [self] in
+                let (outcome, output) = execute(hook, environment: environment)
+                running.subtract(1, ordering: .relaxed)
+                switch outcome {
+                case .exited(0): logger.info("hook \(hook.event) finished\(output.isEmpty ? "" : ": \(output)")")
+                case .exited(let code): logger.warning("hook \(hook.event) exited \(code)\(output.isEmpty ? "" : ": \(output)")")
+                case .killedAfterTimeout: logger.warning("hook \(hook.event) killed after \(timeoutSeconds) s: \(hook.command)")
+                case .failedToStart(let reason): logger.error("hook \(hook.event) could not start: \(reason)")
+                case .skippedTooMany: break
+                }
+                completion?(hook, outcome, output)
+            }
+        }
+    }
+
+    /// Runs the hook in its own process group (so a shell's children die with it), collecting
+    /// at most 4 KiB of output, and kills the group at the timeout.
+    private func execute(_ hook: Hook, environment: [String: String]) -> (Outcome, String) {
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { return (.failedToStart(String(cString: strerror(errno))), "") }
+        let (readEnd, writeEnd) = (fds[0], fds[1])
+        _ = fcntl(readEnd, F_SETFL, fcntl(readEnd, F_GETFL) | O_NONBLOCK)
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, writeEnd, 1)
+        posix_spawn_file_actions_adddup2(&actions, writeEnd, 2)
+        posix_spawn_file_actions_addclose(&actions, readEnd)
+        posix_spawn_file_actions_addclose(&actions, writeEnd)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
+        posix_spawnattr_setpgroup(&attributes, 0)
+        let merged = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        let words: [String] = ["/bin/sh", "-c", hook.command]
+        let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
+        let envp: [UnsafeMutablePointer<CChar>?] = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+            posix_spawn_file_actions_destroy(&actions)
+            posix_spawnattr_destroy(&attributes)
+        }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, "/bin/sh", &actions, &attributes, argv, envp)
+        close(writeEnd)
+        guard spawned == 0 else {
+            close(readEnd)
+            return (.failedToStart(String(cString: strerror(spawned))), "")
+        }
+        var output = [UInt8]()
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        func drain() {
+            while true {
+                let n = read(readEnd, &chunk, chunk.count)
+                if n <= 0 { return }
+                if output.count < 4096 { output += chunk[0..<min(n, 4096 - output.count)] }
+            }
+        }
+        let deadline = Date().addingTimeInterval(timeoutSeconds)
+        var status: Int32 = 0
+        var outcome: Outcome?
+        while outcome == nil {
+            drain()
+            let r = waitpid(pid, &status, WNOHANG)
+            if r == pid {
+                outcome = .exited((status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f))
+            } else if r < 0 && errno != EINTR {
+                outcome = .exited(-1)
+            } else if Date() >= deadline {
+                killpg(pid, SIGTERM)
+                let grace = Date().addingTimeInterval(2)
+                while waitpid(pid, &status, WNOHANG) == 0 && Date() < grace { usleep(20_000) }
+                killpg(pid, SIGKILL)
+                _ = waitpid(pid, &status, 0)
+                outcome = .killedAfterTimeout
+            } else {
+                usleep(20_000)
+            }
+        }
+        drain()
+        close(readEnd)
+        return (outcome!, String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+}

@@ -1,0 +1,96 @@
+import Capture
+import Foundation
+import Synchronization
+
+/// One event stream for the whole recorder: logged, and runnable as user hooks.
+public enum RecorderEvent: Sendable, CustomStringConvertible {
+    case cameraLost(camera: String, reason: String)
+    case cameraFound(camera: String, node: String, reattachSeconds: Double?)
+    case sessionStarted(camera: String)
+    case sessionStopped(camera: String)
+    case segmentFinalized(camera: String, path: String)
+    case stillSaved(camera: String, path: String)
+    case framesDropped(camera: String, output: String, count: Int)
+    case diskLow(path: String, freeBytes: Int64)
+    case error(camera: String, message: String)
+
+    /// The name used for hooks (`--hook camera_lost=…`) and logs.
+    public var name: String {
+        switch self {
+        case .cameraLost: return "camera_lost"
+        case .cameraFound: return "camera_found"
+        case .sessionStarted: return "session_started"
+        case .sessionStopped: return "session_stopped"
+        case .segmentFinalized: return "segment_finalized"
+        case .stillSaved: return "still_saved"
+        case .framesDropped: return "frames_dropped"
+        case .diskLow: return "disk_low"
+        case .error: return "error"
+        }
+    }
+
+    public static let names = ["camera_lost", "camera_found", "session_started", "session_stopped",
+                               "segment_finalized", "still_saved", "frames_dropped", "disk_low", "error"]
+
+    public var camera: String? {
+        switch self {
+        case .cameraLost(let c, _), .cameraFound(let c, _, _), .sessionStarted(let c), .sessionStopped(let c),
+             .segmentFinalized(let c, _), .stillSaved(let c, _), .framesDropped(let c, _, _), .error(let c, _):
+            return c
+        case .diskLow: return nil
+        }
+    }
+
+    /// Environment variables a hook sees: VIGIL_EVENT, VIGIL_CAMERA, VIGIL_FILE, VIGIL_REASON, …
+    public var environment: [String: String] {
+        var env = ["VIGIL_EVENT": name]
+        if let camera { env["VIGIL_CAMERA"] = camera }
+        switch self {
+        case .cameraLost(_, let reason): env["VIGIL_REASON"] = reason
+        case .cameraFound(_, let node, _): env["VIGIL_NODE"] = node
+        case .segmentFinalized(_, let path), .stillSaved(_, let path): env["VIGIL_FILE"] = path
+        case .framesDropped(_, let output, let count):
+            env["VIGIL_OUTPUT"] = output
+            env["VIGIL_COUNT"] = String(count)
+        case .diskLow(let path, let free):
+            env["VIGIL_FILE"] = path
+            env["VIGIL_FREE_BYTES"] = String(free)
+        case .error(_, let message): env["VIGIL_REASON"] = message
+        default: break
+        }
+        return env
+    }
+
+    public var description: String {
+        switch self {
+        case .cameraLost(let c, let r): return "\(c): camera lost: \(r)"
+        case .cameraFound(let c, let n, let s): return "\(c): camera found on \(n)" + (s.map { String(format: ", recording again %.3f s after it reappeared", $0) } ?? "")
+        case .sessionStarted(let c): return "\(c): recording"
+        case .sessionStopped(let c): return "\(c): stopped"
+        case .segmentFinalized(let c, let p): return "\(c): segment \(p)"
+        case .stillSaved(let c, let p): return "\(c): still \(p)"
+        case .framesDropped(let c, let o, let n): return "\(c): \(o) dropped \(n) frame(s)"
+        case .diskLow(let p, let f): return "disk low under \(p): \(f / 1_048_576) MiB free"
+        case .error(let c, let m): return "\(c): \(m)"
+        }
+    }
+}
+
+/// Fans recorder events out to subscribers.
+public final class RecorderEvents: Sendable {
+    private let subscribers = Mutex<[UUID: AsyncStream<RecorderEvent>.Continuation]>([:])
+
+    public init() {}
+
+    public func stream() -> AsyncStream<RecorderEvent> {
+        let (stream, continuation) = AsyncStream<RecorderEvent>.makeStream(bufferingPolicy: .bufferingNewest(1024))
+        let id = UUID()
+        subscribers.withLock { $0[id] = continuation }
+        continuation.onTermination = { [weak self] _ in _ = self?.subscribers.withLock { $0.removeValue(forKey: id) } }
+        return stream
+    }
+
+    public func emit(_ event: RecorderEvent) {
+        for c in subscribers.withLock({ Array($0.values) }) { c.yield(event) }
+    }
+}

@@ -1,0 +1,266 @@
+import Capture
+import Foundation
+import Glibc
+import Logging
+
+/// What to record from one camera, matched by its stable identity (never by node path).
+public struct CameraPlan: Sendable {
+    public var cameraID: String
+    public var format: FormatRequest
+    public var frameRate: Double
+    public var controls: [String: Int64]
+    /// The outputs, kept across reattaches (their counters and cadence carry on).
+    public var outputs: [(CaptureOutput, ConnectionSettings)]
+
+    public init(cameraID: String, format: FormatRequest, frameRate: Double, controls: [String: Int64] = [:], outputs: [(CaptureOutput, ConnectionSettings)]) {
+        self.cameraID = cameraID
+        self.format = format
+        self.frameRate = frameRate
+        self.controls = controls
+        self.outputs = outputs
+    }
+}
+
+/// Keeps every planned camera recording: one capture session per camera while it is present.
+/// When a camera disappears its session is interrupted (open segments are finalized) and the
+/// camera waits; when it comes back (on any node) it is reattached with the same outputs into
+/// a new segment. A camera that fails to open is retried on a ladder, reset by a connect event.
+/// A watchdog restarts a session that delivers no frame for `watchdogSeconds`.
+///
+/// The supervisor is an actor holding control-plane state only; opening and closing cameras
+/// runs on plain threads, never on Swift's cooperative pool.
+public actor Supervisor {
+    public struct Status: Sendable {
+        public let cameraID: String
+        public let isRecording: Bool
+        public let node: String?
+        /// Frames captured over all of this camera's sessions.
+        public let frames: Int
+        public let session: CaptureSession?
+        public let lastProblem: String?
+    }
+
+    private final class Camera {
+        let plan: CameraPlan
+        var session: CaptureSession?
+        var sessionTask: Task<Void, Never>?
+        var node: String?
+        var ladder = RetryLadder()
+        var nextAttempt: Int64? = 0
+        var framesBefore = 0
+        var lastFrames = 0
+        var lastFrameProgress = Clock.monotonicNanos()
+        var lostAt: Int64?
+        var wasLost = false
+        var lastProblem: String?
+        init(plan: CameraPlan) { self.plan = plan }
+    }
+
+    private let source: any DeviceSource
+    private var cameras: [Camera]
+    public let events: RecorderEvents
+    private let watchdogNanos: Int64
+    private let storageRoot: String?
+    private let logger = Logger(label: "vigil.supervisor")
+    private var lastDiskCheck: Int64 = 0
+    private var diskLowReported = false
+
+    public init(plans: [CameraPlan], source: any DeviceSource, events: RecorderEvents = RecorderEvents(), watchdogSeconds: Double = 10, storageRoot: String? = nil) {
+        self.source = source
+        cameras = plans.map(Camera.init)
+        self.events = events
+        watchdogNanos = Int64(watchdogSeconds * 1e9)
+        self.storageRoot = storageRoot
+    }
+
+    public func status() -> [Status] {
+        cameras.map { c in
+            Status(
+                cameraID: c.plan.cameraID, isRecording: c.session?.isRunning == true, node: c.node,
+                frames: c.framesBefore + (c.session?.capturedFrameCount ?? 0), session: c.session, lastProblem: c.lastProblem)
+        }
+    }
+
+    /// Supervises until the task is cancelled, then stops every session (files finalized).
+    public func run() async {
+        let changes = source.changes()
+        let listener = Task { [weak self] in
+            for await change in changes { await self?.handle(change) }
+        }
+        while !Task.isCancelled {
+            await tick()
+            try? await Task.sleep(nanoseconds: 100_000_000)
+        }
+        listener.cancel()
+        for camera in cameras { await stopSession(of: camera) }
+    }
+
+    // MARK: - Events from outside
+
+    private func handle(_ change: DeviceChange) async {
+        switch change {
+        case .connected(let node):
+            lastConnect = Clock.monotonicNanos()
+            // A camera came (back): whoever waits tries at once, with a fresh ladder.
+            for camera in cameras where camera.session == nil {
+                camera.ladder.reset()
+                camera.nextAttempt = 0
+            }
+            logger.debug("\(node) connected")
+            await tick()
+        case .disconnected(let node):
+            for camera in cameras where camera.node == node && camera.session != nil {
+                await lose(camera, reason: "\(node) was unplugged")
+            }
+        }
+    }
+
+    private func sessionEvent(_ event: SessionEvent, cameraID: String, session: CaptureSession) async {
+        guard let camera = cameras.first(where: { $0.plan.cameraID == cameraID }), camera.session === session else {
+            forward(event)
+            return
+        }
+        switch event {
+        case .interrupted(_, let reason):
+            await lose(camera, reason: reason)
+        case .runtimeError(_, let message) where !session.isRunning:
+            await lose(camera, reason: message)
+        default:
+            forward(event)
+        }
+    }
+
+    private func forward(_ event: SessionEvent) {
+        switch event {
+        case .segmentFinished(let c, let info): events.emit(.segmentFinalized(camera: c, path: info.path))
+        case .stillSaved(let c, let info): events.emit(.stillSaved(camera: c, path: info.path))
+        case .droppedFrames(let c, let o, let n): events.emit(.framesDropped(camera: c, output: o, count: n))
+        case .runtimeError(let c, let m): events.emit(.error(camera: c, message: m))
+        default: break
+        }
+    }
+
+    // MARK: - The loop
+
+    private func tick() async {
+        let now = Clock.monotonicNanos()
+        var present: [CaptureDevice]?
+        for camera in cameras {
+            if let session = camera.session {
+                // Watchdog: frames must keep coming.
+                let frames = session.capturedFrameCount
+                if frames != camera.lastFrames {
+                    camera.lastFrames = frames
+                    camera.lastFrameProgress = now
+                } else if now - camera.lastFrameProgress > watchdogNanos {
+                    let seconds = Double(watchdogNanos) / 1e9
+                    logger.warning("camera \(camera.plan.cameraID): no frame for \(seconds) s, restarting it")
+                    await lose(camera, reason: "no frame for \(seconds) s (camera wedged or stream stalled)", restartAt: now)
+                }
+                continue
+            }
+            guard let due = camera.nextAttempt, now >= due else { continue }
+            if present == nil { present = await onThread { [source] in source.devices() } }
+            guard let device = present!.first(where: { $0.id == camera.plan.cameraID }) else {
+                // Not here: wait for a connect event, checking now and then anyway.
+                camera.nextAttempt = now + 5_000_000_000
+                continue
+            }
+            await start(camera, on: device)
+        }
+        checkDisk(now)
+    }
+
+    private func start(_ camera: Camera, on device: CaptureDevice) async {
+        let plan = camera.plan
+        let session = CaptureSession()
+        let result: Result<Void, Error> = await onThread {
+            do {
+                session.beginConfiguration()
+                try session.addInput(device)
+                try session.setFormat(plan.format)
+                try session.setFrameRate(plan.frameRate)
+                for (key, value) in plan.controls { try session.setControl(key, to: value) }
+                for (output, settings) in plan.outputs { try session.addOutput(output, settings: settings) }
+                try session.commitConfiguration()
+                try session.startRunning()
+                return .success(())
+            } catch {
+                return .failure(error)
+            }
+        }
+        let now = Clock.monotonicNanos()
+        switch result {
+        case .failure(let error):
+            camera.ladder.recordFailure()
+            let delay = camera.ladder.nextDelaySeconds
+            camera.nextAttempt = now + Int64(delay * 1e9)
+            camera.lastProblem = "\(error)"
+            logger.error("camera \(plan.cameraID) could not start (attempt \(camera.ladder.failures)): \(error); retrying in \(Int(delay)) s")
+            events.emit(.error(camera: plan.cameraID, message: "could not start: \(error)"))
+        case .success:
+            camera.session = session
+            camera.node = device.details.node
+            camera.ladder.reset()
+            camera.nextAttempt = nil
+            camera.lastFrames = 0
+            camera.lastFrameProgress = now
+            camera.lastProblem = nil
+            let events = session.events
+            let id = plan.cameraID
+            camera.sessionTask = Task { [weak self] in
+                for await event in events { await self?.sessionEvent(event, cameraID: id, session: session) }
+            }
+            if camera.wasLost {
+                // From the connect event that brought it back (nil if it came back without one).
+                let latency = lastConnect.flatMap { $0 >= camera.lostAt! ? Double(now - $0) / 1e9 : nil }
+                self.events.emit(.cameraFound(camera: id, node: device.details.node ?? "?", reattachSeconds: latency))
+            }
+            self.events.emit(.sessionStarted(camera: id))
+        }
+    }
+
+    /// The most recent connect event's time, for reattach latency.
+    private var lastConnect: Int64?
+
+    /// Marks a camera lost: its session is stopped (files finalized) and it waits to come back.
+    private func lose(_ camera: Camera, reason: String, restartAt: Int64? = nil) async {
+        guard camera.session != nil else { return }
+        await stopSession(of: camera)
+        camera.lostAt = Clock.monotonicNanos()
+        camera.wasLost = true
+        camera.lastProblem = reason
+        camera.nextAttempt = restartAt ?? camera.lostAt! + Int64(camera.ladder.nextDelaySeconds * 1e9)
+        events.emit(.cameraLost(camera: camera.plan.cameraID, reason: reason))
+    }
+
+    private func stopSession(of camera: Camera) async {
+        guard let session = camera.session else { return }
+        camera.session = nil
+        camera.framesBefore += session.capturedFrameCount
+        await session.stop()
+        camera.sessionTask?.cancel()
+        camera.sessionTask = nil
+        events.emit(.sessionStopped(camera: camera.plan.cameraID))
+    }
+
+    private func checkDisk(_ now: Int64) {
+        guard let root = storageRoot, now - lastDiskCheck > 10_000_000_000 else { return }
+        lastDiskCheck = now
+        var st = statvfs()
+        guard statvfs(root, &st) == 0 else { return }
+        let free = Int64(st.f_bavail) * Int64(st.f_frsize)
+        let total = Int64(st.f_blocks) * Int64(st.f_frsize)
+        // Keep at least 5 % or 2 GiB free, whichever is larger (but never ask for half a small disk).
+        let low = free < min(max(total / 20, 2 << 30), total / 2)
+        if low && !diskLowReported { events.emit(.diskLow(path: root, freeBytes: free)) }
+        diskLowReported = low
+    }
+
+    /// Runs blocking work (device discovery, opening a camera) on a plain thread.
+    private func onThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(returning: work()) }
+        }
+    }
+}
