@@ -12,6 +12,8 @@ public struct DemoRecorder {
         public var cameraCount: Int
         /// Real cameras to record instead of synthetic ones (empty: synthetic).
         public var devices: [CaptureDevice] = []
+        /// Where those cameras come and go (default: the machine's V4L2 devices).
+        public var deviceSource: (any DeviceSource)?
         public var width: Int
         public var height: Int
         public var framesPerSecond: Double
@@ -56,7 +58,7 @@ public struct DemoRecorder {
         let root = (options.outputDirectory as NSString).standardizingPath
         try StorageCheck.ensureWritable(root)
         let synthetic = options.devices.isEmpty ? SyntheticDeviceSource(count: options.cameraCount) : nil
-        let source: any DeviceSource = synthetic ?? V4L2DeviceSource()
+        let source: any DeviceSource = synthetic ?? options.deviceSource ?? V4L2DeviceSource()
         let devices = synthetic?.cameras.map(\.device) ?? options.devices
         let format = FormatRequest.size(width: options.width, height: options.height, pixelFormat: options.pixelFormat)
 

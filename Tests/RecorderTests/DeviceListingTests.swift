@@ -46,11 +46,17 @@ import Testing
     @Test func demoRecordsAnEmulatedUSBCamera() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        let devices = V4L2Discovery(system: EmulatedV4L2([EmulatedCamera()])).devices()
+        let deviceDirectory = try TemporaryDirectory("vigil-dev")
+        defer { deviceDirectory.remove() }
+        let camera = EmulatedCamera()
+        let hotplug = EmulatedHotplug(kernel: EmulatedV4L2([camera]), deviceDirectory: deviceDirectory.path)
+        hotplug.plug(camera, as: "video0")
+        let devices = hotplug.source().devices()
         var options = DemoRecorder.Options(
             outputDirectory: dir.path, durationSeconds: 2.5, cameraCount: 1, width: 320, height: 240,
             framesPerSecond: 30, pixelFormat: nil, segmentSeconds: 1, timelapseIntervalSeconds: 1, encoding: .streamCopy)
         options.devices = devices
+        options.deviceSource = hotplug.source()
         try await DemoRecorder(options: options).run(until: StopSignal(signals: []))
         let root = "\(dir.path)/v4l2-usb-Vigil_Emulated_Camera_SN0001-video-index0"
         let segments = RecordingInspector.files(under: root, endingWith: ".mkv")
