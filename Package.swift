@@ -40,7 +40,7 @@ let package = Package(
         ]),
         .target(name: "CaptureTesting", dependencies: ["Capture", "Media", "CV4L2"]),
         // Benchmarks that need the emulated V4L2 device (Scripts/bench-v4l2).
-        .executableTarget(name: "vigil-bench", dependencies: ["Capture", "CaptureTesting", "Media"]),
+        .executableTarget(name: "vigil-bench", dependencies: ["Capture", "CaptureTesting", "Media", "Recorder"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "CaptureTesting"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media", "CaptureTesting", "CV4L2"]),
         .testTarget(name: "RecorderTests", dependencies: ["Recorder", "Capture", "CaptureTesting"]),
