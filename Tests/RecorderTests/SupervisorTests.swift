@@ -259,3 +259,32 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
         #expect(throws: EventHooks.HookError.self) { _ = try EventHooks(definitions: ["camera_lost"]) }
     }
 }
+
+@Suite struct SyntheticSupervisionTests {
+    @Test func timelapseSkipsTheShotsAnUnplugCostsAndSaysSo() async throws {
+        let storage = try TemporaryDirectory("vigil-rec")
+        defer { storage.remove() }
+        let source = SyntheticDeviceSource(count: 1)
+        let timelapse = try TimelapseOutput(.init(storageRoot: storage.path, intervalSeconds: 1))
+        let events = RecorderEvents()
+        let log = RecorderLog(events)
+        let supervisor = Supervisor(
+            plans: [CameraPlan(cameraID: "synthetic-0", format: .size(width: 160, height: 120, pixelFormat: .yuyv422), frameRate: 15,
+                               outputs: [(timelapse, .init())])],
+            source: source, events: events)
+        let run = Task.detached { await supervisor.run() }
+        #expect(await poll(seconds: 10) { log.count("still_saved") >= 2 })
+        source.cameras[0].faults.unplug()
+        #expect(await poll(seconds: 10) { log.count("camera_lost") == 1 })
+        try await Task.sleep(nanoseconds: 2_600_000_000)
+        source.cameras[0].faults.replug()
+        let stillsBefore = log.count("still_saved")
+        #expect(await poll(seconds: 10) { log.count("still_saved") >= stillsBefore + 2 })
+        run.cancel()
+        await run.value
+        #expect(timelapse.skippedShotCount >= 2)
+        let paths = log.all.compactMap { if case .stillSaved(_, let p) = $0 { return p } else { return nil } }
+        #expect(Set(paths).count == paths.count, "a shot was taken twice")
+        #expect(paths == paths.sorted(), "shots out of order")
+    }
+}

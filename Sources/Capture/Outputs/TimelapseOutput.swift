@@ -21,6 +21,8 @@ public final class TimelapseOutput: CaptureOutput, @unchecked Sendable {
 
     public let settings: Settings
     private let intervalNanos: Int64
+    /// How late a frame may be and still stand for an instant (half the interval, at most 2 s).
+    private let lateness: Int64
     /// Capture-thread state: the next aligned instant to shoot.
     private var nextShotNanos: Int64?
     private let skipped = Atomic<Int>(0)
@@ -36,6 +38,7 @@ public final class TimelapseOutput: CaptureOutput, @unchecked Sendable {
         }
         self.settings = settings
         intervalNanos = Int64(settings.intervalSeconds) * 1_000_000_000
+        lateness = min(intervalNanos / 2, 2_000_000_000)
         super.init(name: "timelapse", queueCapacity: 2, dropsLateFrames: true)
     }
 
@@ -47,26 +50,29 @@ public final class TimelapseOutput: CaptureOutput, @unchecked Sendable {
 
     override func accepts(_ frame: CapturedFrame) -> Bool {
         let wall = frame.wallNanos
+        let instant = shotInstant(wall)
         guard let next = nextShotNanos else {
             // First frame: shoot only if it sits exactly on an instant; otherwise wait for the next one.
-            let instant = shotInstant(wall)
             nextShotNanos = instant == wall ? instant : instant + intervalNanos
             return instant == wall
         }
         if wall < next - intervalNanos {
             // The wall clock stepped back: resume at the next instant after now, no burst.
-            nextShotNanos = shotInstant(wall) + intervalNanos
+            nextShotNanos = instant + intervalNanos
             return false
         }
         guard wall >= next else { return false }
-        let instant = shotInstant(wall)
-        let missed = Int((instant - next) / intervalNanos)
+        // Instants passed without a frame (camera unplugged, stalled, clock stepped forward) are
+        // skipped, and so is this one if its frame comes too late to stand for it.
+        var missed = Int((instant - next) / intervalNanos)
+        let onTime = wall - instant <= lateness
+        if !onTime { missed += 1 }
         if missed > 0 {
             skipped.add(missed, ordering: .relaxed)
             logger.warning("camera \(context?.cameraID ?? "?"): timelapse skipped \(missed) shot(s): no frame arrived at their instants")
         }
         nextShotNanos = instant + intervalNanos
-        return true
+        return onTime
     }
 
     override func process(_ frame: CapturedFrame, _ connection: ConnectionSettings) {
@@ -89,7 +95,7 @@ public final class TimelapseOutput: CaptureOutput, @unchecked Sendable {
         }
     }
 
-    override func finish() {
-        nextShotNanos = nil
-    }
+    /// The cadence survives a session stopping: after a reattach the shots missed meanwhile are
+    /// counted as skipped, never taken late or twice.
+    override func finish() {}
 }
