@@ -107,17 +107,22 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
         #expect(hotplug.kernel.openFileCount == 0)
     }
 
-    @Test func aCameraAbsentAtStartRecordsWhenItAppears() async throws {
-        let (devices, storage, hotplug, camera) = try setUp()
-        defer { devices.remove(); storage.remove() }
-        hotplug.kernel.unplug(camera)
+    /// A supervisor recording the emulated camera at its smallest size into a counting output.
+    private func startLowResolution(_ hotplug: EmulatedHotplug, watchdogSeconds: Double) -> (Supervisor, FrameOutput, RecorderLog, Task<Void, Never>) {
         let frames = FrameOutput { _ in }
         let events = RecorderEvents()
         let log = RecorderLog(events)
         let supervisor = Supervisor(
             plans: [CameraPlan(cameraID: cameraID, format: .preset(.low), frameRate: 30, outputs: [(frames, .init())])],
-            source: hotplug.source(), events: events)
-        let run = Task.detached { await supervisor.run() }
+            source: hotplug.source(), events: events, watchdogSeconds: watchdogSeconds)
+        return (supervisor, frames, log, Task.detached { await supervisor.run() })
+    }
+
+    @Test func aCameraAbsentAtStartRecordsWhenItAppears() async throws {
+        let (devices, storage, hotplug, camera) = try setUp()
+        defer { devices.remove(); storage.remove() }
+        hotplug.kernel.unplug(camera)
+        let (supervisor, frames, log, run) = startLowResolution(hotplug, watchdogSeconds: 10)
         try await Task.sleep(nanoseconds: 300_000_000)
         #expect(await supervisor.status().first?.isRecording == false)
         hotplug.plug(camera, as: "video5")
@@ -132,13 +137,7 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
         let (devices, storage, hotplug, camera) = try setUp()
         defer { devices.remove(); storage.remove() }
         hotplug.plug(camera, as: "video0")
-        let frames = FrameOutput { _ in }
-        let events = RecorderEvents()
-        let log = RecorderLog(events)
-        let supervisor = Supervisor(
-            plans: [CameraPlan(cameraID: cameraID, format: .preset(.low), frameRate: 30, outputs: [(frames, .init())])],
-            source: hotplug.source(), events: events, watchdogSeconds: 1)
-        let run = Task.detached { await supervisor.run() }
+        let (_, frames, log, run) = startLowResolution(hotplug, watchdogSeconds: 1)
         #expect(await poll(seconds: 10) { frames.receivedFrameCount > 10 })
         hotplug.kernel.wedge(camera, true)
         #expect(await poll(seconds: 10) { log.all.contains { if case .cameraLost(_, let r) = $0 { return r.contains("no frame for 1.0 s") } else { return false } } })
@@ -155,13 +154,7 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
         defer { devices.remove(); storage.remove() }
         hotplug.plug(camera, as: "video0")
         camera.isBusy = true
-        let frames = FrameOutput { _ in }
-        let events = RecorderEvents()
-        let log = RecorderLog(events)
-        let supervisor = Supervisor(
-            plans: [CameraPlan(cameraID: cameraID, format: .preset(.low), frameRate: 30, outputs: [(frames, .init())])],
-            source: hotplug.source(), events: events)
-        let run = Task.detached { await supervisor.run() }
+        let (_, frames, log, run) = startLowResolution(hotplug, watchdogSeconds: 10)
         #expect(await poll(seconds: 10) { log.count("error") >= 2 })
         #expect(log.all.contains { if case .error(_, let m) = $0 { return m.contains("in use by another program") } else { return false } })
         camera.isBusy = false
