@@ -227,9 +227,8 @@ import Testing
             peak = (max(peak.fds, live.fds), max(peak.mappings, live.mappings))
             await session.stop()
         }
-        // While streaming: one node fd and 4 buffer files, each mapped by the driver and by Vigil
-        // (the kernel may show adjacent mappings as one line, so at least 4).
-        #expect(peak.fds == 5 && peak.mappings >= 4, "the count itself must see the resources: \(peak)")
+        // While streaming: one node fd and 4 buffer files, each mapped by the driver and by Vigil.
+        #expect(peak.fds == 5 && peak.mappings == 8, "the count itself must see the resources: \(peak)")
         #expect(kernel.openFileCount == 0)
         #expect(kernel.mappingCount == 0)
         let left = kernel.liveKernelResources()

@@ -62,16 +62,16 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
         var firstFrameAfter: [Double] = []
         for cycle in 0..<20 {
             let before = delivered.withLock { $0.count }
-            #expect(await poll(seconds: 10) { delivered.withLock { $0.count } >= before + 10 }, "cycle \(cycle): no frames")
+            #expect(await poll(seconds: 30) { delivered.withLock { $0.count } >= before + 10 }, "cycle \(cycle): no frames")
             nodes.append(await supervisor.status().first?.node ?? "?")
             hotplug.unplug(camera)
-            #expect(await poll(seconds: 10) { log.count("camera_lost") == cycle + 1 }, "cycle \(cycle): loss not noticed")
+            #expect(await poll(seconds: 30) { log.count("camera_lost") == cycle + 1 }, "cycle \(cycle): loss not noticed")
             // Come back as /dev/video0 or, renumbered, as /dev/video2: it is the same camera.
             let framesBefore = delivered.withLock { $0.count }
             let replugged = Clock.monotonicNanos()
             hotplug.plug(camera, as: cycle % 2 == 0 ? "video2" : "video0")
-            #expect(await poll(seconds: 10) { log.count("camera_found") == cycle + 1 }, "cycle \(cycle): not reattached")
-            #expect(await poll(seconds: 10) { delivered.withLock { $0.count } > framesBefore })
+            #expect(await poll(seconds: 30) { log.count("camera_found") == cycle + 1 }, "cycle \(cycle): not reattached")
+            #expect(await poll(seconds: 30) { delivered.withLock { $0.count } > framesBefore })
             firstFrameAfter.append(Double(Clock.monotonicNanos() - replugged) / 1e9)
         }
         let before = delivered.withLock { $0.count }
@@ -81,7 +81,7 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
 
         #expect(Set(nodes.dropFirst()) == ["\(devices.path)/video0", "\(devices.path)/video2"])
         let latencies = log.reattachSeconds.sorted()
-        #expect(latencies.count == 20)
+        #expect(latencies.count == 20, "events: \(log.all.filter { $0.name != "segment_finalized" && $0.name != "still_saved" }.map(\.description))")
         // Reported, not asserted (no wall-clock assertions in tests): Scripts/bench-reattach measures it.
         if !latencies.isEmpty {
             let frames = firstFrameAfter.sorted()
@@ -101,7 +101,10 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
             #expect(RecordingInspector.ffprobeProblem(d.path) == nil, "\(d.path)")
         }
         let recorded = decoded.flatMap(\.sequences)
-        #expect(recorded == numbers)
+        #expect(recorded.count == numbers.count)
+        if let i = recorded.indices.first(where: { $0 < numbers.count && recorded[$0] != numbers[$0] }) {
+            Issue.record("frame \(i): recorded \(String(describing: recorded[i])), delivered \(String(describing: numbers[i]))")
+        }
         let values = recorded.compactMap { $0 }
         #expect(zip(values, values.dropFirst()).allSatisfy { $0 < $1 }, "a frame appears twice or out of order")
         #expect(hotplug.kernel.openFileCount == 0)

@@ -38,7 +38,8 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
         let fds = ((try? FileManager.default.contentsOfDirectory(atPath: fdDir)) ?? []).filter {
             ((try? FileManager.default.destinationOfSymbolicLink(atPath: "\(fdDir)/\($0)")) ?? "").contains(instanceName)
         }.count
-        let maps = (try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8)) ?? ""
+        // /proc files report a size of 0: read them to the end rather than by their size.
+        let maps = String(decoding: FileHandle(forReadingAtPath: "/proc/self/maps")?.readDataToEndOfFile() ?? Data(), as: UTF8.self)
         return (fds, maps.split(separator: "\n").filter { $0.contains(instanceName) }.count)
     }
 

@@ -109,7 +109,11 @@ public actor Supervisor {
             logger.debug("\(node) connected")
             await tick()
         case .disconnected(let node):
-            for camera in cameras where camera.node == node && camera.session != nil {
+            let affected = cameras.filter { $0.node == node && $0.session != nil }
+            guard !affected.isEmpty else { return }
+            // Events can arrive late: if the camera is back on that node already, this one is stale.
+            let present = await onThread { [source] in source.devices() }
+            for camera in affected where !present.contains(where: { $0.id == camera.plan.cameraID && $0.details.node == node }) {
                 await lose(camera, reason: "\(node) was unplugged")
             }
         }
