@@ -52,6 +52,9 @@ public actor Supervisor {
         var lastFrameProgress = Clock.monotonicNanos()
         var lostAt: Int64?
         var wasLost = false
+        /// Set while a start is under way: the actor is re-entered at every await, and a second
+        /// tick must not open the same camera twice.
+        var isStarting = false
         var lastProblem: String?
         init(plan: CameraPlan) { self.plan = plan }
     }
@@ -102,7 +105,7 @@ public actor Supervisor {
         case .connected(let node):
             lastConnect = Clock.monotonicNanos()
             // A camera came (back): whoever waits tries at once, with a fresh ladder.
-            for camera in cameras where camera.session == nil {
+            for camera in cameras where camera.session == nil && !camera.isStarting {
                 camera.ladder.reset()
                 camera.nextAttempt = 0
             }
@@ -163,11 +166,14 @@ public actor Supervisor {
                 }
                 continue
             }
-            guard let due = camera.nextAttempt, now >= due else { continue }
+            guard !camera.isStarting, let due = camera.nextAttempt, now >= due else { continue }
+            // Claimed before the first await, so a re-entrant tick leaves this camera alone.
+            camera.isStarting = true
             if present == nil { present = await onThread { [source] in source.devices() } }
             guard let device = present!.first(where: { $0.id == camera.plan.cameraID }) else {
                 // Not here: wait for a connect event, checking now and then anyway.
                 camera.nextAttempt = now + 5_000_000_000
+                camera.isStarting = false
                 continue
             }
             await start(camera, on: device)
@@ -177,6 +183,7 @@ public actor Supervisor {
 
     private func start(_ camera: Camera, on device: CaptureDevice) async {
         let plan = camera.plan
+        defer { camera.isStarting = false }
         let session = CaptureSession()
         let result: Result<Void, Error> = await onThread {
             do {
