@@ -49,7 +49,7 @@ final class StatusDisplay: @unchecked Sendable {
         let drops = (o?.movie?.droppedFrameCount ?? 0) + (o?.timelapse?.droppedFrameCount ?? 0)
         var segment = o?.movie?.currentSegmentPath ?? "-"
         if segment.hasPrefix(root + "/") { segment.removeFirst(root.count + 1) }
-        let state = s.isRecording ? "segment \(segment)" : "WAITING: \(s.lastProblem ?? "camera not present")"
+        let state = s.isRecording ? "segment \(segment)" : s.lastProblem.map { "WAITING: \($0)" } ?? "starting"
         return "\(s.cameraID)  \(String(format: "%5.1f", fps)) fps  frames \(s.frames)  drops \(drops)  \(state)"
     }
 }
