@@ -137,6 +137,8 @@ func waitForExit(_ process: Process, seconds: Double) async -> Bool {
         (["--output", "/proc/vigil-cannot-write-here"], "cannot write recordings to /proc/vigil-cannot-write-here"),
         (["--stream-copy"], "add --pixel-format mjpeg"),
         (["--size", "big"], "The value 'big' is invalid for '--size <size>'"),
+        (["--hook", "camera_gone=true"], "unknown hook event \"camera_gone\"; events are camera_lost"),
+        (["--device", "/dev/video9"], "vigil: no camera matches \"/dev/video9\""),
     ])
     func badInputGetsAOneLineErrorWithAFix(arguments: [String], message: String) throws {
         let dir = try TemporaryDirectory()
@@ -150,10 +152,23 @@ func waitForExit(_ process: Process, seconds: Double) async -> Bool {
         #expect(firstLine.contains(message), "stderr was: \(result.errorOutput)")
     }
 
+    @Test func devicesOnAMachineWithoutCamerasIsFriendly() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let text = VigilBinary.run(["devices", "--device-directory", dir.path])
+        #expect(text.status == 0)
+        #expect(text.output.hasPrefix("No cameras found."))
+        let json = VigilBinary.run(["devices", "--json", "--device-directory", dir.path])
+        #expect(json.status == 0)
+        let parsed = try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any]
+        #expect((parsed?["cameras"] as? [Any])?.isEmpty == true)
+    }
+
     @Test func helpDescribesTheDemo() {
         let result = VigilBinary.run(["demo", "--help"])
         #expect(result.status == 0)
-        for option in ["--output", "--duration", "--cameras", "--size", "--fps", "--segment-seconds", "--timelapse-interval"] {
+        for option in ["--output", "--duration", "--cameras", "--device", "--size", "--fps", "--segment-seconds", "--timelapse-interval",
+                       "--chaos", "--watchdog-seconds", "--hook"] {
             #expect(result.output.contains(option))
         }
     }
