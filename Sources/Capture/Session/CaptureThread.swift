@@ -41,7 +41,9 @@ final class CaptureThread: @unchecked Sendable {
             self.controls = controls
         }
     }
-    private let pendingSwitch = Mutex<FormatSwitch?>(nil)
+    /// The request waiting for the capture thread, and whether the thread still takes any
+    /// (once it has ended, a request would wait forever).
+    private let pendingSwitch = Mutex<(request: FormatSwitch?, accepting: Bool)>((nil, true))
     private var corruptFrames = 0
     private var lastCorruptReason = ""
     /// Reused for every frame so that fan-out allocates nothing.
@@ -90,7 +92,12 @@ final class CaptureThread: @unchecked Sendable {
     /// the old format and throws.
     func reconfigure(format: DeviceFormat?, frameRate: Double, controls: [ControlSetting]?) throws(SessionError) {
         let request = FormatSwitch(format: format, frameRate: frameRate, controls: controls)
-        pendingSwitch.withLock { $0 = request }
+        let accepted = pendingSwitch.withLock { p -> Bool in
+            guard p.accepting else { return false }
+            p.request = request
+            return true
+        }
+        guard accepted else { throw .stopped(camera: device.id) }
         request.done.wait()
         if let error = request.error { throw error }
     }
@@ -100,7 +107,10 @@ final class CaptureThread: @unchecked Sendable {
         defer {
             stream.close()
             // A commit waiting for a switch must not hang if capture ended.
-            if let request = pendingSwitch.withLock({ r -> FormatSwitch? in defer { r = nil }; return r }) {
+            if let request = pendingSwitch.withLock({ p -> FormatSwitch? in
+                defer { p = (nil, false) }
+                return p.request
+            }) {
                 request.error = .stopped(camera: device.id)
                 request.done.signal()
             }
@@ -109,7 +119,10 @@ final class CaptureThread: @unchecked Sendable {
             onEnd()
         }
         while !stopRequested.load(ordering: .acquiring) {
-            if let request = pendingSwitch.withLock({ r -> FormatSwitch? in defer { r = nil }; return r }) {
+            if let request = pendingSwitch.withLock({ p -> FormatSwitch? in
+                defer { p.request = nil }
+                return p.request
+            }) {
                 performSwitch(request)
             }
             let frame = pool.take(capacity: stream.maximumFrameBytes)
