@@ -88,12 +88,12 @@ public struct DemoRecorder {
         let kind = options.devices.isEmpty ? "synthetic camera(s)" : "camera(s)"
         let formatName = options.pixelFormat.map(\.rawValue) ?? "MJPEG-first"
         let what = options.encoding == .streamCopy ? "stream copy (MJPEG in MKV)" : "H.264"
-        Console.line("Recording \(plans.count) \(kind) at \(options.width)x\(options.height) \(formatName) \(DeviceFormatText.rate(options.framesPerSecond)) fps into \(root)")
+        Console.line("Recording \(plans.count) \(kind) at \(options.width)x\(options.height) \(formatName) \(DeviceFormat.rate(options.framesPerSecond)) fps into \(root)")
         for device in devices where !options.devices.isEmpty {
             Console.line("  \(device.id): \(device.name) on \(device.details.node ?? "?")")
         }
         Console.line("  \(options.segmentSeconds) s \(what) segments, a still every \(options.timelapseIntervalSeconds) s. "
-            + (options.durationSeconds.map { "Stopping after \(DeviceFormatText.rate($0)) s; " } ?? "") + "Ctrl-C to stop.")
+            + (options.durationSeconds.map { "Stopping after \(DeviceFormat.rate($0)) s; " } ?? "") + "Ctrl-C to stop.")
         if options.chaos { Console.line("  Chaos: cameras will be unplugged and wedged now and then; watch them come back.") }
 
         let events = RecorderEvents()
@@ -167,6 +167,3 @@ public struct DemoRecorder {
     }
 }
 
-enum DeviceFormatText {
-    static func rate(_ r: Double) -> String { r == r.rounded() ? String(Int(r)) : String(r) }
-}

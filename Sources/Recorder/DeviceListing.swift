@@ -81,8 +81,8 @@ public struct DeviceListing: Sendable {
         var groups: [String: (String, String, [String])] = [:]
         for f in formats {
             let rates = f.frameRates.lowerBound == f.frameRates.upperBound
-                ? DeviceFormatText.rate(f.frameRates.lowerBound)
-                : "\(DeviceFormatText.rate(f.frameRates.lowerBound))–\(DeviceFormatText.rate(f.frameRates.upperBound))"
+                ? DeviceFormat.rate(f.frameRates.lowerBound)
+                : "\(DeviceFormat.rate(f.frameRates.lowerBound))–\(DeviceFormat.rate(f.frameRates.upperBound))"
             let key = "\(f.pixelFormat) \(rates)"
             if groups[key] == nil {
                 order.append(key)

@@ -19,7 +19,8 @@ public struct DeviceFormat: Sendable, Hashable, CustomStringConvertible {
         "\(pixelFormat) \(sizeDescription) @ \(Self.rate(frameRates.lowerBound))–\(Self.rate(frameRates.upperBound)) fps"
     }
 
-    static func rate(_ r: Double) -> String { r == r.rounded() ? String(Int(r)) : String(r) }
+    /// "30" or "7.5": a frame rate as people write it.
+    public static func rate(_ r: Double) -> String { r == r.rounded() ? String(Int(r)) : String(r) }
 }
 
 /// What a user asks for: a preset, or an explicit size (and optionally pixel format).

@@ -58,7 +58,8 @@ public struct V4L2Discovery: Sendable {
         }
     }
 
-    static func fourcc(_ format: PixelFormat) -> UInt32 {
+    /// The V4L2 fourcc of a pixel format.
+    public static func fourcc(_ format: PixelFormat) -> UInt32 {
         switch format {
         case .yuyv422: return CV4L2_PIX_FMT_YUYV
         case .mjpeg: return CV4L2_PIX_FMT_MJPEG

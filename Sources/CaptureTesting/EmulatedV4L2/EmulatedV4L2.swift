@@ -168,13 +168,13 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
             let d = argument.assumingMemoryBound(to: v4l2_fmtdesc.self)
             guard !camera.isMetadataNode, Int(d.pointee.index) < camera.formats.count else { return -EINVAL }
             let f = camera.formats[Int(d.pointee.index)]
-            d.pointee.pixelformat = Self.fourcc(f.pixelFormat)
+            d.pointee.pixelformat = V4L2Discovery.fourcc(f.pixelFormat)
             d.pointee.flags = f.pixelFormat.isCompressed ? UInt32(V4L2_FMT_FLAG_COMPRESSED) : 0
             Self.copy(f.pixelFormat == .mjpeg ? "Motion-JPEG" : "YUYV 4:2:2", into: &d.pointee.description)
             return 0
         case CV4L2_VIDIOC_ENUM_FRAMESIZES:
             let e = argument.assumingMemoryBound(to: v4l2_frmsizeenum.self)
-            guard let f = camera.formats.first(where: { Self.fourcc($0.pixelFormat) == e.pointee.pixel_format }),
+            guard let f = camera.formats.first(where: { V4L2Discovery.fourcc($0.pixelFormat) == e.pointee.pixel_format }),
                   Int(e.pointee.index) < f.sizes.count else { return -EINVAL }
             e.pointee.type = V4L2_FRMSIZE_TYPE_DISCRETE.rawValue
             e.pointee.discrete.width = UInt32(f.sizes[Int(e.pointee.index)].width)
@@ -182,7 +182,7 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
             return 0
         case CV4L2_VIDIOC_ENUM_FRAMEINTERVALS:
             let e = argument.assumingMemoryBound(to: v4l2_frmivalenum.self)
-            guard let f = camera.formats.first(where: { Self.fourcc($0.pixelFormat) == e.pointee.pixel_format }),
+            guard let f = camera.formats.first(where: { V4L2Discovery.fourcc($0.pixelFormat) == e.pointee.pixel_format }),
                   f.sizes.contains(where: { $0.width == e.pointee.width && $0.height == e.pointee.height }),
                   Int(e.pointee.index) < f.frameRates.count else { return -EINVAL }
             e.pointee.type = V4L2_FRMIVAL_TYPE_DISCRETE.rawValue
@@ -197,7 +197,7 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
             }
             f.pointee.fmt.pix.width = UInt32(file.width)
             f.pointee.fmt.pix.height = UInt32(file.height)
-            f.pointee.fmt.pix.pixelformat = Self.fourcc(file.pixelFormat)
+            f.pointee.fmt.pix.pixelformat = V4L2Discovery.fourcc(file.pixelFormat)
             f.pointee.fmt.pix.field = V4L2_FIELD_NONE.rawValue
             f.pointee.fmt.pix.bytesperline = file.pixelFormat == .mjpeg ? 0 : UInt32(file.width * 2)
             f.pointee.fmt.pix.sizeimage = UInt32(file.frameBytes)
@@ -360,15 +360,6 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
         var ts = timespec()
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
         return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
-    }
-
-    static func fourcc(_ f: PixelFormat) -> UInt32 {
-        switch f {
-        case .mjpeg: return CV4L2_PIX_FMT_MJPEG
-        case .yuyv422: return CV4L2_PIX_FMT_YUYV
-        case .nv12: return CV4L2_PIX_FMT_NV12
-        case .yuv420p: return CV4L2_PIX_FMT_YUV420
-        }
     }
 
     static func copy<T>(_ string: String, into tuple: inout T) {

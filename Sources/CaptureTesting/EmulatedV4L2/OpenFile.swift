@@ -66,7 +66,7 @@ final class OpenFile {
 
     /// Picks the closest supported format, as drivers do for S_FMT.
     func choose(width w: Int, height h: Int, fourcc: UInt32) {
-        let format = camera.formats.first { EmulatedV4L2.fourcc($0.pixelFormat) == fourcc } ?? camera.formats[0]
+        let format = camera.formats.first { V4L2Discovery.fourcc($0.pixelFormat) == fourcc } ?? camera.formats[0]
         let size = format.sizes.min { abs($0.width * $0.height - w * h) < abs($1.width * $1.height - w * h) }!
         pixelFormat = format.pixelFormat
         width = size.width
