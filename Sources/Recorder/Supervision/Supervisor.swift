@@ -248,8 +248,9 @@ public actor Supervisor {
     private func stopSession(of camera: Camera) async {
         guard let session = camera.session else { return }
         camera.session = nil
-        camera.framesBefore += session.capturedFrameCount
         await session.stop()
+        // Counted once capture has stopped, so the last frames are not missed.
+        camera.framesBefore += session.capturedFrameCount
         camera.sessionTask?.cancel()
         camera.sessionTask = nil
         events.emit(.sessionStopped(camera: camera.plan.cameraID))
