@@ -23,10 +23,14 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         public var queueCapacity: Int
         /// Drop frames when the encoder falls behind (live cameras) or wait (files, benchmarks).
         public var dropsLateFrames: Bool
+        /// Records only inside this schedule (nil: always). Leaving it finalizes the open segment;
+        /// coming back into it starts a new one.
+        public var schedule: (any OutputSchedule)?
 
         public init(
             storageRoot: String, segmentSeconds: Int = 60, encoding: Encoding = .h264(EncoderSettings()),
-            container: Container? = nil, queueCapacity: Int = 30, dropsLateFrames: Bool = true
+            container: Container? = nil, queueCapacity: Int = 30, dropsLateFrames: Bool = true,
+            schedule: (any OutputSchedule)? = nil
         ) {
             self.storageRoot = storageRoot
             self.segmentSeconds = segmentSeconds
@@ -34,6 +38,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
             self.container = container ?? (encoding == .streamCopy ? .matroska : .fragmentedMP4)
             self.queueCapacity = queueCapacity
             self.dropsLateFrames = dropsLateFrames
+            self.schedule = schedule
         }
     }
 
@@ -54,12 +59,14 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     private var lastFailureReport: Int64?
     private var paths: RecordingPaths?
     private let status = StatusBox()
+    private var gate: ScheduleGate
 
     public init(_ settings: Settings) throws(SessionError) {
         guard settings.segmentSeconds >= 1 else {
             throw .invalidSetting("segment length must be at least 1 second, not \(settings.segmentSeconds)")
         }
         self.settings = settings
+        gate = ScheduleGate(settings.schedule)
         super.init(name: "movie", queueCapacity: settings.queueCapacity, dropsLateFrames: settings.dropsLateFrames)
         inFlight.reserveCapacity(256)
     }
@@ -78,6 +85,11 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
 
     override func process(_ frame: CapturedFrame, _ connection: ConnectionSettings) {
         if paths == nil, let context { paths = RecordingPaths(root: settings.storageRoot, cameraID: context.cameraID) }
+        guard gate.isActive(at: frame.wallNanos) else {
+            // Outside the schedule: the open segment ends with the last frame inside it.
+            if encoder != nil || segment != nil { finish() }
+            return
+        }
         let slot = frame.wallNanos / (Int64(settings.segmentSeconds) * 1_000_000_000)
         var startsSegment = slot != currentSlot
         if let retry = restartAfterFailureAt, frame.wallNanos >= retry {

@@ -11,11 +11,14 @@ public final class TimelapseOutput: CaptureOutput, @unchecked Sendable {
         public var intervalSeconds: Int
         /// JPEG quality 1–100 (used when the still has to be encoded).
         public var quality: Int
+        /// Shots are taken only at instants inside this schedule (nil: always).
+        public var schedule: (any OutputSchedule)?
 
-        public init(storageRoot: String, intervalSeconds: Int = 60, quality: Int = 90) {
+        public init(storageRoot: String, intervalSeconds: Int = 60, quality: Int = 90, schedule: (any OutputSchedule)? = nil) {
             self.storageRoot = storageRoot
             self.intervalSeconds = intervalSeconds
             self.quality = quality
+            self.schedule = schedule
         }
     }
 
@@ -25,6 +28,8 @@ public final class TimelapseOutput: CaptureOutput, @unchecked Sendable {
     private let lateness: Int64
     /// Capture-thread state: the next aligned instant to shoot.
     private var nextShotNanos: Int64?
+    /// Capture-thread state: whether an instant is inside the schedule.
+    private var gate: ScheduleGate
     private let skipped = Atomic<Int>(0)
     private let stills = StillMaker()
     private var paths: RecordingPaths?
@@ -39,6 +44,7 @@ public final class TimelapseOutput: CaptureOutput, @unchecked Sendable {
         self.settings = settings
         intervalNanos = Int64(settings.intervalSeconds) * 1_000_000_000
         lateness = min(intervalNanos / 2, 2_000_000_000)
+        gate = ScheduleGate(settings.schedule)
         super.init(name: "timelapse", queueCapacity: 2, dropsLateFrames: true)
     }
 
@@ -54,7 +60,7 @@ public final class TimelapseOutput: CaptureOutput, @unchecked Sendable {
         guard let next = nextShotNanos else {
             // First frame: shoot only if it sits exactly on an instant; otherwise wait for the next one.
             nextShotNanos = instant == wall ? instant : instant + intervalNanos
-            return instant == wall
+            return instant == wall && gate.isActive(at: instant)
         }
         if wall < next - intervalNanos {
             // The wall clock stepped back: resume at the next instant after now, no burst.
@@ -63,16 +69,18 @@ public final class TimelapseOutput: CaptureOutput, @unchecked Sendable {
         }
         guard wall >= next else { return false }
         // Instants passed without a frame (camera unplugged, stalled, clock stepped forward) are
-        // skipped, and so is this one if its frame comes too late to stand for it.
-        var missed = Int((instant - next) / intervalNanos)
+        // skipped, and so is this one if its frame comes too late to stand for it. Instants
+        // outside the schedule are not shots at all, so they are never counted as missed.
+        var missed = gate.activeInstants(from: next, before: instant, step: intervalNanos)
         let onTime = wall - instant <= lateness
-        if !onTime { missed += 1 }
+        let scheduled = gate.isActive(at: instant)
+        if !onTime && scheduled { missed += 1 }
         if missed > 0 {
             skipped.add(missed, ordering: .relaxed)
             logger.warning("camera \(context?.cameraID ?? "?"): timelapse skipped \(missed) shot(s): no frame arrived at their instants")
         }
         nextShotNanos = instant + intervalNanos
-        return onTime
+        return onTime && scheduled
     }
 
     override func process(_ frame: CapturedFrame, _ connection: ConnectionSettings) {
