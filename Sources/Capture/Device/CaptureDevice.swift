@@ -25,6 +25,12 @@ public final class CaptureDevice: Sendable, CustomStringConvertible {
         self.backend = backend
     }
 
+    /// The same camera under another id (the name a configuration gives it), so that
+    /// recordings, events and logs use that name.
+    public func renamed(_ id: String) -> CaptureDevice {
+        CaptureDevice(id: id, name: name, formats: formats, controls: controls, details: details, backend: backend)
+    }
+
     /// The control with this key (`brightness`, `focus_auto`, …), if the camera has it.
     public func control(_ key: String) -> DeviceControl? { controls.first { $0.key == key } }
 

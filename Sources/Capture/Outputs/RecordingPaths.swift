@@ -32,6 +32,11 @@ public struct RecordingPaths: Sendable {
         try unusedPath(kind: "stills", wallNanos: wallNanos, extension: "jpg")
     }
 
+    /// The path of an on-demand snapshot taken at `wallNanos` (`ROOT/CAMERA/snapshots/DAY/…jpg`).
+    public func snapshot(at wallNanos: Int64) throws -> String {
+        try unusedPath(kind: "snapshots", wallNanos: wallNanos, extension: "jpg")
+    }
+
     private func unusedPath(kind: String, wallNanos: Int64, extension ext: String) throws -> String {
         let (day, stamp) = Self.utcStamp(wallNanos)
         let directory = "\(root)/\(cameraDirectory)/\(kind)/\(day)"
@@ -60,7 +65,7 @@ public struct RecordingPaths: Sendable {
 }
 
 /// Durable file operations: data reaches the disk before a name says it is complete.
-enum DurableFile {
+public enum DurableFile {
     /// fsyncs `path`, renames it to `finalPath` and fsyncs the directory (Moonfire's protocol).
     static func commit(_ path: String, to finalPath: String) throws {
         try sync(path)
@@ -76,7 +81,7 @@ enum DurableFile {
     }
 
     /// Writes `bytes` to `path` atomically (temporary file, fsync, rename).
-    static func write(_ bytes: UnsafeRawBufferPointer, to path: String) throws {
+    public static func write(_ bytes: UnsafeRawBufferPointer, to path: String) throws {
         let temporary = path + RecordingPaths.partialSuffix
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw POSIXError(errno, "create \(temporary)") }

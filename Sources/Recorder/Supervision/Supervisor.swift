@@ -5,19 +5,29 @@ import Logging
 
 /// What to record from one camera, matched by its stable identity (never by node path).
 public struct CameraPlan: Sendable {
+    /// The camera's name in recordings, events and logs.
     public var cameraID: String
+    /// Which present device is this camera (default: the device whose id is `cameraID`).
+    public var matches: @Sendable (CaptureDevice) -> Bool
     public var format: FormatRequest
     public var frameRate: Double
     public var controls: [String: Int64]
     /// The outputs, kept across reattaches (their counters and cadence carry on).
     public var outputs: [(CaptureOutput, ConnectionSettings)]
+    /// When the camera must be open: while any of its jobs is active (nil: always).
+    public var schedule: (any OutputSchedule)?
 
-    public init(cameraID: String, format: FormatRequest, frameRate: Double, controls: [String: Int64] = [:], outputs: [(CaptureOutput, ConnectionSettings)]) {
+    public init(
+        cameraID: String, matches: (@Sendable (CaptureDevice) -> Bool)? = nil, format: FormatRequest, frameRate: Double,
+        controls: [String: Int64] = [:], outputs: [(CaptureOutput, ConnectionSettings)], schedule: (any OutputSchedule)? = nil
+    ) {
         self.cameraID = cameraID
+        self.matches = matches ?? { $0.id == cameraID }
         self.format = format
         self.frameRate = frameRate
         self.controls = controls
         self.outputs = outputs
+        self.schedule = schedule
     }
 }
 
@@ -25,7 +35,9 @@ public struct CameraPlan: Sendable {
 /// When a camera disappears its session is interrupted (open segments are finalized) and the
 /// camera waits; when it comes back (on any node) it is reattached with the same outputs into
 /// a new segment. A camera that fails to open is retried on a ladder, reset by a connect event.
-/// A watchdog restarts a session that delivers no frame for `watchdogSeconds`.
+/// A watchdog restarts a session that delivers no frame for `watchdogSeconds`. A camera with a
+/// schedule is opened shortly before its first job becomes active and closed when none is.
+/// Plans can be added, changed and removed while it runs (configuration reload).
 ///
 /// The supervisor is an actor holding control-plane state only; opening and closing cameras
 /// runs on plain threads, never on Swift's cooperative pool.
@@ -38,10 +50,12 @@ public actor Supervisor {
         public let frames: Int
         public let session: CaptureSession?
         public let lastProblem: String?
+        /// False while the camera is closed because none of its jobs is scheduled now.
+        public let isScheduled: Bool
     }
 
     private final class Camera {
-        let plan: CameraPlan
+        var plan: CameraPlan
         var session: CaptureSession?
         var sessionTask: Task<Void, Never>?
         var node: String?
@@ -56,8 +70,14 @@ public actor Supervisor {
         /// tick must not open the same camera twice.
         var isStarting = false
         var lastProblem: String?
+        var isScheduled = true
+        /// Set once the camera left the plans: whatever is under way for it stops.
+        var isRemoved = false
         init(plan: CameraPlan) { self.plan = plan }
     }
+
+    /// How long before a scheduled window the camera is opened, so its first instant is captured.
+    static let scheduleLeadNanos: Int64 = 5_000_000_000
 
     private let source: any DeviceSource
     private var cameras: [Camera]
@@ -80,8 +100,68 @@ public actor Supervisor {
         cameras.map { c in
             Status(
                 cameraID: c.plan.cameraID, isRecording: c.session?.isRunning == true, node: c.node,
-                frames: c.framesBefore + (c.session?.capturedFrameCount ?? 0), session: c.session, lastProblem: c.lastProblem)
+                frames: c.framesBefore + (c.session?.capturedFrameCount ?? 0), session: c.session, lastProblem: c.lastProblem,
+                isScheduled: c.isScheduled)
         }
+    }
+
+    // MARK: - Changing the plans while running
+
+    /// Starts supervising another camera.
+    public func add(_ plan: CameraPlan) {
+        guard !cameras.contains(where: { $0.plan.cameraID == plan.cameraID }) else { return }
+        cameras.append(Camera(plan: plan))
+    }
+
+    /// Stops a camera (its files are finalized) and forgets it.
+    public func remove(cameraID: String) async {
+        guard let index = cameras.firstIndex(where: { $0.plan.cameraID == cameraID }) else { return }
+        let camera = cameras.remove(at: index)
+        camera.isRemoved = true
+        await stopSession(of: camera)
+    }
+
+    /// Changes a camera's plan. A running session is reconfigured in one
+    /// `beginConfiguration()`/`commitConfiguration()`: outputs kept in the new plan keep
+    /// recording without a gap, removed ones are finalized, new ones start. If the camera refuses
+    /// the change, the old configuration keeps running and the error is thrown. A plan that
+    /// matches another device restarts the camera.
+    public func reconfigure(_ plan: CameraPlan) async throws {
+        guard let camera = cameras.first(where: { $0.plan.cameraID == plan.cameraID }) else { return add(plan) }
+        guard let session = camera.session, let device = session.device else {
+            camera.plan = plan
+            camera.nextAttempt = 0
+            return
+        }
+        let present = await onThread { [source] in source.devices() }
+        guard present.contains(where: { plan.matches($0) && $0.details.node == device.details.node }) else {
+            camera.plan = plan
+            await stopSession(of: camera)
+            camera.nextAttempt = 0
+            return
+        }
+        let old = camera.plan
+        let result: Result<Void, Error> = await onThread {
+            do {
+                session.beginConfiguration()
+                try session.setFormat(plan.format)
+                try session.setFrameRate(plan.frameRate)
+                for (key, value) in plan.controls { try session.setControl(key, to: value) }
+                for (output, _) in old.outputs where !plan.outputs.contains(where: { $0.0 === output }) {
+                    try session.removeOutput(output)
+                }
+                for (output, settings) in plan.outputs {
+                    try session.addOutput(output, settings: settings)
+                    try session.setConnection(for: output, settings)
+                }
+                try session.commitConfiguration()
+                return .success(())
+            } catch {
+                return .failure(error)
+            }
+        }
+        try result.get()
+        camera.plan = plan
     }
 
     /// Supervises until the task is cancelled, then stops every session (files finalized).
@@ -116,7 +196,7 @@ public actor Supervisor {
             guard !affected.isEmpty else { return }
             // Events can arrive late: if the camera is back on that node already, this one is stale.
             let present = await onThread { [source] in source.devices() }
-            for camera in affected where !present.contains(where: { $0.id == camera.plan.cameraID && $0.details.node == node }) {
+            for camera in affected where !present.contains(where: { camera.plan.matches($0) && $0.details.node == node }) {
                 await lose(camera, reason: "\(node) was unplugged")
             }
         }
@@ -151,8 +231,16 @@ public actor Supervisor {
 
     private func tick() async {
         let now = Clock.monotonicNanos()
+        let wallNow = Clock.wallNanos()
         var present: [CaptureDevice]?
         for camera in cameras {
+            camera.isScheduled = isScheduled(camera.plan, at: wallNow)
+            if camera.session != nil && !camera.isScheduled {
+                logger.info("camera \(camera.plan.cameraID): no job scheduled now, closing it")
+                await stopSession(of: camera)
+                camera.nextAttempt = 0
+                continue
+            }
             if let session = camera.session {
                 // Watchdog: frames must keep coming.
                 let frames = session.capturedFrameCount
@@ -166,11 +254,11 @@ public actor Supervisor {
                 }
                 continue
             }
-            guard !camera.isStarting, let due = camera.nextAttempt, now >= due else { continue }
+            guard camera.isScheduled, !camera.isStarting, let due = camera.nextAttempt, now >= due else { continue }
             // Claimed before the first await, so a re-entrant tick leaves this camera alone.
             camera.isStarting = true
             if present == nil { present = await onThread { [source] in source.devices() } }
-            guard let device = present!.first(where: { $0.id == camera.plan.cameraID }) else {
+            guard let device = present!.first(where: camera.plan.matches) else {
                 // Not here: wait for a connect event, checking now and then anyway.
                 camera.nextAttempt = now + 5_000_000_000
                 camera.isStarting = false
@@ -181,14 +269,23 @@ public actor Supervisor {
         checkDisk(now)
     }
 
+    /// Whether any of the plan's jobs is active now or within the lead time.
+    private func isScheduled(_ plan: CameraPlan, at wallNanos: Int64) -> Bool {
+        guard let schedule = plan.schedule else { return true }
+        let now = schedule.state(atWallNanos: wallNanos)
+        return now.isActive || now.untilWallNanos - wallNanos <= Self.scheduleLeadNanos
+    }
+
     private func start(_ camera: Camera, on device: CaptureDevice) async {
         let plan = camera.plan
         defer { camera.isStarting = false }
         let session = CaptureSession()
+        // Recordings and events carry the plan's name for the camera.
+        let input = device.id == plan.cameraID ? device : device.renamed(plan.cameraID)
         let result: Result<Void, Error> = await onThread {
             do {
                 session.beginConfiguration()
-                try session.addInput(device)
+                try session.addInput(input)
                 try session.setFormat(plan.format)
                 try session.setFrameRate(plan.frameRate)
                 for (key, value) in plan.controls { try session.setControl(key, to: value) }
@@ -209,6 +306,8 @@ public actor Supervisor {
             camera.lastProblem = "\(error)"
             logger.error("camera \(plan.cameraID) could not start (attempt \(camera.ladder.failures)): \(error); retrying in \(Int(delay)) s")
             events.emit(.error(camera: plan.cameraID, message: "could not start: \(error)"))
+        case .success where camera.isRemoved:
+            await onThread { session.stopRunning() }
         case .success:
             camera.session = session
             camera.node = device.details.node

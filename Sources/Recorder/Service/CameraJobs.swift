@@ -1,0 +1,113 @@
+import Capture
+import Foundation
+import Media
+
+/// One configured camera turned into what the supervisor runs: the outputs for its jobs (one
+/// session feeds them all) and its plan. Outputs whose job did not change are carried over from
+/// the previous configuration, so a reload does not interrupt them.
+struct CameraJobs {
+    let camera: CameraConfig
+    let environment: Environment
+    let movie: SegmentedMovieOutput?
+    let timelapse: TimelapseOutput?
+    let photo: PhotoOutput?
+    let plan: CameraPlan
+
+    /// What every camera's jobs depend on besides their own settings.
+    struct Environment: Equatable {
+        var storageRoot: String
+        var timeZone: TimeZone
+        var location: GeoLocation?
+    }
+
+    init(_ camera: CameraConfig, environment: Environment, reusing previous: CameraJobs? = nil) throws {
+        self.camera = camera
+        self.environment = environment
+        let same = previous.map { $0.environment == environment } ?? false
+        let connection = ConnectionSettings(rotation: camera.rotation, isMirrored: camera.mirrored)
+        var outputs: [(CaptureOutput, ConnectionSettings)] = []
+        var schedules: [Schedule] = []
+
+        if let job = camera.record {
+            let schedule = try Self.schedule(job.schedule, environment)
+            if same, previous?.camera.record == job, let movie = previous?.movie {
+                self.movie = movie
+            } else {
+                movie = try SegmentedMovieOutput(.init(
+                    storageRoot: environment.storageRoot, segmentSeconds: job.segmentSeconds, encoding: job.encoding,
+                    schedule: schedule.isAlways ? nil : schedule))
+            }
+            outputs.append((movie!, connection))
+            schedules.append(schedule)
+        } else {
+            movie = nil
+        }
+        if let job = camera.timelapse {
+            let schedule = try Self.schedule(job.schedule, environment)
+            if same, previous?.camera.timelapse == job, let timelapse = previous?.timelapse {
+                self.timelapse = timelapse
+            } else {
+                timelapse = try TimelapseOutput(.init(
+                    storageRoot: environment.storageRoot, intervalSeconds: job.intervalSeconds, quality: job.quality,
+                    schedule: schedule.isAlways ? nil : schedule))
+            }
+            outputs.append((timelapse!, connection))
+            schedules.append(schedule)
+        } else {
+            timelapse = nil
+        }
+        if camera.snapshot != nil {
+            photo = previous?.photo ?? PhotoOutput()
+            outputs.append((photo!, connection))
+            // An on-demand still must come within a frame: the camera stays open (opening a USB
+            // camera takes a second and its first frames are dark while exposure settles).
+            schedules.append(.always)
+        } else {
+            photo = nil
+        }
+        plan = CameraPlan(
+            cameraID: camera.name, matches: Self.matcher(camera.match), format: camera.format, frameRate: camera.frameRate,
+            controls: camera.controls, outputs: outputs,
+            schedule: schedules.contains(where: \.isAlways) ? nil : AnyOfSchedules(schedules))
+    }
+
+    /// Whether the running session must be touched at all when going from `previous` to this.
+    func differs(from previous: CameraJobs) -> Bool {
+        previous.camera != camera || previous.environment != environment
+    }
+
+    private static func schedule(_ windows: [String], _ environment: Environment) throws -> Schedule {
+        windows.isEmpty ? .always : try Schedule(windows: windows, timeZone: environment.timeZone, location: environment.location)
+    }
+
+    static func matcher(_ match: CameraMatch) -> @Sendable (CaptureDevice) -> Bool {
+        switch match {
+        case .id(let id): return { $0.id == id }
+        case .node(let node): return { $0.details.node == node }
+        case .name(let name): return { $0.name == name }
+        // Network cameras are not recorded yet: nothing matches.
+        case .url: return { _ in false }
+        }
+    }
+}
+
+/// Active while any of several schedules is.
+struct AnyOfSchedules: OutputSchedule {
+    let schedules: [Schedule]
+
+    init(_ schedules: [Schedule]) { self.schedules = schedules }
+
+    func state(atWallNanos wallNanos: Int64) -> (isActive: Bool, untilWallNanos: Int64) {
+        let states = schedules.map { $0.state(atWallNanos: wallNanos) }
+        // The answer can change only when one of them changes.
+        return (states.contains { $0.isActive }, states.map(\.untilWallNanos).min() ?? .max)
+    }
+}
+
+extension Schedule: OutputSchedule {
+    public func state(atWallNanos wallNanos: Int64) -> (isActive: Bool, untilWallNanos: Int64) {
+        let date = Date(timeIntervalSince1970: Double(wallNanos) / 1e9)
+        guard let next = nextChange(after: date) else { return (isActive(at: date), .max) }
+        return (isActive(at: date), Int64((next.timeIntervalSince1970 * 1e9).rounded(.up)))
+    }
+}

@@ -1,0 +1,52 @@
+import ArgumentParser
+import Capture
+import Foundation
+import Recorder
+
+struct Run: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Record cameras as a configuration file says (the daemon).",
+        discussion: """
+            Without --config, every camera present (and every camera plugged in later) is recorded
+            continuously in 60 s H.264 segments plus a timelapse still every 60 s; with no camera at
+            all, a synthetic test camera is recorded instead. With --config FILE (see
+            etc/vigil.example.toml) cameras, jobs (record, timelapse, snapshot), schedules and
+            retention come from the file; it is checked first and nothing starts if it has errors.
+
+            Signals: SIGHUP re-reads the configuration (also done when the file changes): unchanged
+            cameras keep recording without a gap, changed ones are reconfigured, removed ones are
+            finalized; an invalid file is refused and the running configuration stays. SIGUSR1
+            saves a snapshot from every camera with a snapshot job. SIGINT/SIGTERM finalize every
+            open file and exit 0. Under systemd (Type=notify) readiness, reloads, stopping and the
+            watchdog are reported through $NOTIFY_SOCKET.
+            """
+    )
+
+    @Option(name: .shortAndLong, help: ArgumentHelp("The configuration file (TOML).", valueName: "file"))
+    var config: String?
+
+    @Option(help: ArgumentHelp("Record into this directory instead of the configuration's storage root.", valueName: "dir"))
+    var data: String?
+
+    @Option(help: "Stop after this many seconds (default: run until stopped).")
+    var duration: Double?
+
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        if let duration, duration <= 0 { throw ValidationError("--duration must be positive") }
+    }
+
+    func run() async throws {
+        global.bootstrap()
+        let stop = StopSignal()
+        let control = ProcessSignals([SIGHUP, SIGUSR1])
+        do {
+            let service = try RecorderService(options: .init(configurationPath: config, dataDirectory: data, durationSeconds: duration))
+            try await service.run(until: stop, control: control)
+        } catch {
+            FileHandle.standardError.write(Data("vigil: \(error)\n".utf8))
+            throw ExitCode.failure
+        }
+    }
+}
