@@ -63,6 +63,8 @@ public final class EmulatedCamera: @unchecked Sendable {
     // Faults.
     /// errno that `open` fails with (EACCES: no permission).
     public var openError: Int32?
+    /// How many times streaming was started on this camera (`VIDIOC_STREAMON`).
+    public internal(set) var streamStarts = 0
     /// Another program is streaming: the camera opens and answers queries, but refuses
     /// `VIDIOC_S_FMT` and `VIDIOC_REQBUFS` with EBUSY, as uvcvideo does.
     public var isBusy = false

@@ -73,6 +73,12 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
 
     /// Open emulated files and live buffer mappings (both should return to zero after close).
     public var openFileCount: Int { lock.withLock { files.count } }
+
+    /// Like uvcvideo: once one open file of a camera has buffers, the camera is that file's until
+    /// it releases them; any other gets EBUSY. (Called with the lock held.)
+    private func isHeldByAnother(_ file: OpenFile) -> Bool {
+        files.values.contains { $0 !== file && $0.camera === file.camera && !$0.buffers.isEmpty }
+    }
     public var mappingCount: Int { lock.withLock { mappings.count } }
 
     // MARK: - Syscalls
@@ -192,7 +198,7 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
             let f = argument.assumingMemoryBound(to: v4l2_format.self)
             guard f.pointee.type == V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue, !camera.isMetadataNode else { return -EINVAL }
             if request == CV4L2_VIDIOC_S_FMT {
-                if !file.buffers.isEmpty || camera.isBusy { return -EBUSY }
+                if !file.buffers.isEmpty || camera.isBusy || isHeldByAnother(file) { return -EBUSY }
                 file.choose(width: Int(f.pointee.fmt.pix.width), height: Int(f.pointee.fmt.pix.height), fourcc: f.pointee.fmt.pix.pixelformat)
             }
             f.pointee.fmt.pix.width = UInt32(file.width)
@@ -214,7 +220,7 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
         case CV4L2_VIDIOC_REQBUFS:
             let r = argument.assumingMemoryBound(to: v4l2_requestbuffers.self)
             guard r.pointee.memory == V4L2_MEMORY_MMAP.rawValue else { return -EINVAL }
-            if file.streaming || (camera.isBusy && r.pointee.count > 0) { return -EBUSY }
+            if file.streaming || ((camera.isBusy || isHeldByAnother(file)) && r.pointee.count > 0) { return -EBUSY }
             file.releaseBuffers()
             if r.pointee.count > 0 {
                 let count = min(Int(r.pointee.count), 8)
@@ -261,6 +267,7 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
             if let e = camera.streamOnError { return -e }
             guard !file.buffers.isEmpty else { return -EINVAL }
             file.streaming = true
+            camera.streamStarts += 1
             file.sequence = 0
             file.nextFrameDue = Capture.Clock.monotonicNanos() + file.intervalNanos
             lock.broadcast()

@@ -76,8 +76,9 @@ public actor Supervisor {
         init(plan: CameraPlan) { self.plan = plan }
     }
 
-    /// How long before a scheduled window the camera is opened, so its first instant is captured.
-    static let scheduleLeadNanos: Int64 = 5_000_000_000
+    /// How long before a scheduled window the camera is opened, so its first instant is captured
+    /// (a USB camera takes about a second to open and a few frames to settle its exposure).
+    private let scheduleLeadNanos: Int64
 
     private let source: any DeviceSource
     private var cameras: [Camera]
@@ -88,7 +89,11 @@ public actor Supervisor {
     private var lastDiskCheck: Int64 = 0
     private var diskLowReported = false
 
-    public init(plans: [CameraPlan], source: any DeviceSource, events: RecorderEvents = RecorderEvents(), watchdogSeconds: Double = 10, storageRoot: String? = nil) {
+    public init(
+        plans: [CameraPlan], source: any DeviceSource, events: RecorderEvents = RecorderEvents(), watchdogSeconds: Double = 10,
+        storageRoot: String? = nil, scheduleLeadSeconds: Double = 5
+    ) {
+        scheduleLeadNanos = Int64(scheduleLeadSeconds * 1e9)
         self.source = source
         cameras = plans.map(Camera.init)
         self.events = events
@@ -273,7 +278,7 @@ public actor Supervisor {
     private func isScheduled(_ plan: CameraPlan, at wallNanos: Int64) -> Bool {
         guard let schedule = plan.schedule else { return true }
         let now = schedule.state(atWallNanos: wallNanos)
-        return now.isActive || now.untilWallNanos - wallNanos <= Self.scheduleLeadNanos
+        return now.isActive || now.untilWallNanos - wallNanos <= scheduleLeadNanos
     }
 
     private func start(_ camera: Camera, on device: CaptureDevice) async {
