@@ -16,10 +16,13 @@ enum VigilBinary {
     }
 
     /// Starts `vigil` with arguments; output goes to files so the pipes never fill.
-    static func start(_ arguments: [String], in dir: String) throws -> Process {
+    static func start(_ arguments: [String], in dir: String, environment: [String: String] = [:]) throws -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        }
         _ = FileManager.default.createFile(atPath: dir + "/stdout.txt", contents: nil)
         _ = FileManager.default.createFile(atPath: dir + "/stderr.txt", contents: nil)
         process.standardOutput = FileHandle(forWritingAtPath: dir + "/stdout.txt")
