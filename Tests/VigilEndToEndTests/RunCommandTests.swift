@@ -122,7 +122,7 @@ private func text(_ path: String) -> String { (try? String(contentsOfFile: path,
         let socket = try NotifySocket(directory: dir.path)
         let process = try VigilBinary.start(
             ["run", "--data", dir.path + "/data"], in: dir.path,
-            environment: ["NOTIFY_SOCKET": socket.path, "WATCHDOG_USEC": "1000000"])
+            environment: ["NOTIFY_SOCKET": socket.address, "WATCHDOG_USEC": "1000000"])
         var messages: [String] = []
         while messages.count < 3, let m = socket.receive(seconds: 20) { messages.append(m) }
         #expect(messages.first?.hasPrefix("READY=1\nSTATUS=recording 1 camera(s)") == true, "\(messages)")
@@ -134,32 +134,4 @@ private func text(_ path: String) -> String { (try? String(contentsOfFile: path,
         #expect(await waitForExit(process, seconds: 30))
         #expect(process.terminationStatus == 0)
     }
-}
-
-/// A datagram socket standing in for systemd's notification socket.
-final class NotifySocket {
-    let fd: Int32
-    let path: String
-
-    init(directory: String) throws {
-        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
-        path = directory + "/notify.sock"
-        var addr = sockaddr_un()
-        addr.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &addr.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-        let result = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard result == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno)!) }
-    }
-
-    func receive(seconds: Double) -> String? {
-        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        guard poll(&p, 1, Int32(seconds * 1000)) == 1 else { return nil }
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let n = recv(fd, &buffer, buffer.count, 0)
-        return n > 0 ? String(decoding: buffer[0..<n], as: UTF8.self) : nil
-    }
-
-    deinit { close(fd) }
 }
