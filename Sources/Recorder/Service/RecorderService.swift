@@ -39,6 +39,7 @@ public final class RecorderService: @unchecked Sendable {
     private var root: String
     private var jobs: [String: CameraJobs] = [:]
     private var configurationStamp: FileStamp?
+    private let dailyVideos = DailyVideos()
 
     /// Loads and checks the configuration; throws before any camera is touched.
     public init(options: Options) throws {
@@ -64,6 +65,13 @@ public final class RecorderService: @unchecked Sendable {
         try StorageCheck.ensureWritable(root)
         let synthetic = syntheticSource()
         let source = MergedDeviceSource([options.deviceSource ?? V4L2DeviceSource()] + (synthetic.map { [$0] } ?? []))
+        // A camera that is present must be able to do what the file asks, or nothing starts.
+        let problems = configuration.problems(with: source.devices())
+        guard problems.isEmpty else {
+            let path = options.configurationPath ?? "the configuration"
+            throw Refused(description: problems.map(\.description).joined(separator: "\n")
+                + "\nnothing was started: fix \(path) (`vigil check-config \(path)` shows the same)")
+        }
 
         var plans: [CameraPlan] = []
         for camera in configuration.cameras + discoveredCameras(source.devices()) {
@@ -84,6 +92,7 @@ public final class RecorderService: @unchecked Sendable {
         var lastWatchdog = Clock.monotonicNanos()
         var lastRescan = lastWatchdog
         var lastFileCheck = lastWatchdog
+        var lastDailyCheck = Int64.min
         while !stop.isRaised {
             let now = Clock.monotonicNanos()
             if let deadline, now >= deadline { break }
@@ -106,6 +115,13 @@ public final class RecorderService: @unchecked Sendable {
                         await supervisor.add(job.plan)
                     }
                 }
+            }
+            if now - lastDailyCheck > 10_000_000_000 {
+                lastDailyCheck = now
+                let daily = jobs.values.compactMap { job in
+                    job.camera.timelapse?.dailyVideo.map { DailyVideos.Job(camera: job.camera.name, video: $0) }
+                }
+                dailyVideos.tick(daily, root: root, timeZone: configuration.timeZone)
             }
             if let interval = options.notifier.watchdogInterval, Double(now - lastWatchdog) / 1e9 >= interval {
                 lastWatchdog = now

@@ -1,0 +1,70 @@
+import Capture
+import CaptureTesting
+import Foundation
+@testable import Recorder
+import Testing
+
+@Suite struct DailyVideosTests {
+    private let berlin = TimeZone(identifier: "Europe/Berlin")!
+
+    private func date(_ text: String) -> Date { ISO8601DateFormatter().date(from: text)! }
+
+    @Test func runsAtTheLocalTimeEvenAcrossDaylightSavingChanges() {
+        // Spring forward (2026-03-29, 02:00 → 03:00 CEST): 01:00 local is still 00:00Z.
+        #expect(DailyVideos.nextRun(after: date("2026-03-28T12:00:00Z"), at: "01:00", timeZone: berlin) == date("2026-03-29T00:00:00Z"))
+        #expect(DailyVideos.nextRun(after: date("2026-03-29T00:00:00Z"), at: "01:00", timeZone: berlin) == date("2026-03-29T23:00:00Z"))
+        // 02:30 does not exist that night: the first instant after the gap.
+        #expect(DailyVideos.nextRun(after: date("2026-03-28T12:00:00Z"), at: "02:30", timeZone: berlin) == date("2026-03-29T01:00:00Z"))
+        // Fall back (2026-10-25, 03:00 → 02:00 CET): 02:30 happens twice, the video is built once.
+        let first = DailyVideos.nextRun(after: date("2026-10-24T12:00:00Z"), at: "02:30", timeZone: berlin)
+        #expect(first == date("2026-10-25T00:30:00Z"))
+        #expect(DailyVideos.nextRun(after: first, at: "02:30", timeZone: berlin) == date("2026-10-26T01:30:00Z"))
+    }
+
+    @Test func theDayBeforeIsALocalDayOf23Or25Hours() {
+        let spring = DailyVideos.day(before: date("2026-03-30T00:00:00Z"), timeZone: berlin)
+        #expect(spring.label == "2026-03-29")
+        #expect(spring.end.timeIntervalSince(spring.start) == 23 * 3600)
+        let autumn = DailyVideos.day(before: date("2026-10-26T00:00:00Z"), timeZone: berlin)
+        #expect(autumn.label == "2026-10-25")
+        #expect(autumn.end.timeIntervalSince(autumn.start) == 25 * 3600)
+        let sydney = DailyVideos.day(before: date("2026-07-01T00:00:00Z"), timeZone: TimeZone(identifier: "Australia/Sydney")!)
+        #expect(sydney.label == "2026-06-30" && sydney.start == date("2026-06-29T14:00:00Z"))
+    }
+
+    @Test func theDailyVideoHoldsEveryStillOfTheDayInOrder() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let timelapse = try TimelapseOutput(.init(storageRoot: dir.path, intervalSeconds: 1))
+        let session = CaptureSession()
+        session.beginConfiguration()
+        try session.addInput(SyntheticCamera.device().renamed("porch"))
+        try session.setFormat(.size(width: 160, height: 120, pixelFormat: .yuyv422))
+        try session.setFrameRate(10)
+        try session.addOutput(timelapse)
+        try session.commitConfiguration()
+        try session.startRunning()
+        let deadline = Date().addingTimeInterval(30)
+        while RecordingInspector.files(under: dir.path, endingWith: ".jpg").count < 4 && Date() < deadline {
+            try await Task.sleep(nanoseconds: 100_000_000)
+        }
+        await session.stop()
+        let stills = RecordingInspector.files(under: dir.path, endingWith: ".jpg")
+        #expect(stills.count >= 4)
+
+        let now = Date()
+        let day = DailyVideos.LocalDay(start: now.addingTimeInterval(-3600), end: now.addingTimeInterval(3600), label: "today")
+        let job = DailyVideos.Job(camera: "porch", video: DailyVideo(framesPerSecond: 30, at: "01:00"))
+        let path = try #require(try DailyVideos.build(job, day: day, root: dir.path))
+        #expect(path == "\(dir.path)/porch/timelapse/porch-today.mp4")
+        #expect(RecordingInspector.ffprobeProblem(path) == nil)
+        let decoded = try RecordingInspector.decode(path)
+        #expect(decoded.codec == "h264")
+        #expect(decoded.sequences.count == stills.count)
+        let numbers = decoded.sequences.compactMap { $0 }
+        #expect(numbers.count == stills.count && numbers == numbers.sorted(), "frames out of capture order: \(numbers)")
+        // A day without stills gives no video.
+        let empty = DailyVideos.LocalDay(start: now.addingTimeInterval(-90_000), end: now.addingTimeInterval(-86_400), label: "x")
+        #expect(try DailyVideos.build(job, day: empty, root: dir.path) == nil)
+    }
+}
