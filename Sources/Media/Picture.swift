@@ -23,7 +23,7 @@ public final class Picture: @unchecked Sendable {
     }
 
     /// An empty frame that a decoder fills.
-    init() throws(MediaError) {
+    public init() throws(MediaError) {
         guard let f = av_frame_alloc() else { throw MediaError(operation: "av_frame_alloc", message: "out of memory") }
         frame = f
     }

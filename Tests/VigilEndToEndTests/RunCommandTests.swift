@@ -85,7 +85,7 @@ private func text(_ path: String) -> String { (try? String(contentsOfFile: path,
         let numbers = decoded.flatMap(\.sequences)
         #expect(numbers.allSatisfy { $0 != nil })
         let values = numbers.compactMap { $0 }
-        if let i = zip(values, values.dropFirst()).firstIndex(where: { $1 != $0 + 1 }) {
+        if let i = values.indices.dropLast().first(where: { values[$0 + 1] != values[$0] + 1 }) {
             Issue.record("camera a has a gap: \(values[i]) then \(values[i + 1])")
         }
         for d in decoded { #expect(d.startsWithKeyframe && RecordingInspector.ffprobeProblem(d.path) == nil, "\(d.path)") }

@@ -52,6 +52,26 @@ public struct RecordingPaths: Sendable {
         return path
     }
 
+    /// The UTC instant in a recording's file name (`CAM-20261122T065700Z[_02].ext`), nil if none.
+    public static func wallNanos(fromFileName name: String) -> Int64? {
+        let base = name.split(separator: ".").first.map(String.init) ?? name
+        guard let dash = base.lastIndex(of: "-") else { return nil }
+        let stamp = base[base.index(after: dash)...].prefix(16)
+        let digits = stamp.filter(\.isNumber)
+        guard stamp.count == 16, stamp.dropFirst(8).first == "T", stamp.last == "Z", digits.count == 14 else { return nil }
+        let n = digits.map { Int(String($0))! }
+        func number(_ r: Range<Int>) -> Int { r.reduce(0) { $0 * 10 + n[$1] } }
+        var t = tm()
+        t.tm_year = Int32(number(0..<4) - 1900)
+        t.tm_mon = Int32(number(4..<6) - 1)
+        t.tm_mday = Int32(number(6..<8))
+        t.tm_hour = Int32(number(8..<10))
+        t.tm_min = Int32(number(10..<12))
+        t.tm_sec = Int32(number(12..<14))
+        let seconds = timegm(&t)
+        return seconds < 0 ? nil : Int64(seconds) * 1_000_000_000
+    }
+
     /// ("2026-11-22", "20261122T065700Z") for an instant.
     public static func utcStamp(_ wallNanos: Int64) -> (day: String, stamp: String) {
         var t = time_t(wallNanos / 1_000_000_000)
@@ -67,7 +87,7 @@ public struct RecordingPaths: Sendable {
 /// Durable file operations: data reaches the disk before a name says it is complete.
 public enum DurableFile {
     /// fsyncs `path`, renames it to `finalPath` and fsyncs the directory (Moonfire's protocol).
-    static func commit(_ path: String, to finalPath: String) throws {
+    public static func commit(_ path: String, to finalPath: String) throws {
         try sync(path)
         guard rename(path, finalPath) == 0 else { throw POSIXError(errno, "rename \(path)") }
         try sync((finalPath as NSString).deletingLastPathComponent)

@@ -34,7 +34,7 @@ public final class RecorderService: @unchecked Sendable {
     private let options: Options
     private let logger = Logger(label: "vigil.run")
     private let events = RecorderEvents()
-    private let hooks = Mutex<EventHooks?>(nil)
+    private let hooks = HookSlot()
     private var configuration: Configuration
     private var root: String
     private var jobs: [String: CameraJobs] = [:]
@@ -56,7 +56,7 @@ public final class RecorderService: @unchecked Sendable {
         }
         root = URL(fileURLWithPath: options.dataDirectory ?? configuration.storageRoot).standardizedFileURL.path
         let configured = try Self.hooks(configuration)
-        hooks.withLock { $0 = configured }
+        hooks.set(configured)
     }
 
     /// Records until `stop` is raised or the duration ends. `control` delivers SIGHUP (reload) and
@@ -92,7 +92,7 @@ public final class RecorderService: @unchecked Sendable {
         var lastWatchdog = Clock.monotonicNanos()
         var lastRescan = lastWatchdog
         var lastFileCheck = lastWatchdog
-        var lastDailyCheck = Int64.min
+        var lastDailyCheck: Int64?
         while !stop.isRaised {
             let now = Clock.monotonicNanos()
             if let deadline, now >= deadline { break }
@@ -116,7 +116,7 @@ public final class RecorderService: @unchecked Sendable {
                     }
                 }
             }
-            if now - lastDailyCheck > 10_000_000_000 {
+            if lastDailyCheck.map({ now - $0 > 10_000_000_000 }) ?? true {
                 lastDailyCheck = now
                 let daily = jobs.values.compactMap { job in
                     job.camera.timelapse?.dailyVideo.map { DailyVideos.Job(camera: job.camera.name, video: $0) }
@@ -234,7 +234,7 @@ public final class RecorderService: @unchecked Sendable {
             logger.warning("the storage root changed to \(new.storageRoot): that takes a restart; still recording into \(root)")
         }
         configuration = new
-        hooks.withLock { $0 = try? Self.hooks(new) }
+        hooks.set(try? Self.hooks(new))
         var changed: [String] = [], added: [String] = [], removed: [String] = []
         let names = Set(new.cameras.map(\.name))
         for name in jobs.keys where !names.contains(name) && !new.discoversAllCameras {
@@ -300,7 +300,7 @@ public final class RecorderService: @unchecked Sendable {
         return Task.detached { [logger, hooks] in
             for await event in stream {
                 DemoRecorder.log(event, logger)
-                hooks.withLock { $0 }?.run(event)
+                hooks.current?.run(event)
             }
         }
     }
@@ -326,4 +326,11 @@ struct FileStamp: Equatable {
         modifiedNanos = st.st_mtim.tv_nsec
         size = Int64(st.st_size)
     }
+}
+
+/// The event hooks in force; replaced on reload while events are being handled.
+final class HookSlot: Sendable {
+    private let hooks = Mutex<EventHooks?>(nil)
+    func set(_ new: EventHooks?) { hooks.withLock { $0 = new } }
+    var current: EventHooks? { hooks.withLock { $0 } }
 }

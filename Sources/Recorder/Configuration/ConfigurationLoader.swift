@@ -1,0 +1,507 @@
+import Capture
+import Foundation
+import Media
+
+/// One problem in a configuration file, with where it is and what to write instead.
+public struct ConfigurationDiagnostic: Sendable, Equatable, CustomStringConvertible {
+    public var path: String
+    /// 0 when the problem is the whole file (missing, unreadable).
+    public var line: Int
+    public var message: String
+    public var fix: String
+
+    public var description: String {
+        (line > 0 ? "\(path):\(line): error: " : "\(path): error: ") + message + (fix.isEmpty ? "" : "\n    fix: \(fix)")
+    }
+}
+
+/// Every problem found in a configuration, reported together.
+public struct ConfigurationErrors: Error, Sendable, CustomStringConvertible {
+    public var diagnostics: [ConfigurationDiagnostic]
+    public var description: String { diagnostics.map(\.description).joined(separator: "\n") }
+}
+
+/// Reads a configuration file and checks all of it: syntax, unknown keys (with a "did you
+/// mean"), types, ranges, schedules, jobs naming cameras that do not exist. All problems are
+/// reported at once with their line numbers, before anything starts.
+public enum ConfigurationLoader {
+    public static func load(path: String) throws(ConfigurationErrors) -> Configuration {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            let exists = FileManager.default.fileExists(atPath: path)
+            throw ConfigurationErrors(diagnostics: [ConfigurationDiagnostic(
+                path: path, line: 0, message: exists ? "cannot be read" : "no such file",
+                fix: exists ? "check its permissions (vigil runs as the user vigil under systemd)" : "create it from etc/vigil.example.toml")])
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw ConfigurationErrors(diagnostics: [ConfigurationDiagnostic(path: path, line: 0, message: "is not UTF-8 text", fix: "save it as UTF-8")])
+        }
+        return try parse(text: text, path: path)
+    }
+
+    public static func parse(text: String, path: String) throws(ConfigurationErrors) -> Configuration {
+        let (document, syntaxErrors) = TOMLParser.parse(text)
+        var decoder = ConfigurationDecoder(path: path)
+        for e in syntaxErrors {
+            decoder.report(e.line, e.message, fix: "see etc/vigil.example.toml for the syntax")
+        }
+        let configuration = decoder.decode(document)
+        guard decoder.diagnostics.isEmpty else {
+            throw ConfigurationErrors(diagnostics: decoder.diagnostics.sorted { $0.line < $1.line })
+        }
+        return configuration
+    }
+}
+
+extension Configuration {
+    /// What the present cameras cannot do as configured (format, frame rate, controls, stream
+    /// copy from an uncompressed format). Cameras that are not present are not checked.
+    public func problems(with devices: [CaptureDevice]) -> [ConfigurationDiagnostic] {
+        var problems: [ConfigurationDiagnostic] = []
+        let path = sourcePath ?? "configuration"
+        for camera in cameras {
+            guard let device = devices.first(where: CameraJobs.matcher(camera.match)) else { continue }
+            func report(_ message: String, _ fix: String) {
+                problems.append(ConfigurationDiagnostic(path: path, line: camera.line, message: "camera \(camera.name) (\(device.id)): \(message)", fix: fix))
+            }
+            do {
+                let format = try device.resolve(camera.format, frameRate: camera.frameRate)
+                if camera.record?.encoding == .streamCopy && !format.pixelFormat.isCompressed {
+                    report("codec = \"copy\" needs a compressed camera format, but it would deliver \(format.pixelFormat)",
+                           "set pixel_format = \"mjpeg\" or codec = \"h264\"")
+                }
+            } catch {
+                report("\(error)", "pick a size, pixel format and fps that `vigil devices` lists for it")
+            }
+            for (key, value) in camera.controls.sorted(by: { $0.key < $1.key }) {
+                guard let control = device.control(key) else {
+                    report("has no control \(key)\(Suggestion.phrase(for: key, among: device.controls.map(\.key)))",
+                           "use one of: \(device.controls.map(\.key).joined(separator: ", "))")
+                    continue
+                }
+                do { _ = try control.validated(value, camera: device.id) } catch { report("\(error)", "see `vigil devices` for the control's range") }
+            }
+        }
+        return problems
+    }
+}
+
+/// Walks the TOML document, builds the configuration and collects every diagnostic.
+struct ConfigurationDecoder {
+    let path: String
+    private(set) var diagnostics: [ConfigurationDiagnostic] = []
+
+    init(path: String) { self.path = path }
+
+    mutating func report(_ line: Int, _ message: String, fix: String) {
+        diagnostics.append(ConfigurationDiagnostic(path: path, line: line, message: message, fix: fix))
+    }
+
+    static let x264Presets = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"]
+
+    mutating func decode(_ document: TOMLTable) -> Configuration {
+        var configuration = Configuration.builtInDefault()
+        configuration.sourcePath = path
+        configuration.discoversAllCameras = false
+        var top = Reader(document, name: "the top level", line: 1)
+        let topKeys = ["storage", "location", "retention", "supervision", "hooks", "cameras", "record", "timelapse", "snapshot"]
+
+        if var storage = table(&top, "storage") {
+            if let root = string(&storage, "root") { configuration.storageRoot = root.value }
+            unknown(storage, ["root"])
+        }
+        var hasLocation = false
+        if var location = table(&top, "location") {
+            let latitude = number(&location, "latitude", in: -90...90)
+            let longitude = number(&location, "longitude", in: -180...180)
+            if let latitude, let longitude {
+                configuration.location = GeoLocation(latitude: latitude, longitude: longitude)
+                hasLocation = true
+            } else if (latitude == nil) != (longitude == nil) {
+                report(location.line, "[location] needs both latitude and longitude", fix: "add the missing one (degrees, north and east positive)")
+            }
+            if let zone = string(&location, "time_zone") {
+                if let tz = TimeZone(identifier: zone.value) {
+                    configuration.timeZone = tz
+                } else {
+                    report(zone.line, "unknown time zone \"\(zone.value)\"", fix: "use an IANA name such as Europe/Berlin or America/New_York (see timedatectl list-timezones)")
+                }
+            }
+            unknown(location, ["latitude", "longitude", "time_zone"])
+        }
+        if var retention = table(&top, "retention") {
+            let limits = retentionLimits(&retention, defaults: CameraRetention(videos: configuration.retention.videos, stills: configuration.retention.stills))
+            configuration.retention.videos = limits.videos
+            configuration.retention.stills = limits.stills
+            if let p = number(&retention, "min_free_percent", in: 0...50) { configuration.retention.minFreePercent = p }
+            if let b = size(&retention, "min_free_bytes") { configuration.retention.minFreeBytes = b }
+            unknown(retention, Self.retentionKeys + ["min_free_percent", "min_free_bytes"])
+        }
+        if var supervision = table(&top, "supervision") {
+            if let w = number(&supervision, "watchdog_seconds", in: 1...3600) { configuration.watchdogSeconds = w }
+            unknown(supervision, ["watchdog_seconds"])
+        }
+        if var hooks = table(&top, "hooks") {
+            if let t = number(&hooks, "timeout_seconds", in: 1...86_400) { configuration.hookTimeoutSeconds = t }
+            for (key, node) in hooks.table.entries where key != "timeout_seconds" {
+                hooks.used.insert(key)
+                guard RecorderEvent.names.contains(key) else {
+                    report(node.line, "unknown event \(key)\(Suggestion.phrase(for: key, among: RecorderEvent.names))",
+                           fix: "events: \(RecorderEvent.names.joined(separator: ", "))")
+                    continue
+                }
+                guard case .string(let command) = node.value, !command.isEmpty else {
+                    report(node.line, "hook \(key) must be a command in quotes, got \(node.typeName)", fix: "write \(key) = \"logger vigil: $VIGIL_CAMERA\"")
+                    continue
+                }
+                configuration.hooks.append(HookRule(event: key, command: command))
+            }
+        }
+
+        // Cameras.
+        if var cameras = table(&top, "cameras") {
+            for (name, node) in cameras.table.entries {
+                cameras.used.insert(name)
+                guard case .table(let t) = node.value else {
+                    report(node.line, "cameras.\(name) must be a table", fix: "write [cameras.\(name)] and its keys below it")
+                    continue
+                }
+                if let camera = decodeCamera(name, Reader(t, name: "[cameras.\(name)]", line: node.line), &configuration.retention) {
+                    configuration.cameras.append(camera)
+                }
+            }
+        }
+        let names = configuration.cameras.map(\.name)
+
+        // Jobs, each naming its camera.
+        for (kind, node) in jobTables(&top, "record") {
+            var job = node
+            guard let index = cameraIndex(&job, kind: "record", names: names, cameras: configuration.cameras) else { continue }
+            if let existing = configuration.cameras[index].record {
+                report(job.line, "camera \(names[index]) already has a [[record]] job (line \(existing.line))", fix: "merge them: one job can have several schedule windows")
+                continue
+            }
+            var record = RecordJob()
+            record.line = job.line
+            record.schedule = schedule(&job, hasLocation: hasLocation)
+            if let s = integer(&job, "segment_seconds", in: 1...86_400) { record.segmentSeconds = s }
+            var settings = EncoderSettings()
+            if let crf = integer(&job, "crf", in: 0...51) { settings.rateControl = .crf(crf) }
+            if let p = string(&job, "x264_preset") {
+                if Self.x264Presets.contains(p.value) { settings.preset = p.value } else {
+                    report(p.line, "unknown x264_preset \"\(p.value)\"\(Suggestion.phrase(for: p.value, among: Self.x264Presets))", fix: "use one of: \(Self.x264Presets.joined(separator: ", "))")
+                }
+            }
+            record.encoding = .h264(settings)
+            if let codec = string(&job, "codec") {
+                switch codec.value {
+                case "h264": break
+                case "copy":
+                    record.encoding = .streamCopy
+                    let camera = configuration.cameras[index]
+                    if camera.rotation != .none || camera.mirrored {
+                        report(codec.line, "codec = \"copy\" cannot rotate or mirror camera \(camera.name)", fix: "use codec = \"h264\", or remove rotation/mirror")
+                    }
+                default:
+                    report(codec.line, "unknown codec \"\(codec.value)\"", fix: "use \"h264\" (encode) or \"copy\" (record the camera's MJPEG as is)")
+                }
+            }
+            unknown(job, ["camera", "schedule", "segment_seconds", "codec", "crf", "x264_preset"])
+            configuration.cameras[index].record = record
+            _ = kind
+        }
+        for (_, node) in jobTables(&top, "timelapse") {
+            var job = node
+            guard let index = cameraIndex(&job, kind: "timelapse", names: names, cameras: configuration.cameras) else { continue }
+            if let existing = configuration.cameras[index].timelapse {
+                report(job.line, "camera \(names[index]) already has a [[timelapse]] job (line \(existing.line))", fix: "merge them: one job can have several schedule windows")
+                continue
+            }
+            var timelapse = TimelapseJob()
+            timelapse.line = job.line
+            timelapse.schedule = schedule(&job, hasLocation: hasLocation)
+            if let s = integer(&job, "interval_seconds", in: 1...86_400) { timelapse.intervalSeconds = s }
+            if let q = integer(&job, "quality", in: 1...100) { timelapse.quality = q }
+            if let node = job.take("daily_video") {
+                switch node.value {
+                case .boolean(let on): timelapse.dailyVideo = on ? DailyVideo() : nil
+                case .table(let t):
+                    var video = DailyVideo()
+                    var r = Reader(t, name: "daily_video", line: node.line)
+                    if let fps = integer(&r, "fps", in: 1...120) { video.framesPerSecond = fps }
+                    if let at = string(&r, "at") {
+                        let parts = at.value.split(separator: ":")
+                        if parts.count == 2, parts[1].count == 2, let h = Int(parts[0]), let m = Int(parts[1]), (0..<24).contains(h), (0..<60).contains(m) {
+                            video.at = at.value
+                        } else {
+                            report(at.line, "daily_video at \"\(at.value)\" is not a time of day", fix: "use HH:MM, e.g. at = \"01:00\"")
+                        }
+                    }
+                    unknown(r, ["fps", "at"])
+                    timelapse.dailyVideo = video
+                default:
+                    report(node.line, "daily_video must be true/false or { fps = 30, at = \"01:00\" }, got \(node.typeName)", fix: "write daily_video = true")
+                }
+            }
+            unknown(job, ["camera", "schedule", "interval_seconds", "quality", "daily_video"])
+            configuration.cameras[index].timelapse = timelapse
+        }
+        for (_, node) in jobTables(&top, "snapshot") {
+            var job = node
+            guard let index = cameraIndex(&job, kind: "snapshot", names: names, cameras: configuration.cameras) else { continue }
+            configuration.cameras[index].snapshot = SnapshotJob(line: job.line)
+            unknown(job, ["camera"])
+        }
+        unknown(top, topKeys)
+        return configuration
+    }
+
+    private mutating func decodeCamera(_ name: String, _ reader: Reader, _ retention: inout RetentionPolicy) -> CameraConfig? {
+        var r = reader
+        let valid = !name.isEmpty && name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }
+        if !valid {
+            report(r.line, "camera name \"\(name)\" may hold only letters, digits, - and _", fix: "rename it, e.g. [cameras.front-door] (it names the folder of its recordings)")
+        }
+        var camera = CameraConfig.discovered(name)
+        camera.record = nil
+        camera.timelapse = nil
+        camera.line = r.line
+        if let device = string(&r, "device") {
+            camera.match = CameraMatch(device.value)
+        } else {
+            report(r.line, "camera \(name) has no device", fix: "add device = \"v4l2:…\" (an id from `vigil devices`), a node such as \"/dev/video0\", or the camera's name")
+        }
+        let preset = string(&r, "preset")
+        let size = string(&r, "size")
+        var pixelFormat: PixelFormat?
+        if let f = string(&r, "pixel_format") {
+            let capture: [PixelFormat] = [.mjpeg, .yuyv422, .nv12, .yuv420p]
+            if let p = PixelFormat(rawValue: f.value), capture.contains(p) { pixelFormat = p } else {
+                report(f.line, "unknown pixel_format \"\(f.value)\"\(Suggestion.phrase(for: f.value, among: capture.map(\.rawValue)))", fix: "use mjpeg or yuyv422")
+            }
+        }
+        if let preset, size != nil {
+            report(preset.line, "camera \(name) has both preset and size", fix: "keep one of them")
+        } else if let preset {
+            if let p = Preset(rawValue: preset.value) { camera.format = .preset(p) } else {
+                let all = Preset.allCases.map(\.rawValue)
+                report(preset.line, "unknown preset \"\(preset.value)\"\(Suggestion.phrase(for: preset.value, among: all))", fix: "use one of: \(all.joined(separator: ", ")), or size = \"1280x720\"")
+            }
+            if pixelFormat != nil { report(preset.line, "pixel_format goes with size, not with preset", fix: "use size = \"WIDTHxHEIGHT\" with pixel_format") }
+        } else if let size {
+            let parts = size.value.lowercased().split(separator: "x").compactMap { Int($0) }
+            if parts.count == 2, (16...8192).contains(parts[0]), (16...8192).contains(parts[1]) {
+                camera.format = .size(width: parts[0], height: parts[1], pixelFormat: pixelFormat)
+            } else {
+                report(size.line, "size \"\(size.value)\" is not WIDTHxHEIGHT", fix: "write e.g. size = \"1280x720\"")
+            }
+        } else if pixelFormat != nil {
+            report(r.line, "pixel_format needs a size", fix: "add size = \"WIDTHxHEIGHT\"")
+        }
+        if let fps = number(&r, "fps", in: 1...120) { camera.frameRate = fps }
+        if let rotation = integer(&r, "rotation", in: 0...270) {
+            if let value = Rotation(rawValue: rotation) { camera.rotation = value } else {
+                report(r.lastLine, "rotation must be 0, 90, 180 or 270, not \(rotation)", fix: "turn the picture by a quarter turn clockwise: 90")
+            }
+        }
+        if let mirror = boolean(&r, "mirror") { camera.mirrored = mirror }
+        if var controls = table(&r, "controls") {
+            for (key, node) in controls.table.entries {
+                controls.used.insert(key)
+                switch node.value {
+                case .integer(let v): camera.controls[key] = v
+                case .boolean(let b): camera.controls[key] = b ? 1 : 0
+                default: report(node.line, "control \(key) must be a number (or true/false), got \(node.typeName)", fix: "write \(key) = 128")
+                }
+            }
+        }
+        if var limits = table(&r, "retention") {
+            let defaults = CameraRetention(videos: retention.videos, stills: retention.stills)
+            retention.cameras[name] = retentionLimits(&limits, defaults: defaults)
+            unknown(limits, Self.retentionKeys)
+        }
+        unknown(r, ["device", "preset", "size", "pixel_format", "fps", "rotation", "mirror", "controls", "retention"])
+        return valid ? camera : nil
+    }
+
+    static let retentionKeys = ["max_age_days", "max_bytes", "stills_max_age_days", "stills_max_bytes"]
+
+    private mutating func retentionLimits(_ r: inout Reader, defaults: CameraRetention) -> CameraRetention {
+        var limits = defaults
+        if let d = number(&r, "max_age_days", in: 0.01...100_000) { limits.videos.maxAgeDays = d }
+        if let b = size(&r, "max_bytes") { limits.videos.maxBytes = b }
+        if let d = number(&r, "stills_max_age_days", in: 0.01...100_000) { limits.stills.maxAgeDays = d }
+        if let b = size(&r, "stills_max_bytes") { limits.stills.maxBytes = b }
+        return limits
+    }
+
+    // MARK: - Jobs
+
+    private mutating func jobTables(_ top: inout Reader, _ key: String) -> [(String, Reader)] {
+        guard let node = top.take(key) else { return [] }
+        guard case .array(let items) = node.value else {
+            report(node.line, "\(key) must be written as [[\(key)]] (one per job)", fix: "write [[\(key)]] and camera = \"NAME\" below it")
+            return []
+        }
+        return items.compactMap { item in
+            guard case .table(let t) = item.value else {
+                report(item.line, "each \(key) job must be a table", fix: "write [[\(key)]]")
+                return nil
+            }
+            return (key, Reader(t, name: "[[\(key)]]", line: item.line))
+        }
+    }
+
+    private mutating func cameraIndex(_ job: inout Reader, kind: String, names: [String], cameras: [CameraConfig]) -> Int? {
+        guard let camera = string(&job, "camera") else {
+            report(job.line, "[[\(kind)]] does not say which camera", fix: "add camera = \"NAME\" naming a [cameras.NAME] table")
+            return nil
+        }
+        guard let index = names.firstIndex(of: camera.value) else {
+            let known = names.isEmpty ? "no camera is defined: add a [cameras.\(camera.value)] table" : "cameras: \(names.joined(separator: ", "))"
+            report(camera.line, "[[\(kind)]] names an unknown camera \"\(camera.value)\"\(Suggestion.phrase(for: camera.value, among: names))", fix: known)
+            return nil
+        }
+        return index
+    }
+
+    private mutating func schedule(_ r: inout Reader, hasLocation: Bool) -> [String] {
+        guard let node = r.take("schedule") else { return [] }
+        var items: [TOMLNode] = []
+        switch node.value {
+        case .string: items = [node]
+        case .array(let a): items = a
+        default:
+            report(node.line, "schedule must be a list of windows, got \(node.typeName)", fix: "write schedule = [\"mon-fri 07:00-19:00\"]")
+            return []
+        }
+        var windows: [String] = []
+        for item in items {
+            guard case .string(let text) = item.value else {
+                report(item.line, "a schedule window must be text in quotes, got \(item.typeName)", fix: "write e.g. \"mon-fri 07:00-19:00\"")
+                continue
+            }
+            if let e = Schedule.check(window: text, hasLocation: hasLocation) {
+                report(item.line, e.message, fix: e.fix)
+            } else {
+                windows.append(text)
+            }
+        }
+        return windows
+    }
+
+    // MARK: - Typed values
+
+    private mutating func table(_ r: inout Reader, _ key: String) -> Reader? {
+        guard let node = r.take(key) else { return nil }
+        guard case .table(let t) = node.value else {
+            report(node.line, "\(key) must be a table, got \(node.typeName)", fix: "write [\(key)] and its keys below it")
+            return nil
+        }
+        return Reader(t, name: "[\(key)]", line: node.line)
+    }
+
+    private mutating func string(_ r: inout Reader, _ key: String) -> (value: String, line: Int)? {
+        guard let node = r.take(key) else { return nil }
+        guard case .string(let s) = node.value else {
+            report(node.line, "\(key) must be text in quotes, got \(node.typeName)", fix: "write \(key) = \"…\"")
+            return nil
+        }
+        return (s, node.line)
+    }
+
+    private mutating func boolean(_ r: inout Reader, _ key: String) -> Bool? {
+        guard let node = r.take(key) else { return nil }
+        guard case .boolean(let b) = node.value else {
+            report(node.line, "\(key) must be true or false, got \(node.typeName)", fix: "write \(key) = true")
+            return nil
+        }
+        return b
+    }
+
+    private mutating func integer(_ r: inout Reader, _ key: String, in range: ClosedRange<Int>) -> Int? {
+        guard let node = r.take(key) else { return nil }
+        guard case .integer(let n) = node.value else {
+            report(node.line, "\(key) must be a whole number, got \(node.typeName)", fix: "write \(key) = \(range.lowerBound)")
+            return nil
+        }
+        guard range.contains(Int(n)) else {
+            report(node.line, "\(key) = \(n) is out of range", fix: "use \(range.lowerBound)–\(range.upperBound)")
+            return nil
+        }
+        return Int(n)
+    }
+
+    private mutating func number(_ r: inout Reader, _ key: String, in range: ClosedRange<Double>) -> Double? {
+        guard let node = r.take(key) else { return nil }
+        let value: Double
+        switch node.value {
+        case .integer(let n): value = Double(n)
+        case .float(let d): value = d
+        default:
+            report(node.line, "\(key) must be a number, got \(node.typeName)", fix: "write \(key) = \(DeviceFormat.rate(range.lowerBound))")
+            return nil
+        }
+        guard range.contains(value) else {
+            report(node.line, "\(key) = \(DeviceFormat.rate(value)) is out of range", fix: "use \(DeviceFormat.rate(range.lowerBound))–\(DeviceFormat.rate(range.upperBound))")
+            return nil
+        }
+        return value
+    }
+
+    /// "500GiB", "20 GB", "1.5TB" or a number of bytes.
+    private mutating func size(_ r: inout Reader, _ key: String) -> Int64? {
+        guard let node = r.take(key) else { return nil }
+        switch node.value {
+        case .integer(let n) where n >= 0: return n
+        case .string(let text):
+            if let bytes = Self.bytes(text) { return bytes }
+        default: break
+        }
+        report(node.line, "\(key) must be a size such as \"500GiB\" or \"20 GB\"", fix: "units: B, KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024)")
+        return nil
+    }
+
+    static func bytes(_ text: String) -> Int64? {
+        let t = text.replacingOccurrences(of: " ", with: "")
+        let number = t.prefix { $0.isNumber || $0 == "." }
+        let unit = t.dropFirst(number.count).lowercased()
+        let units: [String: Double] = [
+            "": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
+            "kib": 1024, "mib": 1_048_576, "gib": 1_073_741_824, "tib": 1_099_511_627_776,
+        ]
+        guard let value = Double(number), let factor = units[unit], value * factor < 9e18 else { return nil }
+        return Int64(value * factor)
+    }
+
+    /// Reports keys nobody read, with the closest valid key.
+    private mutating func unknown(_ r: Reader, _ valid: [String]) {
+        for (key, node) in r.table.entries where !r.used.contains(key) {
+            let hint = Suggestion.closest(to: key, among: valid)
+            report(node.line, "unknown key \(key) in \(r.name)" + (hint.map { " (did you mean \($0)?)" } ?? ""),
+                   fix: hint.map { "write \($0)" } ?? "valid keys: \(valid.joined(separator: ", "))")
+        }
+    }
+}
+
+/// A table being read: which keys were used, to report the rest as unknown.
+struct Reader {
+    let table: TOMLTable
+    let name: String
+    let line: Int
+    var used: Set<String> = []
+    private(set) var lastLine: Int
+
+    init(_ table: TOMLTable, name: String, line: Int) {
+        self.table = table
+        self.name = name
+        self.line = line
+        lastLine = line
+    }
+
+    mutating func take(_ key: String) -> TOMLNode? {
+        used.insert(key)
+        let node = table[key]
+        if let node { lastLine = node.line }
+        return node
+    }
+}
