@@ -173,10 +173,11 @@ struct ConfigurationDecoder {
         let names = configuration.cameras.map(\.name)
 
         // Jobs, each naming its camera.
-        for (kind, node) in jobTables(&top, "record") {
+        for (_, node) in jobTables(&top, "record") {
             var job = node
-            guard let index = cameraIndex(&job, kind: "record", names: names, cameras: configuration.cameras) else { continue }
-            if let existing = configuration.cameras[index].record {
+            // An unknown camera is reported, and the rest of the job is still checked.
+            let index = cameraIndex(&job, kind: "record", names: names, cameras: configuration.cameras)
+            if let index, let existing = configuration.cameras[index].record {
                 report(job.line, "camera \(names[index]) already has a [[record]] job (line \(existing.line))", fix: "merge them: one job can have several schedule windows")
                 continue
             }
@@ -197,8 +198,8 @@ struct ConfigurationDecoder {
                 case "h264": break
                 case "copy":
                     record.encoding = .streamCopy
-                    let camera = configuration.cameras[index]
-                    if camera.rotation != .none || camera.mirrored {
+                    if let index, configuration.cameras[index].rotation != .none || configuration.cameras[index].mirrored {
+                        let camera = configuration.cameras[index]
                         report(codec.line, "codec = \"copy\" cannot rotate or mirror camera \(camera.name)", fix: "use codec = \"h264\", or remove rotation/mirror")
                     }
                 default:
@@ -206,13 +207,12 @@ struct ConfigurationDecoder {
                 }
             }
             unknown(job, ["camera", "schedule", "segment_seconds", "codec", "crf", "x264_preset"])
-            configuration.cameras[index].record = record
-            _ = kind
+            if let index { configuration.cameras[index].record = record }
         }
         for (_, node) in jobTables(&top, "timelapse") {
             var job = node
-            guard let index = cameraIndex(&job, kind: "timelapse", names: names, cameras: configuration.cameras) else { continue }
-            if let existing = configuration.cameras[index].timelapse {
+            let index = cameraIndex(&job, kind: "timelapse", names: names, cameras: configuration.cameras)
+            if let index, let existing = configuration.cameras[index].timelapse {
                 report(job.line, "camera \(names[index]) already has a [[timelapse]] job (line \(existing.line))", fix: "merge them: one job can have several schedule windows")
                 continue
             }
@@ -243,7 +243,7 @@ struct ConfigurationDecoder {
                 }
             }
             unknown(job, ["camera", "schedule", "interval_seconds", "quality", "daily_video"])
-            configuration.cameras[index].timelapse = timelapse
+            if let index { configuration.cameras[index].timelapse = timelapse }
         }
         for (_, node) in jobTables(&top, "snapshot") {
             var job = node

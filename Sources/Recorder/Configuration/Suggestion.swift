@@ -6,7 +6,8 @@ enum Suggestion {
         let w = Array(word.lowercased())
         let scored = candidates.map { ($0, distance(w, Array($0.lowercased()))) }
         guard let best = scored.min(by: { $0.1 < $1.1 }) else { return nil }
-        return best.1 <= max(1, min(3, w.count / 3)) ? best.0 : nil
+        let allowed = w.count <= 2 ? 0 : max(1, min(3, (w.count + 1) / 3))
+        return best.1 <= allowed ? best.0 : nil
     }
 
     /// " (did you mean X?)" or "".
@@ -14,17 +15,20 @@ enum Suggestion {
         closest(to: word, among: candidates).map { " (did you mean \($0)?)" } ?? ""
     }
 
-    /// Levenshtein distance.
+    /// Edit distance where swapping two neighbours counts as one edit (optimal string alignment).
     static func distance(_ a: [Character], _ b: [Character]) -> Int {
         if a.isEmpty { return b.count }
-        var previous = Array(0...b.count)
-        for (i, ca) in a.enumerated() {
-            var current = [i + 1] + Array(repeating: 0, count: b.count)
-            for (j, cb) in b.enumerated() {
-                current[j + 1] = min(previous[j + 1] + 1, current[j] + 1, previous[j] + (ca == cb ? 0 : 1))
+        if b.isEmpty { return a.count }
+        var d = [[Int]](repeating: [Int](repeating: 0, count: b.count + 1), count: a.count + 1)
+        for i in 0...a.count { d[i][0] = i }
+        for j in 0...b.count { d[0][j] = j }
+        for i in 1...a.count {
+            for j in 1...b.count {
+                let cost = a[i - 1] == b[j - 1] ? 0 : 1
+                d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost)
+                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] { d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1) }
             }
-            previous = current
         }
-        return previous[b.count]
+        return d[a.count][b.count]
     }
 }

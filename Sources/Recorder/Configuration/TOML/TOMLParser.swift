@@ -324,10 +324,9 @@ struct TOMLParser {
         }
         i += 1
         var result = ""
-        while let c = peek() {
+        while let c = peek(), c != "\n" {
             i += 1
             if c == quote { return result }
-            if c == "\n" { break }
             if c == "\\" && quote == "\"" {
                 guard let e = peek() else { break }
                 i += 1

@@ -1,0 +1,58 @@
+import Capture
+import Foundation
+
+extension Configuration {
+    /// What `vigil check-config` prints for a valid file: cameras, their jobs and schedules,
+    /// storage and retention, and which cameras are not present now.
+    public func summary(present devices: [CaptureDevice]) -> String {
+        var lines: [String] = []
+        lines.append("storage: \(storageRoot)")
+        let zone = timeZone.identifier + (location.map { String(format: ", location %.4f, %.4f", $0.latitude, $0.longitude) } ?? "")
+        lines.append("time zone: \(zone)")
+        lines.append("retention: " + Self.describe(retention.videos, "videos") + "; " + Self.describe(retention.stills, "stills")
+            + "; keep \(DeviceFormat.rate(retention.minFreePercent)) % or \(Self.gib(retention.minFreeBytes)) free")
+        for camera in cameras {
+            let device = devices.first(where: CameraJobs.matcher(camera.match))
+            lines.append("camera \(camera.name): \(camera.match.text), \(camera.format), \(DeviceFormat.rate(camera.frameRate)) fps"
+                + (device.map { " — present (\($0.id))" } ?? " — note: not present now; it will be recorded when it appears"))
+            if let r = camera.record {
+                let codec: String
+                if case .h264(let s) = r.encoding, case .crf(let q) = s.rateControl { codec = "H.264 crf \(q) \(s.preset)" } else { codec = "stream copy" }
+                lines.append("  record: \(r.segmentSeconds) s segments, \(codec), " + Self.when(r.schedule))
+            }
+            if let t = camera.timelapse {
+                lines.append("  timelapse: a still every \(t.intervalSeconds) s, quality \(t.quality), " + Self.when(t.schedule)
+                    + (t.dailyVideo.map { "; daily video at \($0.at), \($0.framesPerSecond) fps" } ?? ""))
+            }
+            if camera.snapshot != nil { lines.append("  snapshot: on SIGUSR1") }
+            if camera.record == nil && camera.timelapse == nil && camera.snapshot == nil { lines.append("  no jobs: it is not opened") }
+            if let own = retention.cameras[camera.name] {
+                lines.append("  retention: " + Self.describe(own.videos, "videos") + "; " + Self.describe(own.stills, "stills"))
+            }
+        }
+        for hook in hooks { lines.append("hook \(hook.event): \(hook.command)") }
+        return lines.joined(separator: "\n")
+    }
+
+    private static func when(_ schedule: [String]) -> String {
+        schedule.isEmpty ? "always" : "during " + schedule.joined(separator: ", ")
+    }
+
+    private static func describe(_ limits: RetentionLimits, _ what: String) -> String {
+        var parts: [String] = []
+        if let days = limits.maxAgeDays { parts.append("\(DeviceFormat.rate(days)) days") }
+        if let bytes = limits.maxBytes { parts.append(gib(bytes)) }
+        return "\(what) " + (parts.isEmpty ? "kept while there is room" : "at most " + parts.joined(separator: " and "))
+    }
+
+    private static func gib(_ bytes: Int64) -> String { String(format: "%.1f GiB", Double(bytes) / 1_073_741_824) }
+}
+
+extension CameraMatch {
+    /// As written in the file.
+    var text: String {
+        switch self {
+        case .id(let s), .node(let s), .url(let s), .name(let s): return "device \"\(s)\""
+        }
+    }
+}

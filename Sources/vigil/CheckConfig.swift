@@ -1,0 +1,46 @@
+import ArgumentParser
+import Capture
+import Foundation
+import Recorder
+
+struct CheckConfig: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check-config",
+        abstract: "Check a configuration file: every error at once, with its line and a fix.",
+        discussion: """
+            Exits 1 and prints FILE:LINE: error: … for each problem (syntax, unknown keys with a
+            "did you mean", wrong types, bad schedules, jobs for unknown cameras, and settings a
+            camera that is present cannot do). Exits 0 with a summary when the file is good;
+            cameras that are not plugged in are noted, not errors. `vigil run` does the same
+            check before it starts anything.
+            """
+    )
+
+    @Argument(help: "The configuration file (TOML).")
+    var file: String
+
+    @Option(help: "Directory holding the device nodes.")
+    var deviceDirectory = "/dev"
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() throws {
+        global.bootstrap()
+        let configuration: Configuration
+        do {
+            configuration = try ConfigurationLoader.load(path: file)
+        } catch {
+            FileHandle.standardError.write(Data("\(error)\n\(file): \(error.diagnostics.count) error(s)\n".utf8))
+            throw ExitCode.failure
+        }
+        let present = V4L2Discovery(system: LinuxV4L2(deviceDirectory: deviceDirectory)).devices()
+            + SyntheticDeviceSource(count: 8).devices()
+        let problems = configuration.problems(with: present)
+        guard problems.isEmpty else {
+            FileHandle.standardError.write(Data((problems.map(\.description) + ["\(file): \(problems.count) error(s)"]).joined(separator: "\n").utf8 + [10]))
+            throw ExitCode.failure
+        }
+        print("\(file): OK")
+        print(configuration.summary(present: present))
+    }
+}

@@ -1,0 +1,220 @@
+import Capture
+import CaptureTesting
+import Foundation
+import Media
+@testable import Recorder
+import Testing
+
+private func load(_ text: String) throws(ConfigurationErrors) -> Configuration {
+    try ConfigurationLoader.parse(text: text, path: "vigil.toml")
+}
+
+private func errors(_ text: String) -> [ConfigurationDiagnostic] {
+    do {
+        _ = try load(text)
+        return []
+    } catch {
+        return error.diagnostics
+    }
+}
+
+@Suite struct TOMLTests {
+    @Test func valuesTablesAndArraysOfTablesWithTheirLines() {
+        let (doc, errors) = TOMLParser.parse("""
+            # comment
+            a = "text \\"quoted\\" \\u00e9"   # trailing comment
+            b = 'C:\\path'
+            n = 1_000
+            f = -2.5
+            yes = true
+            list = [
+              1, 2,   # numbers
+              3,
+            ]
+            inline = { x = 1, "y z" = "w" }
+            [t.u]
+            k = 1
+            [[jobs]]
+            name = "one"
+            [[jobs]]
+            name = "two"
+            [jobs.sub]
+            deep = 1
+            """)
+        #expect(errors.isEmpty, "\(errors)")
+        guard case .string(let a)? = doc["a"]?.value else { Issue.record("a"); return }
+        #expect(a == "text \"quoted\" é")
+        #expect(doc["a"]?.line == 2)
+        if case .string(let b)? = doc["b"]?.value { #expect(b == "C:\\path") } else { Issue.record("b") }
+        if case .integer(let n)? = doc["n"]?.value { #expect(n == 1000) } else { Issue.record("n") }
+        if case .float(let f)? = doc["f"]?.value { #expect(f == -2.5) } else { Issue.record("f") }
+        if case .array(let list)? = doc["list"]?.value { #expect(list.count == 3 && list[2].line == 9) } else { Issue.record("list") }
+        if case .table(let inline)? = doc["inline"]?.value { #expect(inline["y z"] != nil) } else { Issue.record("inline") }
+        guard case .array(let jobs)? = doc["jobs"]?.value, jobs.count == 2, case .table(let second) = jobs[1].value else {
+            Issue.record("jobs")
+            return
+        }
+        #expect(jobs[1].line == 16)
+        if case .table(let sub)? = second["sub"]?.value { #expect(sub["deep"] != nil) } else { Issue.record("sub") }
+        if case .table(let t)? = doc["t"]?.value, case .table(let u)? = t["u"]?.value { #expect(u["k"]?.line == 13) } else { Issue.record("t.u") }
+    }
+
+    @Test func syntaxErrorsAreAllReportedWithTheirLines() {
+        let (_, errors) = TOMLParser.parse("""
+            a = 1
+            a = 2
+            b = "unclosed
+            c = nonsense
+            [t]
+            [t]
+            d = [1, 2
+            """)
+        #expect(errors.map(\.line) == [2, 3, 4, 6, 7], "\(errors)")
+        #expect(errors[0].message.contains("set twice (first on line 1)"))
+        #expect(errors[2].message.contains("put text in quotes"))
+    }
+
+    @Test func garbageNeverCrashesTheParser() {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array("[]{}=\"'#.,\n \\abc1_-+:xyzé\t\u{0}")
+        for _ in 0..<2000 {
+            let text = String((0..<Int.random(in: 0...80, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! })
+            _ = TOMLParser.parse(text)
+            _ = try? ConfigurationLoader.parse(text: text, path: "x")
+        }
+        let example = (try? String(contentsOfFile: exampleFile, encoding: .utf8)) ?? ""
+        for cut in stride(from: 0, to: example.count, by: 97) {
+            _ = try? ConfigurationLoader.parse(text: String(example.prefix(cut)), path: "x")
+        }
+    }
+}
+
+/// etc/vigil.example.toml in this checkout.
+let exampleFile = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    .appendingPathComponent("etc/vigil.example.toml").path
+
+@Suite struct ConfigurationTests {
+    @Test func theExampleLoadsAndSaysWhatItDoes() throws {
+        let configuration = try ConfigurationLoader.load(path: exampleFile)
+        #expect(configuration.cameras.map(\.name) == ["front-door", "garden"])
+        let door = configuration.cameras[0]
+        #expect(door.match == .id("v4l2:usb-046d_HD_Pro_Webcam_C920_ABCD1234-video-index0"))
+        #expect(door.format == .size(width: 1280, height: 720, pixelFormat: .mjpeg))
+        #expect(door.record?.schedule == ["mon-fri 07:00-19:00"] && door.snapshot != nil && door.timelapse == nil)
+        #expect(configuration.cameras[1].timelapse?.dailyVideo == DailyVideo(framesPerSecond: 30, at: "01:00"))
+        #expect(configuration.cameras[1].match == .name("HD Webcam"))
+        #expect(configuration.retention.cameras["front-door"]?.videos.maxAgeDays == 14)
+        #expect(configuration.timeZone.identifier == "Europe/Berlin" && configuration.location != nil)
+        #expect(configuration.hooks.map(\.event) == ["camera_lost"])
+    }
+
+    @Test func defaultsFillWhatTheFileLeavesOut() throws {
+        let c = try load("""
+            [cameras.a]
+            device = "/dev/video0"
+            [[record]]
+            camera = "a"
+            [[timelapse]]
+            camera = "a"
+            daily_video = true
+            """)
+        let a = c.cameras[0]
+        #expect(a.match == .node("/dev/video0") && a.format == .preset(.hd720) && a.frameRate == 15)
+        #expect(a.record == RecordJob() && a.record?.encoding == .h264(EncoderSettings()))
+        #expect(a.timelapse?.intervalSeconds == 60 && a.timelapse?.quality == 90 && a.timelapse?.dailyVideo == DailyVideo())
+        #expect(c.retention == RetentionPolicy() && c.retention.videos.maxAgeDays == 30)
+        #expect(c.watchdogSeconds == 10 && !c.discoversAllCameras)
+        #expect(Configuration.builtInDefault().discoversAllCameras)
+    }
+
+    @Test func everyErrorIsReportedAtOnceWithItsLineAndAFix() {
+        let found = errors("""
+            [storage]
+            rot = "/srv"
+
+            [cameras.porch]
+            device = "synthetic-0"
+            sise = "640x480"
+            fps = "fast"
+            rotation = 45
+
+            [[record]]
+            camera = "porh"
+            schedule = ["mon-fri 07:00-25:00"]
+            codec = "mpeg2"
+
+            [[timelapse]]
+            camera = "porch"
+            schedule = ["sunrise-sunset"]
+            [retention]
+            max_bytes = "lots"
+            """)
+        let byLine = Dictionary(grouping: found, by: \.line)
+        #expect(Set(found.map(\.line)) == [2, 6, 7, 8, 11, 12, 13, 17, 19], "\(found.map(\.description))")
+        #expect(byLine[2]?.first?.message.contains("did you mean root?") == true)
+        #expect(byLine[6]?.first?.message.contains("did you mean size?") == true)
+        #expect(byLine[11]?.first?.message.contains("did you mean porch?") == true)
+        #expect(byLine[12]?.first?.message.contains("\"25:00\" is not a time of day") == true)
+        #expect(byLine[17]?.first?.fix.contains("[location]") == true)
+        #expect(found.allSatisfy { !$0.fix.isEmpty })
+        #expect(found[0].description.hasPrefix("vigil.toml:2: error: "))
+    }
+
+    @Test func jobsMustNameOneCameraOnce() {
+        let found = errors("""
+            [cameras.a]
+            device = "synthetic-0"
+            [[record]]
+            camera = "a"
+            [[record]]
+            camera = "a"
+            [[snapshot]]
+            """)
+        #expect(found.map(\.line) == [5, 7], "\(found)")
+        #expect(found[0].fix.contains("merge"))
+        let copy = errors("[cameras.a]\ndevice = \"x\"\nrotation = 90\n[[record]]\ncamera = \"a\"\ncodec = \"copy\"\n")
+        #expect(copy.map(\.line) == [6] && copy[0].message.contains("cannot rotate"))
+    }
+
+    @Test func equalityIgnoresWhereThingsWereWritten() throws {
+        let a = try load("[cameras.a]\ndevice = \"synthetic-0\"\n[[record]]\ncamera = \"a\"\n")
+        let b = try load("\n\n# moved down\n[cameras.a]\ndevice = \"synthetic-0\"\n\n[[record]]\ncamera = \"a\"\n")
+        #expect(a.cameras == b.cameras)
+        let c = try load("[cameras.a]\ndevice = \"synthetic-0\"\n[[record]]\ncamera = \"a\"\nsegment_seconds = 30\n")
+        #expect(a.cameras != c.cameras)
+    }
+
+    @Test func sizesAcceptDecimalAndBinaryUnits() {
+        #expect(ConfigurationDecoder.bytes("500GiB") == Int64(500) << 30)
+        #expect(ConfigurationDecoder.bytes("20 GB") == 20_000_000_000)
+        #expect(ConfigurationDecoder.bytes("1.5TB") == 1_500_000_000_000)
+        #expect(ConfigurationDecoder.bytes("12") == 12)
+        #expect(ConfigurationDecoder.bytes("lots") == nil && ConfigurationDecoder.bytes("5 parsecs") == nil)
+    }
+
+    @Test func aPresentCameraThatCannotDoTheFormatIsFlagged() throws {
+        let c = try load("""
+            [cameras.a]
+            device = "synthetic-0"
+            size = "1000x1000"
+            [cameras.b]
+            device = "synthetic-1"
+            size = "640x480"
+            pixel_format = "yuyv422"
+            [cameras.b.controls]
+            brightnes = 3
+            [[record]]
+            camera = "b"
+            codec = "copy"
+            [cameras.gone]
+            device = "v4l2:not-plugged-in"
+            """)
+        let devices = [SyntheticCamera.device(index: 0), SyntheticCamera.device(index: 1)]
+        let problems = c.problems(with: devices)
+        #expect(problems.map(\.line) == [1, 4, 4], "\(problems.map(\.description))")
+        #expect(problems[0].message.contains("1000x1000"))
+        #expect(problems.contains { $0.message.contains("compressed") })
+        #expect(problems.contains { $0.message.contains("no control brightnes") })
+        #expect(c.summary(present: devices).contains("camera gone: device \"v4l2:not-plugged-in\""))
+    }
+}
