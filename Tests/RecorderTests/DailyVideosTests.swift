@@ -68,3 +68,20 @@ import Testing
         #expect(try DailyVideos.build(job, day: empty, root: dir.path) == nil)
     }
 }
+
+@Suite struct TimeArgumentTests {
+    @Test func daysTimesAndZones() {
+        let berlin = TimeZone(identifier: "Europe/Berlin")!
+        let f = ISO8601DateFormatter()
+        #expect(TimeArgument.parse("2026-11-22", end: false, timeZone: berlin) == f.date(from: "2026-11-21T23:00:00Z"))
+        #expect(TimeArgument.parse("2026-11-22", end: true, timeZone: berlin)! > f.date(from: "2026-11-22T22:59:59Z")!)
+        #expect(TimeArgument.parse("2026-11-22T10:00", end: false, timeZone: berlin) == f.date(from: "2026-11-22T09:00:00Z"))
+        #expect(TimeArgument.parse("2026-11-22T10:00Z", end: false, timeZone: berlin) == f.date(from: "2026-11-22T10:00:00Z"))
+        #expect(TimeArgument.parse("2026-11-22T10:00:30+05:30", end: false) == f.date(from: "2026-11-22T04:30:30Z"))
+        let now = f.date(from: "2026-11-22T12:00:00Z")!
+        #expect(TimeArgument.parse("yesterday", end: false, timeZone: berlin, now: now) == f.date(from: "2026-11-20T23:00:00Z"))
+        for bad in ["2026-13-01", "2026-02-30", "22.11.2026", "2026-11-22T25:00", "soon"] {
+            #expect(TimeArgument.parse(bad, end: false) == nil, "\(bad)")
+        }
+    }
+}

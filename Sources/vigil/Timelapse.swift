@@ -1,0 +1,86 @@
+import ArgumentParser
+import Foundation
+import Recorder
+
+struct Timelapse: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Work with timelapse stills.",
+        subcommands: [Build.self]
+    )
+
+    struct Build: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Assemble a camera's stills into an H.264 video.",
+            discussion: """
+                Stills are taken in capture-time order; missing shots are simply absent, and a still
+                that cannot be read is skipped with a warning. DATE is a local day (2026-11-22: the
+                whole day), a local time (2026-11-22T06:00), a UTC time (…Z), today or yesterday.
+                Example: vigil timelapse build --camera garden --from 2026-06-01 --to 2026-06-30 -o june.mp4
+                """
+        )
+
+        @Option(help: "The camera: its name in the configuration (or its id), as its folder is called.")
+        var camera: String
+
+        @Option(help: ArgumentHelp("First still to use.", valueName: "date"))
+        var from: String
+
+        @Option(help: ArgumentHelp("Last still to use (a bare day includes all of it).", valueName: "date"))
+        var to: String
+
+        @Option(help: "Frames per second of the video.")
+        var fps: Int = 30
+
+        @Option(name: .shortAndLong, help: ArgumentHelp("The video to write (.mp4).", valueName: "file"))
+        var output: String
+
+        @OptionGroup var storage: StorageOptions
+        @OptionGroup var global: GlobalOptions
+
+        func validate() throws {
+            guard (1...120).contains(fps) else { throw ValidationError("--fps must be 1–120") }
+            guard TimeArgument.parse(from, end: false) != nil else { throw ValidationError("--from \(from) is not a date: use 2026-11-22, 2026-11-22T06:00, today or yesterday") }
+            guard TimeArgument.parse(to, end: true) != nil else { throw ValidationError("--to \(to) is not a date: use 2026-11-22, 2026-11-22T18:00, today or yesterday") }
+        }
+
+        func run() throws {
+            global.bootstrap()
+            let root = try storage.root()
+            let start = TimelapseBuilder.stills(root: root, camera: camera, from: TimeArgument.parse(from, end: false)!, to: TimeArgument.parse(to, end: true)!)
+            guard !start.isEmpty else {
+                FileHandle.standardError.write(Data("vigil: no stills of camera \(camera) between \(from) and \(to) under \(root); `ls \(root)` shows the cameras\n".utf8))
+                throw ExitCode.failure
+            }
+            let bar = ProgressBar("timelapse \(camera)")
+            do {
+                let summary = try TimelapseBuilder.build(stills: start, output: output, framesPerSecond: fps) { bar.update($0) }
+                let seconds = Double(summary.frames) / Double(fps)
+                print("Wrote \(output): \(summary.frames) frames, \(String(format: "%.1f", seconds)) s at \(fps) fps"
+                    + (summary.skipped > 0 ? "; \(summary.skipped) unreadable still(s) skipped" : ""))
+            } catch {
+                FileHandle.standardError.write(Data("vigil: \(error)\n".utf8))
+                throw ExitCode.failure
+            }
+        }
+    }
+}
+
+/// Where recordings are: `--data DIR`, else the storage root of `--config FILE`, else the default.
+struct StorageOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("The recordings directory (default: the configuration's storage root).", valueName: "dir"))
+    var data: String?
+
+    @Option(name: .shortAndLong, help: ArgumentHelp("The configuration file whose storage root to use.", valueName: "file"))
+    var config: String?
+
+    func root() throws -> String {
+        if let data { return data }
+        if let config {
+            do { return try ConfigurationLoader.load(path: config).storageRoot } catch {
+                FileHandle.standardError.write(Data("\(error)\n".utf8))
+                throw ExitCode.failure
+            }
+        }
+        return Configuration.defaultStorageRoot
+    }
+}
