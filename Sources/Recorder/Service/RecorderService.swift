@@ -88,6 +88,9 @@ public final class RecorderService: @unchecked Sendable {
         let signalTask = Task.detached { for await number in signals { pending.withLock { $0.append(number) } } }
 
         options.notifier.ready(status: readyStatus)
+        // Status lines for a person watching; under systemd the journal gets events instead.
+        let display = isatty(STDOUT_FILENO) != 0 ? StatusDisplay(outputs: displayOutputs, root: root) : nil
+        var lastDisplay: Int64 = 0
         let deadline = options.durationSeconds.map { Clock.monotonicNanos() + Int64($0 * 1e9) }
         var lastWatchdog = Clock.monotonicNanos()
         var lastRescan = lastWatchdog
@@ -122,6 +125,10 @@ public final class RecorderService: @unchecked Sendable {
                     job.camera.timelapse?.dailyVideo.map { DailyVideos.Job(camera: job.camera.name, video: $0) }
                 }
                 dailyVideos.tick(daily, root: root, timeZone: configuration.timeZone)
+            }
+            if let display, now - lastDisplay >= 1_000_000_000 {
+                lastDisplay = now
+                display.tick(await supervisor.status())
             }
             if let interval = options.notifier.watchdogInterval, Double(now - lastWatchdog) / 1e9 >= interval {
                 lastWatchdog = now
@@ -205,6 +212,10 @@ public final class RecorderService: @unchecked Sendable {
             Console.line("  \(name): \(what.isEmpty ? "no jobs" : what.joined(separator: "; "))")
         }
         Console.line("  SIGHUP reloads the configuration; SIGINT/SIGTERM stop (open files are finalized).")
+    }
+
+    private var displayOutputs: [String: StatusDisplay.Outputs] {
+        jobs.mapValues { StatusDisplay.Outputs(movie: $0.movie, timelapse: $0.timelapse) }
     }
 
     private var readyStatus: String { "recording \(jobs.count) camera(s) into \(root)" }
