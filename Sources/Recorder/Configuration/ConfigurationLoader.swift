@@ -421,7 +421,7 @@ struct ConfigurationDecoder {
     private mutating func integer(_ r: inout Reader, _ key: String, in range: ClosedRange<Int>) -> Int? {
         guard let node = r.take(key) else { return nil }
         guard case .integer(let n) = node.value else {
-            report(node.line, "\(key) must be a whole number, got \(node.typeName)", fix: "write \(key) = \(range.lowerBound)")
+            report(node.line, "\(key) must be a whole number, got \(node.typeName)", fix: "write a number without quotes, from \(range.lowerBound) to \(range.upperBound)")
             return nil
         }
         guard range.contains(Int(n)) else {
@@ -438,7 +438,7 @@ struct ConfigurationDecoder {
         case .integer(let n): value = Double(n)
         case .float(let d): value = d
         default:
-            report(node.line, "\(key) must be a number, got \(node.typeName)", fix: "write \(key) = \(DeviceFormat.rate(range.lowerBound))")
+            report(node.line, "\(key) must be a number, got \(node.typeName)", fix: "write a number without quotes, from \(DeviceFormat.rate(range.lowerBound)) to \(DeviceFormat.rate(range.upperBound))")
             return nil
         }
         guard range.contains(value) else {

@@ -1,0 +1,53 @@
+import Capture
+import CaptureTesting
+import Foundation
+import Recorder
+import Testing
+
+@Suite struct RecorderServiceTests {
+    @Test func twoJobsOnOneCameraOpenItOnceAndBothRecord() async throws {
+        let devices = try TemporaryDirectory("vigil-dev")
+        let dir = try TemporaryDirectory("vigil-run")
+        defer { devices.remove(); dir.remove() }
+        let camera = EmulatedCamera()
+        let hotplug = EmulatedHotplug(kernel: EmulatedV4L2([camera]), deviceDirectory: devices.path)
+        hotplug.plug(camera, as: "video0")
+        let file = dir.path + "/vigil.toml"
+        try """
+            [storage]
+            root = "\(dir.path)/data"
+            [cameras.porch]
+            device = "v4l2:usb-Vigil_Emulated_Camera_SN0001-video-index0"
+            size = "160x120"
+            pixel_format = "mjpeg"
+            fps = 15
+            [[record]]
+            camera = "porch"
+            segment_seconds = 1
+            [[timelapse]]
+            camera = "porch"
+            interval_seconds = 1
+            """.write(toFile: file, atomically: true, encoding: .utf8)
+        var options = RecorderService.Options(configurationPath: file)
+        options.deviceSource = hotplug.source()
+        let service = try RecorderService(options: options)
+        let stop = StopSignal(signals: [])
+        let run = Task.detached { try await service.run(until: stop, control: ProcessSignals([])) }
+        let data = dir.path + "/data/porch"
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline && (RecordingInspector.files(under: data + "/video", endingWith: ".mp4").count < 2
+            || RecordingInspector.files(under: data + "/stills", endingWith: ".jpg").count < 2) {
+            try await Task.sleep(nanoseconds: 100_000_000)
+        }
+        stop.raise()
+        try await run.value
+
+        // One session fed both jobs: the camera streamed once, and nothing else held it.
+        #expect(camera.streamStarts == 1)
+        let segments = RecordingInspector.files(under: data + "/video", endingWith: ".mp4")
+        let stills = RecordingInspector.files(under: data + "/stills", endingWith: ".jpg")
+        #expect(segments.count >= 2 && stills.count >= 2)
+        for path in segments + stills { #expect(RecordingInspector.ffprobeProblem(path) == nil, "\(path)") }
+        #expect(hotplug.kernel.openFileCount == 0)
+    }
+}
