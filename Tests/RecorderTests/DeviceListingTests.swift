@@ -53,7 +53,7 @@ import Testing
         hotplug.plug(camera, as: "video0")
         let devices = hotplug.source().devices()
         var options = DemoRecorder.Options(
-            outputDirectory: dir.path, durationSeconds: 2.5, cameraCount: 1, width: 320, height: 240,
+            outputDirectory: dir.path, durationSeconds: 4, cameraCount: 1, width: 320, height: 240,
             framesPerSecond: 30, pixelFormat: nil, segmentSeconds: 1, timelapseIntervalSeconds: 1, encoding: .streamCopy)
         options.devices = devices
         options.deviceSource = hotplug.source()
