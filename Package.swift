@@ -22,6 +22,8 @@ let package = Package(
             pkgConfig: "libavformat libavcodec libswscale libavutil",
             providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswscale-dev", "libavutil-dev"])]
         ),
+        // The recordings index: SQLite's C API (a real file; no ORM to compile on every CI run).
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // C shim over the kernel's V4L2 API: ioctl numbers, a non-variadic ioctl, packed structs.
         .target(name: "CV4L2"),
         .target(name: "Media", dependencies: ["CFFmpeg"]),
@@ -30,7 +32,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "Recorder", dependencies: [
-            "Capture", "Media",
+            "Capture", "Media", "CSQLite",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "vigil", dependencies: [

@@ -97,8 +97,11 @@ public struct DemoRecorder {
         if options.chaos { Console.line("  Chaos: cameras will be unplugged and wedged now and then; watch them come back.") }
 
         let events = RecorderEvents()
+        let storage = try StorageKeeper.open(root: root, policy: RetentionPolicy(), events: events)
+        Console.line("  Recordings index \(root)/\(RecordingIndex.fileName): \(storage.recovery)")
+        storage.start()
         let supervisor = Supervisor(
-            plans: plans, source: source, events: events, watchdogSeconds: options.watchdogSeconds, storageRoot: root)
+            plans: plans, source: source, events: events, watchdogSeconds: options.watchdogSeconds)
         let eventStream = events.stream()
         let hooks = options.hooks
         let eventTask = Task.detached { [logger] in
@@ -125,6 +128,7 @@ public struct DemoRecorder {
         Console.line("Stopping: finalizing open segments…")
         supervision.cancel()
         await supervision.value
+        storage.stop()
         eventTask.cancel()
         for s in await supervisor.status() {
             let o = outputs[s.cameraID]

@@ -230,8 +230,10 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
             "segment_finalized=printf '%s|%s|%s' \"$VIGIL_EVENT\" \"$VIGIL_CAMERA\" \"$VIGIL_FILE\" > \(out)",
         ])
         let done = Mutex<[EventHooks.Outcome]>([])
-        hooks.run(.segmentFinalized(camera: "cam1", path: "/rec/a.mp4")) { _, outcome, _ in done.withLock { $0.append(outcome) } }
-        hooks.run(.stillSaved(camera: "cam1", path: "/rec/a.jpg")) { _, outcome, _ in done.withLock { $0.append(outcome) } }
+        hooks.run(.segmentFinalized(camera: "cam1", SegmentInfo(
+            path: "/rec/a.mp4", frameCount: 1, byteCount: 1, firstFrameWallNanos: 0, lastFrameWallNanos: 0,
+            codec: "h264", width: 2, height: 2, isIncomplete: false))) { _, outcome, _ in done.withLock { $0.append(outcome) } }
+        hooks.run(.stillSaved(camera: "cam1", path: "/rec/a.jpg", shotWallNanos: nil)) { _, outcome, _ in done.withLock { $0.append(outcome) } }
         #expect(await poll(seconds: 10) { !done.withLock { $0 }.isEmpty })
         #expect(done.withLock { $0 } == [.exited(0)])
         #expect(try String(contentsOfFile: out, encoding: .utf8) == "segment_finalized|cam1|/rec/a.mp4")
@@ -279,7 +281,7 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
         run.cancel()
         await run.value
         #expect(timelapse.skippedShotCount >= 2)
-        let paths = log.all.compactMap { if case .stillSaved(_, let p) = $0 { return p } else { return nil } }
+        let paths = log.all.compactMap { if case .stillSaved(_, let p, _) = $0 { return p } else { return nil } }
         #expect(Set(paths).count == paths.count, "a shot was taken twice")
         #expect(paths == paths.sorted(), "shots out of order")
     }

@@ -208,6 +208,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         let path = try paths.segment(startingAt: wallNanos, extension: settings.container.fileExtension)
         segment = try SegmentFile(finalPath: path, container: settings.container, stream: stream, startPTS: startPTS, firstFrameWallNanos: wallNanos)
         status.path = path + RecordingPaths.partialSuffix
+        if let cameraID = context?.cameraID { emit(.segmentStarted(camera: cameraID, path: path, startWallNanos: wallNanos)) }
     }
 
     /// Writes a packet into the open segment; after a failure, the first successful write says

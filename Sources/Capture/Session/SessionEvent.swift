@@ -10,6 +10,8 @@ public enum SessionEvent: Sendable, CustomStringConvertible {
     case runtimeError(camera: String, message: String)
     /// An output dropped `count` late frames since its last report.
     case droppedFrames(camera: String, output: String, count: Int)
+    /// A segment file was created (as `path` + `.partial`); it is being written.
+    case segmentStarted(camera: String, path: String, startWallNanos: Int64)
     case segmentFinished(camera: String, SegmentInfo)
     case stillSaved(camera: String, StillInfo)
 
@@ -21,6 +23,7 @@ public enum SessionEvent: Sendable, CustomStringConvertible {
         case .interruptionEnded(let c): return "\(c): interruption ended"
         case .runtimeError(let c, let m): return "\(c): error: \(m)"
         case .droppedFrames(let c, let o, let n): return "\(c): \(o) dropped \(n) late frame(s)"
+        case .segmentStarted(let c, let p, _): return "\(c): writing \(p)"
         case .segmentFinished(let c, let s): return "\(c): segment \(s.path) (\(s.frameCount) frames)"
         case .stillSaved(let c, let s): return "\(c): still \(s.path)"
         }
@@ -40,6 +43,21 @@ public struct SegmentInfo: Sendable, Equatable {
     public var height: Int
     /// True when writing failed (disk full, I/O error) and the file holds only what was written.
     public var isIncomplete: Bool
+
+    public init(
+        path: String, frameCount: Int, byteCount: Int64, firstFrameWallNanos: Int64, lastFrameWallNanos: Int64,
+        codec: String, width: Int, height: Int, isIncomplete: Bool
+    ) {
+        self.path = path
+        self.frameCount = frameCount
+        self.byteCount = byteCount
+        self.firstFrameWallNanos = firstFrameWallNanos
+        self.lastFrameWallNanos = lastFrameWallNanos
+        self.codec = codec
+        self.width = width
+        self.height = height
+        self.isIncomplete = isIncomplete
+    }
 }
 
 /// A saved still.

@@ -79,8 +79,14 @@ public final class RecorderService: @unchecked Sendable {
         }
         announce(synthetic: synthetic)
 
+        let storage = try StorageKeeper.open(root: root, policy: configuration.retention, events: events)
+        Console.line("  Recordings index \(root)/\(RecordingIndex.fileName): \(storage.recovery)")
+        if let days = storage.daysOfStorageLeft() {
+            Console.line(String(format: "  At the recent rate this disk holds about %.1f days of recordings.", days))
+        }
+        storage.start()
         let supervisor = Supervisor(
-            plans: plans, source: source, events: events, watchdogSeconds: configuration.watchdogSeconds, storageRoot: root)
+            plans: plans, source: source, events: events, watchdogSeconds: configuration.watchdogSeconds)
         let eventTask = startEventHandling()
         let supervision = Task.detached { await supervisor.run() }
         let signals = control.stream()
@@ -100,13 +106,13 @@ public final class RecorderService: @unchecked Sendable {
             let now = Clock.monotonicNanos()
             if let deadline, now >= deadline { break }
             for number in pending.withLock({ p -> [Int32] in defer { p.removeAll() }; return p }) {
-                if number == SIGHUP { await reload(supervisor, reason: "SIGHUP") }
+                if number == SIGHUP { await reload(supervisor, storage: storage, reason: "SIGHUP") }
                 if number == SIGUSR1 { await takeSnapshots() }
             }
             if now - lastFileCheck > 2_000_000_000 {
                 lastFileCheck = now
                 if let path = options.configurationPath, FileStamp(path) != configurationStamp {
-                    await reload(supervisor, reason: "\(path) changed")
+                    await reload(supervisor, storage: storage, reason: "\(path) changed")
                 }
             }
             if configuration.discoversAllCameras && now - lastRescan > 5_000_000_000 {
@@ -141,6 +147,7 @@ public final class RecorderService: @unchecked Sendable {
         signalTask.cancel()
         supervision.cancel()
         await supervision.value
+        storage.stop()
         for s in await supervisor.status() {
             Console.line("\(s.cameraID): \(s.frames) frames")
         }
@@ -224,7 +231,7 @@ public final class RecorderService: @unchecked Sendable {
 
     /// Re-reads the configuration. An invalid file is refused and the running one stays;
     /// unchanged cameras are not touched, changed ones are reconfigured, removed ones stopped.
-    private func reload(_ supervisor: Supervisor, reason: String) async {
+    private func reload(_ supervisor: Supervisor, storage: StorageKeeper, reason: String) async {
         guard let path = options.configurationPath else {
             logger.notice("reload requested, but vigil runs without a configuration file: nothing to reload")
             return
@@ -245,6 +252,7 @@ public final class RecorderService: @unchecked Sendable {
             logger.warning("the storage root changed to \(new.storageRoot): that takes a restart; still recording into \(root)")
         }
         configuration = new
+        storage.update(new.retention)
         hooks.set(try? Self.hooks(new))
         var changed: [String] = [], added: [String] = [], removed: [String] = []
         let names = Set(new.cameras.map(\.name))
@@ -291,7 +299,7 @@ public final class RecorderService: @unchecked Sendable {
                 let path = try RecordingPaths(root: root, cameraID: job.camera.name).snapshot(at: photo.wallNanos)
                 try photo.data.withUnsafeBytes { try DurableFile.write($0, to: path) }
                 Console.line("Snapshot \(job.camera.name): \(path)")
-                events.emit(.stillSaved(camera: job.camera.name, path: path))
+                events.emit(.stillSaved(camera: job.camera.name, path: path, shotWallNanos: nil))
             } catch {
                 logger.error("camera \(job.camera.name): snapshot failed: \(error)")
             }

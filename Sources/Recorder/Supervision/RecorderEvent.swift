@@ -8,8 +8,12 @@ public enum RecorderEvent: Sendable, CustomStringConvertible {
     case cameraFound(camera: String, node: String, reattachSeconds: Double?)
     case sessionStarted(camera: String)
     case sessionStopped(camera: String)
-    case segmentFinalized(camera: String, path: String)
-    case stillSaved(camera: String, path: String)
+    case segmentStarted(camera: String, path: String, startWallNanos: Int64)
+    case segmentFinalized(camera: String, SegmentInfo)
+    /// A timelapse still (`shotWallNanos` is its aligned instant) or a snapshot (nil).
+    case stillSaved(camera: String, path: String, shotWallNanos: Int64?)
+    /// Retention or the free-space sweep deleted a recording.
+    case recordingDeleted(camera: String, path: String, reason: String)
     case framesDropped(camera: String, output: String, count: Int)
     case diskLow(path: String, freeBytes: Int64)
     case error(camera: String, message: String)
@@ -21,21 +25,24 @@ public enum RecorderEvent: Sendable, CustomStringConvertible {
         case .cameraFound: return "camera_found"
         case .sessionStarted: return "session_started"
         case .sessionStopped: return "session_stopped"
+        case .segmentStarted: return "segment_started"
         case .segmentFinalized: return "segment_finalized"
         case .stillSaved: return "still_saved"
         case .framesDropped: return "frames_dropped"
+        case .recordingDeleted: return "recording_deleted"
         case .diskLow: return "disk_low"
         case .error: return "error"
         }
     }
 
-    public static let names = ["camera_lost", "camera_found", "session_started", "session_stopped",
-                               "segment_finalized", "still_saved", "frames_dropped", "disk_low", "error"]
+    public static let names = ["camera_lost", "camera_found", "session_started", "session_stopped", "segment_started",
+                               "segment_finalized", "still_saved", "frames_dropped", "recording_deleted", "disk_low", "error"]
 
     public var camera: String? {
         switch self {
         case .cameraLost(let c, _), .cameraFound(let c, _, _), .sessionStarted(let c), .sessionStopped(let c),
-             .segmentFinalized(let c, _), .stillSaved(let c, _), .framesDropped(let c, _, _), .error(let c, _):
+             .segmentStarted(let c, _, _), .segmentFinalized(let c, _), .stillSaved(let c, _, _), .framesDropped(let c, _, _),
+             .recordingDeleted(let c, _, _), .error(let c, _):
             return c
         case .diskLow: return nil
         }
@@ -48,7 +55,11 @@ public enum RecorderEvent: Sendable, CustomStringConvertible {
         switch self {
         case .cameraLost(_, let reason): env["VIGIL_REASON"] = reason
         case .cameraFound(_, let node, _): env["VIGIL_NODE"] = node
-        case .segmentFinalized(_, let path), .stillSaved(_, let path): env["VIGIL_FILE"] = path
+        case .segmentStarted(_, let path, _), .stillSaved(_, let path, _): env["VIGIL_FILE"] = path
+        case .segmentFinalized(_, let info): env["VIGIL_FILE"] = info.path
+        case .recordingDeleted(_, let path, let reason):
+            env["VIGIL_FILE"] = path
+            env["VIGIL_REASON"] = reason
         case .framesDropped(_, let output, let count):
             env["VIGIL_OUTPUT"] = output
             env["VIGIL_COUNT"] = String(count)
@@ -67,8 +78,10 @@ public enum RecorderEvent: Sendable, CustomStringConvertible {
         case .cameraFound(let c, let n, let s): return "\(c): camera found on \(n)" + (s.map { String(format: ", recording again %.3f s after it reappeared", $0) } ?? "")
         case .sessionStarted(let c): return "\(c): recording"
         case .sessionStopped(let c): return "\(c): stopped"
-        case .segmentFinalized(let c, let p): return "\(c): segment \(p)"
-        case .stillSaved(let c, let p): return "\(c): still \(p)"
+        case .segmentStarted(let c, let p, _): return "\(c): writing \(p)"
+        case .segmentFinalized(let c, let info): return "\(c): segment \(info.path) (\(info.frameCount) frames)"
+        case .stillSaved(let c, let p, _): return "\(c): still \(p)"
+        case .recordingDeleted(let c, let p, let r): return "\(c): deleted \(p) (\(r))"
         case .framesDropped(let c, let o, let n): return "\(c): \(o) dropped \(n) frame(s)"
         case .diskLow(let p, let f): return "disk low under \(p): \(f / 1_048_576) MiB free"
         case .error(let c, let m): return "\(c): \(m)"

@@ -84,21 +84,17 @@ public actor Supervisor {
     private var cameras: [Camera]
     public let events: RecorderEvents
     private let watchdogNanos: Int64
-    private let storageRoot: String?
     private let logger = Logger(label: "vigil.supervisor")
-    private var lastDiskCheck: Int64 = 0
-    private var diskLowReported = false
 
     public init(
         plans: [CameraPlan], source: any DeviceSource, events: RecorderEvents = RecorderEvents(), watchdogSeconds: Double = 10,
-        storageRoot: String? = nil, scheduleLeadSeconds: Double = 5
+        scheduleLeadSeconds: Double = 5
     ) {
         scheduleLeadNanos = Int64(scheduleLeadSeconds * 1e9)
         self.source = source
         cameras = plans.map(Camera.init)
         self.events = events
         watchdogNanos = Int64(watchdogSeconds * 1e9)
-        self.storageRoot = storageRoot
     }
 
     public func status() -> [Status] {
@@ -224,8 +220,9 @@ public actor Supervisor {
 
     private func forward(_ event: SessionEvent) {
         switch event {
-        case .segmentFinished(let c, let info): events.emit(.segmentFinalized(camera: c, path: info.path))
-        case .stillSaved(let c, let info): events.emit(.stillSaved(camera: c, path: info.path))
+        case .segmentStarted(let c, let path, let start): events.emit(.segmentStarted(camera: c, path: path, startWallNanos: start))
+        case .segmentFinished(let c, let info): events.emit(.segmentFinalized(camera: c, info))
+        case .stillSaved(let c, let info): events.emit(.stillSaved(camera: c, path: info.path, shotWallNanos: info.shotWallNanos))
         case .droppedFrames(let c, let o, let n): events.emit(.framesDropped(camera: c, output: o, count: n))
         case .runtimeError(let c, let m): events.emit(.error(camera: c, message: m))
         default: break
@@ -271,7 +268,6 @@ public actor Supervisor {
             }
             await start(camera, on: device)
         }
-        checkDisk(now)
     }
 
     /// Whether any of the plan's jobs is active now or within the lead time.
@@ -358,19 +354,6 @@ public actor Supervisor {
         camera.sessionTask?.cancel()
         camera.sessionTask = nil
         events.emit(.sessionStopped(camera: camera.plan.cameraID))
-    }
-
-    private func checkDisk(_ now: Int64) {
-        guard let root = storageRoot, now - lastDiskCheck > 10_000_000_000 else { return }
-        lastDiskCheck = now
-        var st = statvfs()
-        guard statvfs(root, &st) == 0 else { return }
-        let free = Int64(st.f_bavail) * Int64(st.f_frsize)
-        let total = Int64(st.f_blocks) * Int64(st.f_frsize)
-        // Keep at least 5 % or 2 GiB free, whichever is larger (but never ask for half a small disk).
-        let low = free < min(max(total / 20, 2 << 30), total / 2)
-        if low && !diskLowReported { events.emit(.diskLow(path: root, freeBytes: free)) }
-        diskLowReported = low
     }
 
     /// Runs blocking work (device discovery, opening a camera) on a plain thread.

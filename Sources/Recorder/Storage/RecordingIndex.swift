@@ -1,0 +1,234 @@
+internal import CSQLite
+import Foundation
+import Synchronization
+
+/// The recordings index: every segment and still under a storage root, in a SQLite file
+/// (`ROOT/vigil-index.sqlite3`, WAL mode). A segment is `writing` from the moment its file is
+/// created and `complete` only once the file and its directory are on disk, so the index never
+/// claims more than the disk holds (Moonfire NVR's protocol). Paths are stored relative to the
+/// root. One connection, used under a lock; the recorder calls it from one serial queue, never
+/// from a capture thread or Swift's cooperative pool.
+public final class RecordingIndex: @unchecked Sendable {
+    public enum Kind: String, Sendable { case segment, still }
+
+    public enum State: String, Sendable, CaseIterable {
+        /// The file is being written (`NAME.partial`).
+        case writing
+        case complete
+        /// Writing failed (disk full, I/O error); the file holds what reached the disk.
+        case interrupted
+        /// Found as `.partial` after a crash, cut back to its last complete fragment, finalized.
+        case recovered
+        /// The index knew it, but the file is gone.
+        case missing
+    }
+
+    public struct Entry: Sendable, Equatable {
+        public var kind: Kind
+        public var camera: String
+        /// Relative to the storage root.
+        public var path: String
+        public var startNanos: Int64
+        public var endNanos: Int64
+        public var frames: Int
+        public var bytes: Int64
+        public var codec: String
+        public var width: Int
+        public var height: Int
+        public var state: State
+
+        public init(
+            kind: Kind, camera: String, path: String, startNanos: Int64, endNanos: Int64, frames: Int, bytes: Int64,
+            codec: String, width: Int, height: Int, state: State
+        ) {
+            self.kind = kind
+            self.camera = camera
+            self.path = path
+            self.startNanos = startNanos
+            self.endNanos = endNanos
+            self.frames = frames
+            self.bytes = bytes
+            self.codec = codec
+            self.width = width
+            self.height = height
+            self.state = state
+        }
+    }
+
+    public static let fileName = "vigil-index.sqlite3"
+
+    public let root: String
+    private let lock = NSLock()
+    private var db: OpaquePointer?
+    private var statements: [String: OpaquePointer] = [:]
+
+    /// Opens (or creates) the index of `root`.
+    public init(root: String) throws {
+        self.root = root
+        let path = "\(root)/\(Self.fileName)"
+        guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nil) == SQLITE_OK else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close(db)
+            throw IndexError(message: "cannot open the index \(path): \(message)")
+        }
+        sqlite3_busy_timeout(db, 5000)
+        try execute("""
+            PRAGMA journal_mode = WAL;
+            PRAGMA synchronous = NORMAL;
+            CREATE TABLE IF NOT EXISTS recordings (
+                id INTEGER PRIMARY KEY,
+                kind TEXT NOT NULL,
+                camera TEXT NOT NULL,
+                path TEXT NOT NULL UNIQUE,
+                start_ns INTEGER NOT NULL,
+                end_ns INTEGER NOT NULL,
+                frames INTEGER NOT NULL,
+                bytes INTEGER NOT NULL,
+                codec TEXT NOT NULL,
+                width INTEGER NOT NULL,
+                height INTEGER NOT NULL,
+                state TEXT NOT NULL
+            );
+            CREATE INDEX IF NOT EXISTS recordings_by_time ON recordings (camera, kind, start_ns);
+            """)
+    }
+
+    deinit {
+        for s in statements.values { sqlite3_finalize(s) }
+        sqlite3_close(db)
+    }
+
+    // MARK: - Writing
+
+    /// Adds or replaces the entry for `entry.path`.
+    public func put(_ entry: Entry) throws {
+        try run("""
+            INSERT INTO recordings (kind, camera, path, start_ns, end_ns, frames, bytes, codec, width, height, state)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+            ON CONFLICT(path) DO UPDATE SET kind = ?1, camera = ?2, start_ns = ?4, end_ns = ?5, frames = ?6,
+                bytes = ?7, codec = ?8, width = ?9, height = ?10, state = ?11
+            """, [.text(entry.kind.rawValue), .text(entry.camera), .text(entry.path), .integer(entry.startNanos),
+                  .integer(entry.endNanos), .integer(Int64(entry.frames)), .integer(entry.bytes), .text(entry.codec),
+                  .integer(Int64(entry.width)), .integer(Int64(entry.height)), .text(entry.state.rawValue)])
+    }
+
+    public func setState(_ state: State, path: String) throws {
+        try run("UPDATE recordings SET state = ?1 WHERE path = ?2", [.text(state.rawValue), .text(path)])
+    }
+
+    public func remove(path: String) throws {
+        try run("DELETE FROM recordings WHERE path = ?1", [.text(path)])
+    }
+
+    /// Runs `body` in one transaction (much faster for many writes; all or nothing).
+    public func transaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    // MARK: - Reading
+
+    /// Entries ordered by start time; nil arguments do not filter. An entry is in [from, to]
+    /// when it overlaps that range.
+    public func entries(camera: String? = nil, kind: Kind? = nil, from: Int64? = nil, to: Int64? = nil, states: [State]? = nil) throws -> [Entry] {
+        var sql = "SELECT kind, camera, path, start_ns, end_ns, frames, bytes, codec, width, height, state FROM recordings WHERE 1"
+        var values: [Value] = []
+        if let camera { values.append(.text(camera)); sql += " AND camera = ?\(values.count)" }
+        if let kind { values.append(.text(kind.rawValue)); sql += " AND kind = ?\(values.count)" }
+        if let from { values.append(.integer(from)); sql += " AND end_ns >= ?\(values.count)" }
+        if let to { values.append(.integer(to)); sql += " AND start_ns <= ?\(values.count)" }
+        if let states { sql += " AND state IN (" + states.map { "'\($0.rawValue)'" }.joined(separator: ",") + ")" }
+        sql += " ORDER BY start_ns, path"
+        return try query(sql, values) { s in
+            Entry(
+                kind: Kind(rawValue: Self.text(s, 0)) ?? .segment, camera: Self.text(s, 1), path: Self.text(s, 2),
+                startNanos: sqlite3_column_int64(s, 3), endNanos: sqlite3_column_int64(s, 4), frames: Int(sqlite3_column_int64(s, 5)),
+                bytes: sqlite3_column_int64(s, 6), codec: Self.text(s, 7), width: Int(sqlite3_column_int64(s, 8)),
+                height: Int(sqlite3_column_int64(s, 9)), state: State(rawValue: Self.text(s, 10)) ?? .missing)
+        }
+    }
+
+    /// Every camera in the index.
+    public func cameras() throws -> [String] {
+        try query("SELECT DISTINCT camera FROM recordings ORDER BY camera", []) { Self.text($0, 0) }
+    }
+
+    /// Bytes of recordings that ended after `sinceNanos`, and the earliest start among them.
+    public func bytesRecorded(sinceNanos: Int64) throws -> (bytes: Int64, firstStart: Int64?) {
+        try query("SELECT COALESCE(SUM(bytes), 0), MIN(start_ns) FROM recordings WHERE end_ns >= ?1 AND state != 'missing'", [.integer(sinceNanos)]) { s in
+            (sqlite3_column_int64(s, 0), sqlite3_column_type(s, 1) == SQLITE_NULL ? nil : sqlite3_column_int64(s, 1))
+        }.first ?? (0, nil)
+    }
+
+    // MARK: - SQLite
+
+    enum Value {
+        case text(String)
+        case integer(Int64)
+    }
+
+    struct IndexError: Error, CustomStringConvertible {
+        let message: String
+        var description: String { message }
+    }
+
+    private func execute(_ sql: String) throws {
+        try lock.withLock {
+            var error: UnsafeMutablePointer<CChar>?
+            guard sqlite3_exec(db, sql, nil, nil, &error) == SQLITE_OK else {
+                let message = error.map { String(cString: $0) } ?? "unknown error"
+                sqlite3_free(error)
+                throw IndexError(message: "index: \(message)")
+            }
+        }
+    }
+
+    private func run(_ sql: String, _ values: [Value]) throws {
+        _ = try query(sql, values) { _ in () }
+    }
+
+    private func query<T>(_ sql: String, _ values: [Value], _ row: (OpaquePointer) -> T) throws -> [T] {
+        try lock.withLock {
+            let statement = try prepared(sql)
+            defer {
+                sqlite3_reset(statement)
+                sqlite3_clear_bindings(statement)
+            }
+            for (i, value) in values.enumerated() {
+                switch value {
+                case .text(let t): sqlite3_bind_text(statement, Int32(i + 1), t, -1, csqlite_transient())
+                case .integer(let n): sqlite3_bind_int64(statement, Int32(i + 1), n)
+                }
+            }
+            var rows: [T] = []
+            while true {
+                let status = sqlite3_step(statement)
+                if status == SQLITE_ROW { rows.append(row(statement)); continue }
+                guard status == SQLITE_DONE else { throw IndexError(message: "index: \(String(cString: sqlite3_errmsg(db)))") }
+                return rows
+            }
+        }
+    }
+
+    /// Statements are prepared once and reused.
+    private func prepared(_ sql: String) throws -> OpaquePointer {
+        if let s = statements[sql] { return s }
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+            throw IndexError(message: "index: \(String(cString: sqlite3_errmsg(db)))")
+        }
+        statements[sql] = statement
+        return statement
+    }
+
+    private static func text(_ s: OpaquePointer, _ column: Int32) -> String {
+        sqlite3_column_text(s, column).map { String(cString: $0) } ?? ""
+    }
+}
