@@ -95,6 +95,9 @@ public final class StorageKeeper: @unchecked Sendable {
                 try index.put(RecordingIndex.Entry(
                     kind: .still, camera: camera, path: relative(path), startNanos: at, endNanos: at, frames: 1,
                     bytes: Int64(st.st_size), codec: "mjpeg", width: 0, height: 0, state: .complete))
+            case .error(_, let message) where message.contains("disk is full") || message.contains("No space left"):
+                // A write hit ENOSPC: make room now, even if the floor was set to nothing.
+                checkFreeSpace(Clock.monotonicNanos(), emergency: true)
             default:
                 break
             }
@@ -145,10 +148,12 @@ public final class StorageKeeper: @unchecked Sendable {
 
     /// Below the free-space floor: delete the oldest recordings (videos of every camera first,
     /// stills only when no video is left) until the floor is met again.
-    func checkFreeSpace(_ now: Int64) {
+    func checkFreeSpace(_ now: Int64, emergency: Bool = false) {
         guard var (free, total) = Self.space(root) else { return }
-        let floor = policy.freeFloor(totalBytes: total)
+        // After ENOSPC, at least 2 % of the disk is made free so the next segment fits.
+        let floor = max(policy.freeFloor(totalBytes: total), emergency ? total / 50 : 0)
         guard free < floor else {
+            if emergency { return }
             diskLowReported = false
             lastNothingToFree = nil
             return
