@@ -46,7 +46,7 @@ let package = Package(
         .testTarget(name: "MediaTests", dependencies: ["Media", "CaptureTesting"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media", "CaptureTesting", "CV4L2"]),
         .testTarget(name: "RecorderTests", dependencies: ["Recorder", "Capture", "CaptureTesting"]),
-        .testTarget(name: "VigilEndToEndTests", dependencies: ["CaptureTesting", "Media", "vigil"]),
+        .testTarget(name: "VigilEndToEndTests", dependencies: ["CaptureTesting", "Media", "Recorder", "vigil"]),
     ],
     swiftLanguageModes: [.v6]
 )

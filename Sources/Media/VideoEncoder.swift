@@ -16,6 +16,10 @@ public struct EncoderSettings: Sendable, Equatable {
     public var keyframeIntervalSeconds: Double = 2
     /// Encoder threads (0 = FFmpeg chooses).
     public var threads: Int = 0
+    /// How much video x264's lookahead may hold back (nil: the preset's own, e.g. 10 frames for
+    /// veryfast). Frames inside the encoder are not on disk yet, so this bounds, with the open
+    /// fragment, what a crash or power cut can cost.
+    public var lookaheadSeconds: Double? = 0.25
 
     public init(preset: String = "veryfast", rateControl: RateControl = .crf(23), keyframeIntervalSeconds: Double = 2, threads: Int = 0) {
         self.preset = preset
@@ -74,6 +78,10 @@ public final class VideoEncoder: @unchecked Sendable {
         av_dict_set(&options, "preset", settings.preset, 0)
         // A forced keyframe must be an IDR so each segment decodes on its own.
         av_dict_set(&options, "forced-idr", "1", 0)
+        // The fastest presets have no lookahead at all; the others get at most this much.
+        if let seconds = settings.lookaheadSeconds, !["ultrafast", "superfast"].contains(settings.preset) {
+            av_dict_set(&options, "x264-params", "rc-lookahead=\(max(1, Int((framesPerSecond * seconds).rounded())))", 0)
+        }
         switch settings.rateControl {
         case .crf(let crf): av_dict_set(&options, "crf", String(crf), 0)
         case .bitrate(let bps): ctx.pointee.bit_rate = Int64(bps)
