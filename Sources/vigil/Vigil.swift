@@ -12,7 +12,7 @@ struct Vigil: AsyncParsableCommand {
             Records cameras into wall-clock-aligned video segments and timelapse stills.
             Start with `vigil demo`, which records a synthetic test camera.
             """,
-        subcommands: [Run.self, CheckConfig.self, Timelapse.self, Demo.self, Devices.self, RecordFile.self]
+        subcommands: [Run.self, CheckConfig.self, Recordings.self, Export.self, Timelapse.self, Demo.self, Devices.self, RecordFile.self]
     )
 }
 

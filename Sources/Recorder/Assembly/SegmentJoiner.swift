@@ -1,0 +1,171 @@
+import Capture
+import Foundation
+import Media
+
+/// What an export wrote.
+public struct ExportSummary: Sendable {
+    public let frames: Int
+    public let segments: Int
+    /// Wall-clock capture times of the first and last frame exported.
+    public let firstNanos: Int64
+    public let lastNanos: Int64
+    /// Pauses of more than a second between segments, closed up in the output.
+    public let gaps: [(from: Int64, to: Int64)]
+    public let reencoded: Bool
+}
+
+/// Joins a camera's segments into one file. By default by stream copy (nothing is decoded): it
+/// starts at the keyframe at or before `from` (every segment starts with one; H.264 has one
+/// every 2 s) and ends with the last frame at or before `to`. With `exact`, H.264 is decoded and
+/// re-encoded so the file starts at the first frame at or after `from`; MJPEG frames are all
+/// keyframes, so a copy is already exact. Timestamps run on continuously: each segment continues
+/// one frame interval after the previous one ended, and a pause between segments (camera
+/// unplugged, outside a schedule) is closed up and reported.
+public enum SegmentJoiner {
+    public struct ExportError: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    public static func export(
+        _ segments: [RecordingIndex.Entry], root: String, from: Int64, to: Int64, output: String, exact: Bool,
+        progress: (AssemblyProgress) -> Void
+    ) throws -> ExportSummary {
+        let usable = segments.filter {
+            $0.kind == .segment && $0.state != .missing && $0.state != .writing && $0.endNanos >= from && $0.startNanos <= to
+        }.sorted { $0.startNanos < $1.startNanos }
+        guard let first = usable.first else { throw ExportError(description: "no finished recording between those times") }
+        let isH264 = first.codec == "h264"
+        let container: Container = isH264 ? .fragmentedMP4 : .matroska
+        guard (output as NSString).pathExtension.lowercased() == container.fileExtension else {
+            throw ExportError(description: "these recordings are \(isH264 ? "H.264" : "MJPEG"): write them to a .\(container.fileExtension) file (-o NAME.\(container.fileExtension))")
+        }
+        var job = Join(root: root, from: from, to: to, partial: output + RecordingPaths.partialSuffix, container: container)
+        defer { unlink(job.partial) }
+        for (n, entry) in usable.enumerated() {
+            progress(AssemblyProgress(done: n, total: usable.count))
+            if exact && isH264 { try job.reencode(entry) } else { try job.copy(entry) }
+        }
+        guard job.frames > 0, let firstWall = job.firstWall else { throw ExportError(description: "no frame between those times") }
+        try job.finish()
+        try DurableFile.commit(job.partial, to: output)
+        progress(AssemblyProgress(done: usable.count, total: usable.count))
+        return ExportSummary(
+            frames: job.frames, segments: usable.count, firstNanos: firstWall, lastNanos: job.lastWall, gaps: job.gaps, reencoded: exact && isH264)
+    }
+
+    /// The state of one export as segments go by.
+    private struct Join {
+        let root: String
+        let from: Int64
+        let to: Int64
+        let partial: String
+        let container: Container
+        var muxer: Muxer?
+        var encoder: VideoEncoder?
+        var size: (width: Int, height: Int)?
+        let packet = Packet()
+        var frames = 0
+        var firstWall: Int64?
+        var lastWall: Int64 = 0
+        var previousEnd: Int64?
+        var gaps: [(Int64, Int64)] = []
+        /// Output time of the last frame written, and the frame interval (1/90000 s).
+        var outPTS: Int64 = -1
+        var frameTicks: Int64 = 6000
+
+        init(root: String, from: Int64, to: Int64, partial: String, container: Container) {
+            self.root = root
+            self.from = from
+            self.to = to
+            self.partial = partial
+            self.container = container
+        }
+
+        mutating func begin(_ entry: RecordingIndex.Entry, width: Int, height: Int) throws {
+            if let end = previousEnd, entry.startNanos - end > 1_000_000_000 { gaps.append((end, entry.startNanos)) }
+            previousEnd = entry.endNanos
+            if let size, size != (width, height) {
+                throw ExportError(description: "the picture size changes to \(width)x\(height) at \(entry.path): export the parts before and after it separately")
+            }
+            size = (width, height)
+        }
+
+        /// Where this segment's first frame goes in the output: one frame after the last one.
+        func base(firstPTS: Int64) -> Int64 { outPTS < 0 ? -firstPTS : outPTS + frameTicks - firstPTS }
+
+        mutating func copy(_ entry: RecordingIndex.Entry) throws {
+            let path = "\(root)/\(entry.path)"
+            // The keyframe to start from: the last one at or before `from` (or the first one).
+            var startPTS: Int64?
+            if firstWall == nil {
+                let scan = try PacketReader(path: path)
+                while scan.next(into: packet), entry.startNanos + packet.pts * 100_000 / 9 <= max(from, entry.startNanos) {
+                    if packet.isKeyframe { startPTS = packet.pts }
+                }
+            }
+            let reader = try PacketReader(path: path)
+            try begin(entry, width: reader.stream.width, height: reader.stream.height)
+            if muxer == nil { muxer = try Muxer(path: partial, container: container, stream: reader.stream) }
+            var segmentBase: Int64?
+            var previous: Int64?
+            while reader.next(into: packet) {
+                let wall = entry.startNanos + packet.pts * 100_000 / 9
+                if wall > to { break }
+                if let previous, packet.pts > previous { frameTicks = packet.pts - previous }
+                previous = packet.pts
+                if firstWall == nil, let startPTS, packet.pts < startPTS { continue }
+                if segmentBase == nil { segmentBase = base(firstPTS: packet.pts) }
+                outPTS = packet.pts + segmentBase!
+                try muxer!.write(packet, pts: outPTS)
+                record(wall)
+            }
+        }
+
+        mutating func reencode(_ entry: RecordingIndex.Entry) throws {
+            let reader = try MovieReader(path: "\(root)/\(entry.path)")
+            try begin(entry, width: reader.width, height: reader.height)
+            var segmentBase: Int64?
+            var previous: Int64?
+            while let frame = try reader.nextFrame() {
+                let pts = Int64((frame.seconds * 90_000).rounded())
+                let wall = entry.startNanos + pts * 100_000 / 9
+                if wall > to { break }
+                if let previous, pts > previous { frameTicks = pts - previous }
+                previous = pts
+                if wall < from { continue }
+                if encoder == nil {
+                    encoder = try VideoEncoder(
+                        width: frame.picture.width, height: frame.picture.height, framesPerSecond: 90_000 / Double(frameTicks),
+                        settings: EncoderSettings(preset: "medium", rateControl: .crf(18)))
+                    muxer = try Muxer(path: partial, container: container, stream: encoder!.streamDescription())
+                }
+                if segmentBase == nil { segmentBase = base(firstPTS: pts) }
+                outPTS = pts + segmentBase!
+                _ = try encoder!.send(frame.picture, pts: outPTS, keyframe: frames == 0)
+                try drain()
+                record(wall)
+            }
+        }
+
+        mutating func record(_ wall: Int64) {
+            firstWall = firstWall ?? wall
+            lastWall = wall
+            frames += 1
+        }
+
+        func drain() throws {
+            while try encoder!.receive(into: packet) == .ok {
+                defer { packet.unref() }
+                try muxer!.write(packet, pts: packet.pts)
+            }
+        }
+
+        func finish() throws {
+            if let encoder {
+                try encoder.sendEndOfStream()
+                try drain()
+            }
+            try muxer?.finish()
+        }
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+
+/// What `vigil recordings` prints: a camera's segments (or stills) in time order, with the
+/// gaps between segments shown, as text or JSON.
+public struct RecordingsListing {
+    public let entries: [RecordingIndex.Entry]
+    public let timeZone: TimeZone
+    /// A pause longer than this between two segments is shown as a gap.
+    public static let gapNanos: Int64 = 1_000_000_000
+
+    public init(index: RecordingIndex, camera: String?, kind: RecordingIndex.Kind, from: Date?, to: Date?, timeZone: TimeZone = .current) throws {
+        entries = try index.entries(
+            camera: camera, kind: kind, from: from.map { Int64($0.timeIntervalSince1970 * 1e9) },
+            to: to.map { Int64($0.timeIntervalSince1970 * 1e9) })
+        self.timeZone = timeZone
+    }
+
+    /// The gaps between consecutive segments of each camera: (camera, from, to).
+    public var gaps: [(camera: String, from: Int64, to: Int64)] {
+        var result: [(String, Int64, Int64)] = []
+        for (camera, list) in Dictionary(grouping: entries.filter { $0.kind == .segment && $0.state != .missing }, by: \.camera).sorted(by: { $0.key < $1.key }) {
+            for (a, b) in zip(list, list.dropFirst()) where b.startNanos - a.endNanos > Self.gapNanos {
+                result.append((camera, a.endNanos, b.startNanos))
+            }
+        }
+        return result
+    }
+
+    public func text() -> String {
+        guard !entries.isEmpty else { return "No recordings in that range.\n" }
+        var lines: [String] = []
+        for (camera, list) in Dictionary(grouping: entries, by: \.camera).sorted(by: { $0.key < $1.key }) {
+            let bytes = list.reduce(Int64(0)) { $0 + $1.bytes }
+            lines.append("\(camera): \(list.count) \(list[0].kind == .segment ? "segment" : "still")(s), \(Self.size(bytes))")
+            var previous: RecordingIndex.Entry?
+            for entry in list {
+                if let previous, entry.kind == .segment, previous.state != .missing, entry.startNanos - previous.endNanos > Self.gapNanos {
+                    lines.append("  — gap of \(Self.duration(entry.startNanos - previous.endNanos)) —")
+                }
+                if entry.kind == .segment {
+                    lines.append("  \(time(entry.startNanos)) → \(time(entry.endNanos))  \(String(format: "%6d", entry.frames)) frames  "
+                        + "\(Self.size(entry.bytes).padding(toLength: 9, withPad: " ", startingAt: 0))  \(entry.state.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0))  \(entry.path)")
+                } else {
+                    lines.append("  \(time(entry.startNanos))  \(Self.size(entry.bytes).padding(toLength: 9, withPad: " ", startingAt: 0))  \(entry.path)")
+                }
+                previous = entry
+            }
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    public func json() throws -> String {
+        struct Row: Encodable {
+            let camera, kind, path, state, start, end, codec: String
+            let frames: Int
+            let bytes: Int64
+            let width, height: Int
+        }
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        func iso(_ n: Int64) -> String { f.string(from: Date(timeIntervalSince1970: Double(n) / 1e9)) }
+        let rows = entries.map {
+            Row(camera: $0.camera, kind: $0.kind.rawValue, path: $0.path, state: $0.state.rawValue, start: iso($0.startNanos),
+                end: iso($0.endNanos), codec: $0.codec, frames: $0.frames, bytes: $0.bytes, width: $0.width, height: $0.height)
+        }
+        struct Gap: Encodable { let camera, from, to: String }
+        struct Listing: Encodable { let recordings: [Row]; let gaps: [Gap] }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let listing = Listing(recordings: rows, gaps: gaps.map { Gap(camera: $0.camera, from: iso($0.from), to: iso($0.to)) })
+        return String(decoding: try encoder.encode(listing), as: UTF8.self) + "\n"
+    }
+
+    private func time(_ nanos: Int64) -> String {
+        let f = DateFormatter()
+        f.timeZone = timeZone
+        f.dateFormat = "yyyy-MM-dd HH:mm:ss"
+        return f.string(from: Date(timeIntervalSince1970: Double(nanos) / 1e9))
+    }
+
+    static func size(_ bytes: Int64) -> String {
+        bytes >= 1 << 30 ? String(format: "%.1f GiB", Double(bytes) / 1_073_741_824)
+            : bytes >= 1 << 20 ? String(format: "%.1f MiB", Double(bytes) / 1_048_576) : String(format: "%.0f KiB", Double(bytes) / 1024)
+    }
+
+    static func duration(_ nanos: Int64) -> String {
+        let s = Double(nanos) / 1e9
+        return s < 120 ? String(format: "%.1f s", s) : s < 7200 ? String(format: "%.0f min", s / 60) : String(format: "%.1f h", s / 3600)
+    }
+}

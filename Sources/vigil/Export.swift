@@ -1,0 +1,71 @@
+import ArgumentParser
+import Foundation
+import Recorder
+
+struct Export: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Join a camera's recordings between two times into one video file.",
+        discussion: """
+            The segments come from the recordings index (see `vigil recordings`). They are joined
+            by stream copy, without decoding: the file starts at the keyframe at or before --from
+            (at most 2 s earlier for H.264) and ends at --to. --exact re-encodes H.264 so the file
+            starts exactly at --from (slower). Timestamps run on continuously; pauses between
+            segments are closed up and listed. H.264 goes into .mp4, MJPEG (stream copy) into .mkv.
+            Example: vigil export --camera porch --from 2026-11-22T10:00 --to 2026-11-22T10:30 -o porch.mp4
+            """
+    )
+
+    @Option(help: "The camera (its name in the configuration, as `vigil recordings` lists it).")
+    var camera: String
+
+    @Option(help: ArgumentHelp("Start (2026-11-22T10:00 local, …Z for UTC, a day, today).", valueName: "time"))
+    var from: String
+
+    @Option(help: ArgumentHelp("End.", valueName: "time"))
+    var to: String
+
+    @Option(name: .shortAndLong, help: ArgumentHelp("The file to write (.mp4 for H.264, .mkv for MJPEG).", valueName: "file"))
+    var output: String
+
+    @Flag(help: "Re-encode so the video starts exactly at --from instead of the keyframe before it.")
+    var exact = false
+
+    @OptionGroup var storage: StorageOptions
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        guard let start = TimeArgument.parse(from, end: false) else { throw ValidationError("--from \(from) is not a time: use 2026-11-22T10:00, 2026-11-22, today or yesterday") }
+        guard let end = TimeArgument.parse(to, end: true) else { throw ValidationError("--to \(to) is not a time: use 2026-11-22T10:30, 2026-11-22, today or yesterday") }
+        guard start <= end else { throw ValidationError("--from must come before --to") }
+    }
+
+    func run() throws {
+        global.bootstrap()
+        let root = try storage.root()
+        let start = Int64(TimeArgument.parse(from, end: false)!.timeIntervalSince1970 * 1e9)
+        let end = Int64(TimeArgument.parse(to, end: true)!.timeIntervalSince1970 * 1e9)
+        do {
+            let index = try RecordingIndex(root: root)
+            let segments = try index.entries(camera: camera, kind: .segment, from: start, to: end)
+            guard !segments.isEmpty else {
+                let cameras = (try? index.cameras()) ?? []
+                FileHandle.standardError.write(Data(("vigil: no recordings of camera \(camera) between \(from) and \(to) in \(root)"
+                    + (cameras.contains(camera) ? "; `vigil recordings --camera \(camera)` lists what exists" : "; cameras: \(cameras.joined(separator: ", "))") + "\n").utf8))
+                throw ExitCode.failure
+            }
+            let bar = ProgressBar("export \(camera)")
+            let summary = try SegmentJoiner.export(segments, root: root, from: start, to: end, output: output, exact: exact) { bar.update($0) }
+            let seconds = Double(summary.lastNanos - summary.firstNanos) / 1e9
+            print("Wrote \(output): \(summary.frames) frames from \(summary.segments) segment(s), \(String(format: "%.1f", seconds)) s of recording"
+                + (summary.reencoded ? ", re-encoded" : ", stream copy"))
+            for gap in summary.gaps {
+                print("  closed a gap of \(String(format: "%.1f", Double(gap.to - gap.from) / 1e9)) s (nothing was recorded then)")
+            }
+        } catch let exit as ExitCode {
+            throw exit
+        } catch {
+            FileHandle.standardError.write(Data("vigil: \(error)\n".utf8))
+            throw ExitCode.failure
+        }
+    }
+}

@@ -1,0 +1,57 @@
+import ArgumentParser
+import Foundation
+import Recorder
+
+struct Recordings: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List the recordings in the index, with the gaps between them.",
+        discussion: """
+            Reads ROOT/vigil-index.sqlite3 (the storage root of --config, or --data DIR). Each
+            segment shows its start and end (local time), frames, size and state: complete,
+            interrupted (writing failed, what reached the disk is kept), recovered (cut short by a
+            crash, kept up to its last complete fragment), writing, or missing (the file is gone).
+            A pause of more than a second between two segments is shown as a gap.
+            """
+    )
+
+    @Option(help: "Only this camera.")
+    var camera: String?
+
+    @Option(help: ArgumentHelp("From this time (2026-11-22, 2026-11-22T10:00, today, …).", valueName: "time"))
+    var from: String?
+
+    @Option(help: ArgumentHelp("Up to this time.", valueName: "time"))
+    var to: String?
+
+    @Flag(help: "List timelapse stills and snapshots instead of video segments.")
+    var stills = false
+
+    @Flag(help: "Print JSON instead of text.")
+    var json = false
+
+    @OptionGroup var storage: StorageOptions
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        if let from, TimeArgument.parse(from, end: false) == nil { throw ValidationError("--from \(from) is not a time: use 2026-11-22, 2026-11-22T10:00, today or yesterday") }
+        if let to, TimeArgument.parse(to, end: true) == nil { throw ValidationError("--to \(to) is not a time: use 2026-11-22, 2026-11-22T18:00, today or yesterday") }
+    }
+
+    func run() throws {
+        global.bootstrap()
+        let root = try storage.root()
+        guard FileManager.default.fileExists(atPath: "\(root)/\(RecordingIndex.fileName)") else {
+            FileHandle.standardError.write(Data("vigil: no recordings index in \(root) (\(RecordingIndex.fileName)); pass the recordings directory with --data DIR or --config FILE\n".utf8))
+            throw ExitCode.failure
+        }
+        do {
+            let listing = try RecordingsListing(
+                index: RecordingIndex(root: root), camera: camera, kind: stills ? .still : .segment,
+                from: from.flatMap { TimeArgument.parse($0, end: false) }, to: to.flatMap { TimeArgument.parse($0, end: true) })
+            print(json ? try listing.json() : listing.text(), terminator: "")
+        } catch {
+            FileHandle.standardError.write(Data("vigil: \(error)\n".utf8))
+            throw ExitCode.failure
+        }
+    }
+}

@@ -1,0 +1,83 @@
+import Capture
+import CaptureTesting
+import Foundation
+import Media
+@testable import Recorder
+import Synchronization
+import Testing
+
+@Suite struct ExportTests {
+    /// Records about 4.5 s of 1 s segments into an indexed root; returns the frames seen (sequence, wall time).
+    private func record(into root: String) async throws -> (StorageKeeper, [(UInt32, Int64)]) {
+        let events = RecorderEvents()
+        let keeper = try StorageKeeper.open(root: root, policy: RetentionPolicy(), events: events)
+        keeper.start()
+        let seen = LockedList<(UInt32, Int64)>()
+        let frames = FrameOutput(queueCapacity: 64, dropsLateFrames: false) { frame in
+            if let n = PatternDecoder.sequence(inYUYV: frame.bytes, width: frame.width, height: frame.height) { seen.append((n, frame.wallNanos)) }
+        }
+        let movie = try SegmentedMovieOutput(.init(storageRoot: root, segmentSeconds: 1, dropsLateFrames: false))
+        let supervisor = Supervisor(
+            plans: [CameraPlan(cameraID: "synthetic-0", format: .size(width: 160, height: 120, pixelFormat: .yuyv422), frameRate: 15,
+                               outputs: [(movie, .init()), (frames, .init())])],
+            source: SyntheticDeviceSource(count: 1), events: events)
+        let run = Task.detached { await supervisor.run() }
+        try await Task.sleep(nanoseconds: 4_500_000_000)
+        run.cancel()
+        await run.value
+        keeper.stop()
+        return (keeper, seen.all)
+    }
+
+    @Test(arguments: [false, true])
+    func exportAcrossThreeSegmentsHasNoGapNoDuplicateAndRunningTimestamps(exact: Bool) async throws {
+        let dir = try TemporaryDirectory("vigil-export")
+        defer { dir.remove() }
+        let (keeper, seen) = try await record(into: dir.path)
+        let segments = try keeper.index.entries(kind: .segment)
+        try #require(segments.count >= 4)
+        // From the middle of the second segment to the middle of the fourth: three segments.
+        let inSecond = seen.filter { $0.1 >= segments[1].startNanos && $0.1 <= segments[1].endNanos }
+        let inFourth = seen.filter { $0.1 >= segments[3].startNanos && $0.1 <= segments[3].endNanos }
+        let start = inSecond[inSecond.count / 2], end = inFourth[inFourth.count / 2]
+        let from = start.1 - 30_000_000, to = end.1 + 30_000_000
+        let out = dir.path + "/export.mp4"
+        let summary = try SegmentJoiner.export(segments, root: dir.path, from: from, to: to, output: out, exact: exact) { _ in }
+        #expect(summary.segments == 3 && summary.gaps.isEmpty)
+
+        #expect(RecordingInspector.ffprobeProblem(out) == nil)
+        let decoded = try RecordingInspector.decode(out)
+        #expect(decoded.startsWithKeyframe)
+        let numbers = decoded.sequences.compactMap { $0 }
+        #expect(numbers.count == decoded.sequences.count && numbers.count == summary.frames)
+        #expect(zip(numbers, numbers.dropFirst()).allSatisfy { $1 == $0 + 1 }, "a gap or a duplicate: \(numbers)")
+        #expect(numbers.last == end.0)
+        if exact {
+            #expect(numbers.first == start.0)
+        } else {
+            // The copy starts at the keyframe before `from`: the second segment's first frame
+            // (1 s segments, keyframes every 2 s).
+            let firstOfSecond = try #require(seen.first { $0.1 >= segments[1].startNanos })
+            #expect(numbers.first == firstOfSecond.0)
+        }
+        // Timestamps rise steadily across the joins: no step back, no jump.
+        let reader = try MovieReader(path: out)
+        var times: [Double] = []
+        while let frame = try reader.nextFrame() { times.append(frame.seconds) }
+        let steps = zip(times, times.dropFirst()).map { $1 - $0 }
+        #expect(steps.allSatisfy { $0 > 0 && $0 < 0.2 }, "\(steps)")
+    }
+
+    @Test func aContainerThatCannotHoldTheCodecIsRefusedWithAFix() throws {
+        let entry = RecordingIndex.Entry(kind: .segment, camera: "c", path: "x.mp4", startNanos: 0, endNanos: 10, frames: 1, bytes: 1,
+                                         codec: "h264", width: 2, height: 2, state: .complete)
+        #expect(throws: SegmentJoiner.ExportError.self) {
+            try SegmentJoiner.export([entry], root: "/nonexistent", from: 0, to: 10, output: "/tmp/out.mkv", exact: false) { _ in }
+        }
+        do {
+            _ = try SegmentJoiner.export([entry], root: "/nonexistent", from: 0, to: 10, output: "/tmp/out.mkv", exact: false) { _ in }
+        } catch {
+            #expect("\(error)".contains("-o NAME.mp4"))
+        }
+    }
+}
