@@ -4,6 +4,7 @@ import Media
 // Benchmarks that need the emulated V4L2 device:
 //   vigil-bench passthrough [SECONDS=60] [CAMERAS=1]   (Scripts/bench-v4l2)
 //   vigil-bench reattach [REPLUGS=25]                   (Scripts/bench-reattach)
+//   vigil-bench index [SEGMENTS=10000]                  (Scripts/bench-index)
 
 MediaLibrary.setQuiet()
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -15,8 +16,10 @@ do {
             cameraCount: arguments.count > 2 ? Int(arguments[2]) ?? 1 : 1)
     case "reattach":
         try await reattachBenchmark(replugs: arguments.count > 1 ? Int(arguments[1]) ?? 25 : 25)
+    case "index":
+        try indexBenchmark(count: arguments.count > 1 ? Int(arguments[1]) ?? 10_000 : 10_000)
     default:
-        FileHandle.standardError.write(Data("usage: vigil-bench passthrough [SECONDS] [CAMERAS] | reattach [REPLUGS]\n".utf8))
+        FileHandle.standardError.write(Data("usage: vigil-bench passthrough [SECONDS] [CAMERAS] | reattach [REPLUGS] | index [SEGMENTS]\n".utf8))
         exit(2)
     }
 } catch {
