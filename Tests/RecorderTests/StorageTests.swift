@@ -21,7 +21,7 @@ private func place(_ keeper: StorageKeeper, camera: String, kind: RecordingIndex
 }
 
 @Suite struct StorageTests {
-    @Test func retentionByAgeAndBytesDeletesExactlyTheRightFiles() throws {
+    @Test func retentionByAgeAndBytesDeletesExactlyTheRightFiles() async throws {
         let dir = try TemporaryDirectory("vigil-retention")
         defer { dir.remove() }
         var policy = RetentionPolicy()
@@ -53,9 +53,12 @@ private func place(_ keeper: StorageKeeper, camera: String, kind: RecordingIndex
         for path in deleted { #expect(!FileManager.default.fileExists(atPath: "\(dir.path)/\(path)"), "\(path) should be deleted") }
         for path in kept { #expect(FileManager.default.fileExists(atPath: "\(dir.path)/\(path)"), "\(path) should be kept") }
         #expect(Set(try keeper.index.entries().map(\.path)) == kept)
-        keeper.flush()
-        let reported = Set(log.all.compactMap { if case .recordingDeleted(_, let p, _) = $0 { return p } else { return nil } })
-        #expect(reported == Set(deleted.map { "\(dir.path)/\($0)" }))
+        func reported() -> Set<String> {
+            Set(log.all.compactMap { if case .recordingDeleted(_, let p, _) = $0 { return p } else { return nil } })
+        }
+        let expected = Set(deleted.map { "\(dir.path)/\($0)" })
+        #expect(await poll(seconds: 10) { reported().count >= expected.count })
+        #expect(reported() == expected)
     }
 
     @Test func recoveryFinalizesAdoptsQuarantinesAndMarksMissing() async throws {
