@@ -73,6 +73,14 @@ private func text(_ path: String) -> String { (try? String(contentsOfFile: path,
         let before = RecordingInspector.files(under: root + "/a/video", endingWith: ".mp4").count
         #expect(await waitUntil(seconds: 30) { RecordingInspector.files(under: root + "/a/video", endingWith: ".mp4").count >= before + 2 })
 
+        // Camera b leaves the file: it is finalized and closed; a goes on.
+        let onlyA = configuration(root: root, bFramesPerSecond: 5).components(separatedBy: "[cameras.b]")[0]
+            + "[[record]]\ncamera = \"a\"\nsegment_seconds = 1\n"
+        try onlyA.write(toFile: file, atomically: true, encoding: .utf8)
+        kill(process.processIdentifier, SIGHUP)
+        #expect(await waitUntil(seconds: 30) { text(stdout).contains("0 changed, 0 added, 1 removed, 1 unchanged") }, "\(text(stdout))")
+        #expect(await waitUntil(seconds: 10) { RecordingInspector.files(under: root + "/b", endingWith: ".partial").isEmpty })
+
         kill(process.processIdentifier, SIGTERM)
         #expect(await waitForExit(process, seconds: 30))
         #expect(process.terminationStatus == 0, "\(text(dir.path + "/stderr.txt"))")
@@ -90,6 +98,37 @@ private func text(_ path: String) -> String { (try? String(contentsOfFile: path,
         }
         for d in decoded { #expect(d.startsWithKeyframe && RecordingInspector.ffprobeProblem(d.path) == nil, "\(d.path)") }
         #expect(RecordingInspector.files(under: root, endingWith: ".partial").isEmpty)
+    }
+
+    @Test func sigusr1SavesASnapshotFromEveryCameraWithASnapshotJob() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let file = dir.path + "/vigil.toml"
+        try """
+            [storage]
+            root = "\(dir.path)/data"
+            [cameras.door]
+            device = "synthetic-0"
+            size = "320x240"
+            fps = 10
+            [[snapshot]]
+            camera = "door"
+            """.write(toFile: file, atomically: true, encoding: .utf8)
+        let process = try VigilBinary.start(["run", "--config", file], in: dir.path)
+        let stdout = dir.path + "/stdout.txt"
+        #expect(await waitUntil(seconds: 30) { text(stdout).contains("door: snapshots on SIGUSR1") })
+        try await Task.sleep(nanoseconds: 1_000_000_000)
+        kill(process.processIdentifier, SIGUSR1)
+        #expect(await waitUntil(seconds: 30) { text(stdout).contains("Snapshot door: ") })
+        kill(process.processIdentifier, SIGTERM)
+        #expect(await waitForExit(process, seconds: 30))
+        let snapshots = RecordingInspector.files(under: dir.path + "/data/door/snapshots", endingWith: ".jpg")
+        #expect(snapshots.count == 1)
+        for s in snapshots {
+            #expect(RecordingInspector.ffprobeProblem(s) == nil)
+            let decoded = try RecordingInspector.decode(s)
+            #expect(decoded.width == 320 && decoded.sequences.count == 1 && decoded.sequences[0] != nil, "the snapshot is a camera frame")
+        }
     }
 
     @Test func anInvalidConfigurationIsRefusedBeforeAnyCameraIsTouched() throws {

@@ -83,6 +83,8 @@ public final class RecorderService: @unchecked Sendable {
         Console.line("  Recordings index \(root)/\(RecordingIndex.fileName): \(storage.recovery)")
         if let days = storage.daysOfStorageLeft() {
             Console.line(String(format: "  At the recent rate this disk holds about %.1f days of recordings.", days))
+        } else {
+            Console.line("  How many days this disk holds is logged once there is a recording rate to go by (after ten minutes).")
         }
         storage.start()
         let supervisor = Supervisor(

@@ -21,6 +21,8 @@ public final class StorageKeeper: @unchecked Sendable {
     private var lastRetention: Int64 = 0
     private var lastNothingToFree: Int64?
     private var diskLowReported = false
+    /// The first estimate of days left comes after ten minutes of recording, then hourly.
+    private var nextDaysReport = Clock.monotonicNanos() + 600_000_000_000
 
     /// Opens the index under `root` and recovers what an interrupted run left behind.
     public static func open(root: String, policy: RetentionPolicy, events: RecorderEvents) throws -> StorageKeeper {
@@ -114,6 +116,12 @@ public final class StorageKeeper: @unchecked Sendable {
         if now - lastRetention >= 30_000_000_000 {
             lastRetention = now
             enforceRetention(nowWall: Clock.wallNanos())
+        }
+        if now >= nextDaysReport {
+            nextDaysReport = now + 3_600_000_000_000
+            if let days = daysOfStorageLeft() {
+                logger.notice("at the recent rate the disk under \(root) holds about \(String(format: "%.1f", days)) days of recordings")
+            }
         }
     }
 
