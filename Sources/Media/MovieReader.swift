@@ -21,15 +21,11 @@ public final class MovieReader: @unchecked Sendable {
 
     public init(path: String) throws(MediaError) {
         self.path = path
-        var ctx: UnsafeMutablePointer<AVFormatContext>? = nil
-        try check(avformat_open_input(&ctx, path, nil, nil), "open \(path)")
+        let (ctx, index) = try PacketReader.openVideo(path)
         context = ctx
+        streamIndex = index
         do {
-            try check(avformat_find_stream_info(ctx, nil), "read stream info of \(path)")
-            let index = av_find_best_stream(ctx, AVMEDIA_TYPE_VIDEO, -1, -1, nil, 0)
-            try check(index, "find video stream in \(path)")
-            streamIndex = index
-            let par = ctx!.pointee.streams[Int(index)]!.pointee.codecpar!
+            let par = ctx.pointee.streams[Int(index)]!.pointee.codecpar!
             decoder = try VideoDecoder(codecID: par.pointee.codec_id, parameters: par)
             picture = try Picture()
         } catch {

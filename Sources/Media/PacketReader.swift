@@ -12,19 +12,25 @@ public final class PacketReader: @unchecked Sendable {
 
     public init(path: String) throws(MediaError) {
         self.path = path
+        let (ctx, index) = try Self.openVideo(path)
+        context = ctx
+        streamIndex = index
+        let st = ctx.pointee.streams[Int(index)]!
+        timeBase = st.pointee.time_base
+        stream = StreamDescription(copying: st.pointee.codecpar)
+    }
+
+    /// Opens a file and finds its video stream; on failure nothing stays open.
+    static func openVideo(_ path: String) throws(MediaError) -> (UnsafeMutablePointer<AVFormatContext>, Int32) {
         var ctx: UnsafeMutablePointer<AVFormatContext>? = nil
         try check(avformat_open_input(&ctx, path, nil, nil), "open \(path)")
-        context = ctx
         do {
             try check(avformat_find_stream_info(ctx, nil), "read stream info of \(path)")
             let index = av_find_best_stream(ctx, AVMEDIA_TYPE_VIDEO, -1, -1, nil, 0)
             try check(index, "find video stream in \(path)")
-            streamIndex = index
-            let st = ctx!.pointee.streams[Int(index)]!
-            timeBase = st.pointee.time_base
-            stream = StreamDescription(copying: st.pointee.codecpar)
+            return (ctx!, index)
         } catch {
-            avformat_close_input(&context)
+            avformat_close_input(&ctx)
             throw error
         }
     }

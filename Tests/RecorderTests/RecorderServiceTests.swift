@@ -51,3 +51,39 @@ import Testing
         #expect(hotplug.kernel.openFileCount == 0)
     }
 }
+
+@Suite struct BuiltInDefaultTests {
+    @Test func withoutAConfigurationACameraPluggedInLaterIsRecordedToo() async throws {
+        let devices = try TemporaryDirectory("vigil-dev")
+        let dir = try TemporaryDirectory("vigil-default")
+        defer { devices.remove(); dir.remove() }
+        let camera = EmulatedCamera()
+        let hotplug = EmulatedHotplug(kernel: EmulatedV4L2([camera]), deviceDirectory: devices.path)
+        hotplug.kernel.unplug(camera)
+        var options = RecorderService.Options(dataDirectory: dir.path)
+        options.deviceSource = hotplug.source()
+        let service = try RecorderService(options: options)
+        let stop = StopSignal(signals: [])
+        let run = Task.detached { try await service.run(until: stop, control: ProcessSignals([])) }
+        // No camera at start: the synthetic one records, so a first run shows something.
+        let synthetic = dir.path + "/synthetic-0/video"
+        let usb = dir.path + "/v4l2-usb-Vigil_Emulated_Camera_SN0001-video-index0/video"
+        var deadline = Date().addingTimeInterval(30)
+        while Date() < deadline && RecordingInspector.files(under: synthetic, endingWith: ".partial").isEmpty {
+            try await Task.sleep(nanoseconds: 100_000_000)
+        }
+        hotplug.plug(camera, as: "video0")
+        deadline = Date().addingTimeInterval(30)
+        while Date() < deadline && RecordingInspector.files(under: usb, endingWith: ".partial").isEmpty {
+            try await Task.sleep(nanoseconds: 100_000_000)
+        }
+        try await Task.sleep(nanoseconds: 1_000_000_000)
+        stop.raise()
+        try await run.value
+        let files = RecordingInspector.files(under: usb, endingWith: ".mp4")
+        #expect(files.count >= 1, "the camera plugged in later was not recorded")
+        #expect(!RecordingInspector.files(under: synthetic, endingWith: ".mp4").isEmpty)
+        for f in files { #expect(RecordingInspector.ffprobeProblem(f) == nil) }
+        #expect(camera.streamStarts == 1)
+    }
+}
