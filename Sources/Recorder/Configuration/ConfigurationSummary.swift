@@ -13,8 +13,13 @@ extension Configuration {
             + "; keep \(DeviceFormat.rate(retention.minFreePercent)) % or \(Self.gib(retention.minFreeBytes)) free")
         for camera in cameras {
             let device = devices.first(where: CameraJobs.matcher(camera.match))
-            lines.append("camera \(camera.name): \(camera.match.text), \(camera.format), \(DeviceFormat.rate(camera.frameRate)) fps"
-                + (device.map { " — present (\($0.id))" } ?? " — note: not present now; it will be recorded when it appears"))
+            let presence: String
+            if case .url = camera.match {
+                presence = " — note: network cameras are not recorded yet; this camera will be skipped"
+            } else {
+                presence = device.map { " — present (\($0.id))" } ?? " — note: not present now; it will be recorded when it appears"
+            }
+            lines.append("camera \(camera.name): \(camera.match.text), \(camera.format), \(DeviceFormat.rate(camera.frameRate)) fps" + presence)
             if let r = camera.record {
                 let codec: String
                 if case .h264(let s) = r.encoding, case .crf(let q) = s.rateControl { codec = "H.264 crf \(q) \(s.preset)" } else { codec = "stream copy" }
