@@ -10,7 +10,10 @@ struct Vigil: AsyncParsableCommand {
         abstract: "A multi-camera surveillance and timelapse recorder.",
         discussion: """
             Records cameras into wall-clock-aligned video segments and timelapse stills.
-            Start with `vigil demo`, which records a synthetic test camera.
+            Start with `vigil run`: without a configuration file it records every camera present
+            (a synthetic test camera when there is none). `vigil check-config FILE` checks a
+            configuration (see etc/vigil.example.toml); `vigil recordings` and `vigil export` read
+            what was recorded.
             """,
         subcommands: [Run.self, CheckConfig.self, Recordings.self, Export.self, Timelapse.self, Demo.self, Devices.self, RecordFile.self]
     )
