@@ -95,6 +95,9 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
         // One segment per attachment (21), plus one more if a minute boundary fell inside.
         #expect(files.count == 21 || files.count == 22)
         #expect(RecordingInspector.files(under: storage.path, endingWith: ".partial").isEmpty)
+        // Every finished segment was announced, also the one a camera's loss closed (its event
+        // comes as the session stops, and must not be dropped with the session).
+        #expect(log.count("segment_finalized") == files.count)
         let decoded = try files.map { try RecordingInspector.decode($0) }
         for d in decoded {
             #expect(d.startsWithKeyframe)

@@ -208,11 +208,13 @@ public actor Supervisor {
             forward(event)
             return
         }
+        // Losing the camera stops its session, which waits for this very event stream to drain:
+        // so it runs apart from the stream, which goes on delivering the session's last events.
         switch event {
         case .interrupted(_, let reason):
-            await lose(camera, reason: reason)
+            Task { await self.lose(camera, of: session, reason: reason) }
         case .runtimeError(_, let message) where !session.isRunning:
-            await lose(camera, reason: message)
+            Task { await self.lose(camera, of: session, reason: message) }
         default:
             forward(event)
         }
@@ -320,7 +322,11 @@ public actor Supervisor {
             let events = session.events
             let id = plan.cameraID
             camera.sessionTask = Task { [weak self] in
-                for await event in events { await self?.sessionEvent(event, cameraID: id, session: session) }
+                for await event in events {
+                    await self?.sessionEvent(event, cameraID: id, session: session)
+                    // `stopped` is a session's last event.
+                    if case .stopped = event { break }
+                }
             }
             if camera.wasLost {
                 // From the connect event that brought it back (nil if it came back without one).
@@ -335,8 +341,8 @@ public actor Supervisor {
     private var lastConnect: Int64?
 
     /// Marks a camera lost: its session is stopped (files finalized) and it waits to come back.
-    private func lose(_ camera: Camera, reason: String, restartAt: Int64? = nil) async {
-        guard camera.session != nil else { return }
+    private func lose(_ camera: Camera, of session: CaptureSession? = nil, reason: String, restartAt: Int64? = nil) async {
+        guard camera.session != nil, session == nil || camera.session === session else { return }
         await stopSession(of: camera)
         camera.lostAt = Clock.monotonicNanos()
         camera.wasLost = true
@@ -351,7 +357,16 @@ public actor Supervisor {
         await session.stop()
         // Counted once capture has stopped, so the last frames are not missed.
         camera.framesBefore += session.capturedFrameCount
-        camera.sessionTask?.cancel()
+        // Its last events (the final segment, `stopped`) are delivered before it is forgotten:
+        // the index and the hooks must see them. Five seconds at most, in case one never comes.
+        if let task = camera.sessionTask {
+            let deadline = Task {
+                try? await Task.sleep(nanoseconds: 5_000_000_000)
+                task.cancel()
+            }
+            await task.value
+            deadline.cancel()
+        }
         camera.sessionTask = nil
         events.emit(.sessionStopped(camera: camera.plan.cameraID))
     }
