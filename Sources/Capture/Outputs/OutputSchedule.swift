@@ -6,29 +6,35 @@ public protocol OutputSchedule: Sendable {
     func state(atWallNanos wallNanos: Int64) -> (isActive: Bool, untilWallNanos: Int64)
 }
 
-/// An `OutputSchedule` read on one thread, caching the current answer.
-struct ScheduleGate {
-    let schedule: (any OutputSchedule)?
+/// An `OutputSchedule` read by one owner (an output's thread, the supervisor), caching the
+/// current answer so the schedule itself is evaluated only when that answer expires.
+public struct ScheduleGate: Sendable {
+    public let schedule: (any OutputSchedule)?
     private var isActive = true
     private var validFrom = Int64.max
     private var validUntil = Int64.min
 
-    init(_ schedule: (any OutputSchedule)?) { self.schedule = schedule }
+    public init(_ schedule: (any OutputSchedule)?) { self.schedule = schedule }
 
     /// Whether the schedule is active at `wallNanos` (always true without a schedule).
-    mutating func isActive(at wallNanos: Int64) -> Bool {
-        guard let schedule else { return true }
+    public mutating func isActive(at wallNanos: Int64) -> Bool {
+        state(at: wallNanos).isActive
+    }
+
+    /// Whether it is active at `wallNanos`, and until when that holds (`.max` without a schedule).
+    public mutating func state(at wallNanos: Int64) -> (isActive: Bool, untilWallNanos: Int64) {
+        guard let schedule else { return (true, .max) }
         if wallNanos < validFrom || wallNanos >= validUntil {
             let state = schedule.state(atWallNanos: wallNanos)
             isActive = state.isActive
             validFrom = wallNanos
             validUntil = max(state.untilWallNanos, wallNanos + 1)
         }
-        return isActive
+        return (isActive, validUntil)
     }
 
     /// How many of the instants `first, first + step, …` before `end` fall inside active windows.
-    mutating func activeInstants(from first: Int64, before end: Int64, step: Int64) -> Int {
+    public mutating func activeInstants(from first: Int64, before end: Int64, step: Int64) -> Int {
         guard schedule != nil else { return first < end ? Int((end - first + step - 1) / step) : 0 }
         var count = 0
         var t = first

@@ -119,7 +119,7 @@ public final class RecorderService: @unchecked Sendable {
             }
             if configuration.discoversAllCameras && now - lastRescan > 5_000_000_000 {
                 lastRescan = now
-                let devices = await Self.onThread { source.devices() }
+                let devices = await onThread { source.devices() }
                 for camera in discoveredCameras(devices) where jobs[camera.name] == nil {
                     if let job = makeJobs(camera, reusing: nil) {
                         Console.line("New camera \(camera.name): recording it")
@@ -323,13 +323,6 @@ public final class RecorderService: @unchecked Sendable {
                 DemoRecorder.log(event, logger)
                 hooks.current?.run(event)
             }
-        }
-    }
-
-    /// Runs blocking work (device discovery) on a plain thread.
-    private static func onThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(returning: work()) }
         }
     }
 }

@@ -157,7 +157,9 @@ public final class StorageKeeper: @unchecked Sendable {
     /// Below the free-space floor: delete the oldest recordings (videos of every camera first,
     /// stills only when no video is left) until the floor is met again.
     func checkFreeSpace(_ now: Int64, emergency: Bool = false) {
-        guard var (free, total) = Self.space(root) else { return }
+        guard let space = Self.space(root) else { return }
+        var free = space.free
+        let total = space.total
         // After ENOSPC, at least 2 % of the disk is made free so the next segment fits.
         let floor = max(policy.freeFloor(totalBytes: total), emergency ? total / 50 : 0)
         guard free < floor else {

@@ -55,7 +55,11 @@ public actor Supervisor {
     }
 
     private final class Camera {
-        var plan: CameraPlan
+        var plan: CameraPlan {
+            didSet { gate = ScheduleGate(plan.schedule) }
+        }
+        /// The plan's schedule, asked again only when its last answer expires.
+        var gate: ScheduleGate
         var session: CaptureSession?
         var sessionTask: Task<Void, Never>?
         var node: String?
@@ -73,7 +77,10 @@ public actor Supervisor {
         var isScheduled = true
         /// Set once the camera left the plans: whatever is under way for it stops.
         var isRemoved = false
-        init(plan: CameraPlan) { self.plan = plan }
+        init(plan: CameraPlan) {
+            self.plan = plan
+            gate = ScheduleGate(plan.schedule)
+        }
     }
 
     /// How long before a scheduled window the camera is opened, so its first instant is captured
@@ -238,7 +245,7 @@ public actor Supervisor {
         let wallNow = Clock.wallNanos()
         var present: [CaptureDevice]?
         for camera in cameras {
-            camera.isScheduled = isScheduled(camera.plan, at: wallNow)
+            camera.isScheduled = isScheduled(camera, at: wallNow)
             if camera.session != nil && !camera.isScheduled {
                 logger.info("camera \(camera.plan.cameraID): no job scheduled now, closing it")
                 await stopSession(of: camera)
@@ -273,9 +280,8 @@ public actor Supervisor {
     }
 
     /// Whether any of the plan's jobs is active now or within the lead time.
-    private func isScheduled(_ plan: CameraPlan, at wallNanos: Int64) -> Bool {
-        guard let schedule = plan.schedule else { return true }
-        let now = schedule.state(atWallNanos: wallNanos)
+    private func isScheduled(_ camera: Camera, at wallNanos: Int64) -> Bool {
+        let now = camera.gate.state(at: wallNanos)
         return now.isActive || now.untilWallNanos - wallNanos <= scheduleLeadNanos
     }
 
@@ -369,12 +375,5 @@ public actor Supervisor {
         }
         camera.sessionTask = nil
         events.emit(.sessionStopped(camera: camera.plan.cameraID))
-    }
-
-    /// Runs blocking work (device discovery, opening a camera) on a plain thread.
-    private func onThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(returning: work()) }
-        }
     }
 }
