@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import Media
+import Recorder
 
 @main
 struct Vigil: AsyncParsableCommand {
@@ -25,6 +26,7 @@ struct GlobalOptions: ParsableArguments {
     var logLevel: Logger.Level = .notice
 
     func bootstrap() {
+        Console.ignoreBrokenPipes()
         let level = logLevel
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)

@@ -254,6 +254,51 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
         #expect(results.contains { $0.1 == .exited(3) && $0.2 == "oops" })
     }
 
+    /// The recorder ignores SIGTERM, SIGINT and SIGPIPE (it handles them itself); a hook must not
+    /// inherit that, or the timeout's SIGTERM would not end it.
+    @Test func hooksStartWithDefaultSignalDispositionsAndNoBlockedSignals() async throws {
+        let previousTerm = signal(SIGTERM, SIG_IGN)
+        let previousPipe = signal(SIGPIPE, SIG_IGN)
+        defer {
+            signal(SIGTERM, previousTerm)
+            signal(SIGPIPE, previousPipe)
+        }
+        let hooks = try EventHooks(definitions: ["camera_lost=grep -E '^Sig(Ign|Blk):' /proc/self/status"])
+        let done = Mutex<[(EventHooks.Outcome, String)]>([])
+        hooks.run(.cameraLost(camera: "cam1", reason: "unplugged")) { _, outcome, output in done.withLock { $0.append((outcome, output)) } }
+        #expect(await poll(seconds: 10) { done.withLock { $0.count } == 1 })
+        let (outcome, output) = try #require(done.withLock { $0.first })
+        #expect(outcome == .exited(0))
+        let lines = output.split(separator: "\n").map { $0.split(separator: "\t").map(String.init) }
+        #expect(lines.count == 2)
+        // The standard signals 1–31 (bit n-1 is signal n); glibc keeps 32–34 for itself, beyond reset.
+        for line in lines {
+            let mask = try #require(line.last.flatMap { UInt64($0, radix: 16) })
+            #expect(mask & 0x7fff_ffff == 0, "\(line)")
+        }
+    }
+
+    /// A hook whose shell has children: at the timeout the whole process group goes, not just the shell.
+    @Test func aTimedOutHookTakesItsChildrenWithIt() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let pids = dir.path + "/pids"
+        let hooks = try EventHooks(
+            definitions: ["camera_lost=sleep 30 & echo $! > \(pids); sleep 31 & echo $! >> \(pids); wait"], timeoutSeconds: 0.5)
+        let done = Mutex<[EventHooks.Outcome]>([])
+        hooks.run(.cameraLost(camera: "cam1", reason: "unplugged")) { _, outcome, _ in done.withLock { $0.append(outcome) } }
+        #expect(await poll(seconds: 10) { done.withLock { $0.count } == 1 })
+        #expect(done.withLock { $0 } == [.killedAfterTimeout])
+        let children = try String(contentsOfFile: pids, encoding: .utf8).split(separator: "\n").compactMap { pid_t($0) }
+        #expect(children.count == 2)
+        // Killed children may linger as zombies until their new parent reaps them: those are gone too.
+        func alive(_ pid: pid_t) -> Bool {
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return false }
+            return !stat.contains(") Z ")
+        }
+        #expect(await poll(seconds: 5) { children.allSatisfy { !alive($0) } }, "children still running: \(children.filter(alive))")
+    }
+
     @Test func badHookDefinitionsAreRefused() {
         let error = #expect(throws: EventHooks.HookError.self) { _ = try EventHooks(definitions: ["camera_gone=true"]) }
         #expect(error?.description.contains("unknown hook event \"camera_gone\"; events are camera_lost") == true)

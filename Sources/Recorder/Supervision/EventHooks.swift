@@ -89,7 +89,16 @@ public final class EventHooks: Sendable {
         posix_spawn_file_actions_addclose(&actions, writeEnd)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
+        // The recorder ignores SIGPIPE, SIGINT and SIGTERM (it handles them as events) and a
+        // spawned child inherits ignored signals and the signal mask: reset both, or the
+        // timeout's SIGTERM would not reach the hook and a closed pipe would not end it.
+        var everySignal = sigset_t()
+        sigfillset(&everySignal)
+        var noSignal = sigset_t()
+        sigemptyset(&noSignal)
+        posix_spawnattr_setsigdefault(&attributes, &everySignal)
+        posix_spawnattr_setsigmask(&attributes, &noSignal)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
         posix_spawnattr_setpgroup(&attributes, 0)
         let merged = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         let words: [String] = ["/bin/sh", "-c", hook.command]
