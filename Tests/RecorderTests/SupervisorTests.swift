@@ -124,6 +124,28 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
         return (supervisor, frames, log, Task.detached { await supervisor.run() })
     }
 
+    /// A capture error that is not an unplug (EIO: a USB transfer error; EPIPE: the stream broke)
+    /// ends the session: the camera is lost at once with the kernel's reason, and reopened. The
+    /// watchdog is set to an hour, so only the session's own end can bring it back in this test.
+    @Test(arguments: [EIO, EPIPE])
+    func aDequeueErrorLosesTheCameraAtOnceWithItsCauseAndReopensIt(_ code: Int32) async throws {
+        let (devices, storage, hotplug, camera) = try setUp()
+        defer { devices.remove(); storage.remove() }
+        hotplug.plug(camera, as: "video0")
+        camera.dequeueFailure = (code, 15)
+        let (supervisor, frames, log, run) = startLowResolution(hotplug, watchdogSeconds: 3600)
+        #expect(await poll(seconds: 30) { log.count("camera_lost") == 1 }, "the error was not noticed")
+        let lost = log.all.compactMap { if case .cameraLost(_, let reason) = $0 { return reason } else { return nil } }
+        #expect(lost.first?.contains("VIDIOC_DQBUF failed: \(String(cString: strerror(code)))") == true, "\(lost)")
+        let before = frames.receivedFrameCount
+        #expect(await poll(seconds: 30) { log.count("camera_found") == 1 && frames.receivedFrameCount > before + 5 }, "not reopened")
+        #expect(log.count("error") >= 1)
+        run.cancel()
+        await run.value
+        #expect(await supervisor.status().first?.isRecording == false)
+        #expect(hotplug.kernel.openFileCount == 0)
+    }
+
     @Test func aCameraAbsentAtStartRecordsWhenItAppears() async throws {
         let (devices, storage, hotplug, camera) = try setUp()
         defer { devices.remove(); storage.remove() }

@@ -75,6 +75,9 @@ public final class EmulatedCamera: @unchecked Sendable {
     /// After this many frames have been dequeued the camera is unplugged, between the frame's
     /// DQBUF and its QBUF (the middle of a frame).
     public var unplugAfterFrames: Int?
+    /// After `frames` frames have been dequeued, `VIDIOC_DQBUF` fails once with `errno` (EIO: a
+    /// USB transfer error; EPIPE: the stream broke) while the camera stays plugged in.
+    public var dequeueFailure: (errno: Int32, frames: Int)?
     /// A wedged camera stays open and streaming but delivers no frame (a stalled device).
     public var isWedged = false
     /// Frames are JPEG-encoded once and reused in turn (for benchmarks: the emulator's own cost

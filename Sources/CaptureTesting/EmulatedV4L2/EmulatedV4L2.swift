@@ -245,6 +245,10 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
         case CV4L2_VIDIOC_DQBUF:
             let b = argument.assumingMemoryBound(to: v4l2_buffer.self)
             produceDueFrames(file)
+            if let failure = camera.dequeueFailure, file.dequeuedFrames >= failure.frames {
+                camera.dequeueFailure = nil
+                return -failure.errno
+            }
             guard let i = file.oldestDone() else { return file.streaming ? -EAGAIN : -EINVAL }
             let buffer = file.buffers[i]
             file.buffers[i].state = .dequeued

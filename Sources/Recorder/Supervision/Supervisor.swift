@@ -74,6 +74,8 @@ public actor Supervisor {
         /// tick must not open the same camera twice.
         var isStarting = false
         var lastProblem: String?
+        /// The last runtime error of the current session: the cause if it ends by itself.
+        var sessionError: String?
         var isScheduled = true
         /// Set once the camera left the plans: whatever is under way for it stops.
         var isRemoved = false
@@ -220,8 +222,15 @@ public actor Supervisor {
         switch event {
         case .interrupted(_, let reason):
             Task { await self.lose(camera, of: session, reason: reason) }
-        case .runtimeError(_, let message) where !session.isRunning:
-            Task { await self.lose(camera, of: session, reason: message) }
+        case .runtimeError(_, let message):
+            camera.sessionError = message
+            forward(event)
+        case .stopped:
+            // Nobody stopped it (stopping clears `camera.session` first): capture ended by itself,
+            // after an error such as EIO from VIDIOC_DQBUF. The camera is lost at once, not when
+            // the watchdog notices that no frame comes.
+            let reason = camera.sessionError ?? "capture ended by itself"
+            Task { await self.lose(camera, of: session, reason: reason) }
         default:
             forward(event)
         }
@@ -289,6 +298,9 @@ public actor Supervisor {
         let plan = camera.plan
         defer { camera.isStarting = false }
         let session = CaptureSession()
+        // Subscribed before the session runs, so that not even its first event (an error in its
+        // first frame) is missed.
+        let sessionEvents = session.events
         // Recordings and events carry the plan's name for the camera.
         let input = device.id == plan.cameraID ? device : device.renamed(plan.cameraID)
         let result: Result<Void, Error> = await onThread {
@@ -325,10 +337,10 @@ public actor Supervisor {
             camera.lastFrames = 0
             camera.lastFrameProgress = now
             camera.lastProblem = nil
-            let events = session.events
+            camera.sessionError = nil
             let id = plan.cameraID
             camera.sessionTask = Task { [weak self] in
-                for await event in events {
+                for await event in sessionEvents {
                     await self?.sessionEvent(event, cameraID: id, session: session)
                     // `stopped` is a session's last event.
                     if case .stopped = event { break }
