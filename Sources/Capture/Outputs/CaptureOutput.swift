@@ -68,12 +68,18 @@ public class CaptureOutput: @unchecked Sendable, CustomStringConvertible {
     /// Capture thread: hands a frame to the worker; false if it was dropped as late.
     func enqueue(_ frame: CapturedFrame, _ settings: ConnectionSettings) -> Bool {
         guard let worker = state.withLock({ $0.worker }) else { return false }
-        if worker.enqueue(frame, settings) { return true }
-        counters.withLock {
-            $0.dropped += 1
-            $0.unreported += 1
+        switch worker.enqueue(frame, settings) {
+        case .queued:
+            return true
+        case .closed:
+            return false
+        case .dropped:
+            counters.withLock {
+                $0.dropped += 1
+                $0.unreported += 1
+            }
+            return false
         }
-        return false
     }
 
     /// Reports drops since the last call (the session calls this about once a second).
@@ -91,8 +97,7 @@ public class CaptureOutput: @unchecked Sendable, CustomStringConvertible {
             defer { s.worker = nil }
             return s.worker
         }) else { return }
-        worker.performAndWait { [self] in finish() }
-        worker.shutdown()
+        worker.shutdown { [self] in finish() }
         reportDrops()
     }
 

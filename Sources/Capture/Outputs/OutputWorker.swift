@@ -28,43 +28,36 @@ final class OutputWorker: @unchecked Sendable {
         thread.start()
     }
 
-    /// Queues a frame. Returns false (and the caller releases the frame) when it was dropped.
-    func enqueue(_ frame: CapturedFrame, _ settings: ConnectionSettings) -> Bool {
+    enum Admission {
+        case queued
+        /// The queue was full: a late frame, counted as dropped.
+        case dropped
+        /// The worker is shutting down: the frame arrived after its output was detached.
+        case closed
+    }
+
+    /// Queues a frame. Unless it was queued, the caller releases the frame.
+    func enqueue(_ frame: CapturedFrame, _ settings: ConnectionSettings) -> Admission {
         condition.lock()
         defer { condition.unlock() }
         while count == ring.count && !stopping {
-            if dropsLateFrames { return false }
+            if dropsLateFrames { return .dropped }
             condition.wait()
         }
-        if stopping { return false }
+        if stopping { return .closed }
         ring[(head + count) % ring.count] = .frame(frame, settings)
         count += 1
         condition.broadcast()
-        return true
+        return .queued
     }
 
-    /// Runs `work` on the worker thread after the frames queued before it.
-    func perform(_ work: @escaping @Sendable () -> Void) {
-        condition.lock()
-        controls.append(work)
-        condition.broadcast()
-        condition.unlock()
-    }
-
-    /// Runs `work` on the worker thread and waits for it.
-    func performAndWait(_ work: @escaping @Sendable () -> Void) {
-        let done = DispatchSemaphore(value: 0)
-        perform {
-            work()
-            done.signal()
-        }
-        done.wait()
-    }
-
-    /// Processes what is queued, then ends the thread.
-    func shutdown() {
+    /// Refuses frames from now on, processes what is queued, runs `last` on the worker thread
+    /// and ends the thread; returns when it has ended. Refusing and queueing `last` happen under
+    /// one lock, so no frame can slip in after `last` (it would reopen what `last` closed).
+    func shutdown(after last: @escaping @Sendable () -> Void) {
         condition.lock()
         stopping = true
+        controls.append(last)
         condition.broadcast()
         condition.unlock()
         finished.wait()
