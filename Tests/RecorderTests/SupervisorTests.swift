@@ -329,6 +329,86 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
 }
 
 @Suite struct SyntheticSupervisionTests {
+    /// A camera being opened (after a plug event) when shutdown begins: `run()` waits for the
+    /// open to finish and closes it, so no session outlives the supervisor and no `.partial` stays.
+    @Test(.timeLimit(.minutes(1))) func aCameraOpeningDuringShutdownIsClosedBeforeRunReturns() async throws {
+        /// Device discovery that can be held, as a slow USB enumeration would be.
+        final class HeldSource: DeviceSource {
+            let inner = SyntheticDeviceSource(count: 1)
+            let hold = Atomic<Bool>(false)
+            let waiting = Atomic<Int>(0)
+            let calls = Atomic<Int>(0)
+            func devices() -> [CaptureDevice] {
+                defer { calls.add(1, ordering: .relaxed) }
+                if hold.load(ordering: .acquiring) {
+                    waiting.add(1, ordering: .relaxed)
+                    while hold.load(ordering: .acquiring) { usleep(1000) }
+                }
+                return inner.devices()
+            }
+            func changes() -> AsyncStream<DeviceChange> { inner.changes() }
+        }
+        let storage = try TemporaryDirectory("vigil-rec")
+        defer { storage.remove() }
+        let source = HeldSource()
+        source.inner.cameras[0].faults.unplug()
+        let movie = try SegmentedMovieOutput(.init(storageRoot: storage.path, segmentSeconds: 60))
+        let supervisor = Supervisor(
+            plans: [CameraPlan(cameraID: "synthetic-0", format: .size(width: 160, height: 120, pixelFormat: .yuyv422),
+                               frameRate: 15, outputs: [(movie, .init())])],
+            source: source)
+        let returned = Atomic<Bool>(false)
+        let run = Task.detached {
+            await supervisor.run()
+            returned.store(true, ordering: .releasing)
+        }
+        // The first look finds no camera; the next is due in 5 s, or at a plug event.
+        #expect(await poll(seconds: 10) { source.calls.load(ordering: .relaxed) >= 1 })
+        source.hold.store(true, ordering: .releasing)
+        source.inner.cameras[0].faults.replug()
+        #expect(await poll(seconds: 10) { source.waiting.load(ordering: .relaxed) >= 1 }, "the plug event did not open the camera")
+        run.cancel()
+        // While the camera is being opened, run() must not return...
+        let returnedEarly = await poll(seconds: 1) { returned.load(ordering: .acquiring) }
+        source.hold.store(false, ordering: .releasing)
+        await run.value
+        #expect(!returnedEarly, "run() returned while a camera was being opened")
+        // ...and once it has, nothing records and every file is finalized.
+        #expect(await supervisor.status().allSatisfy { !$0.isRecording })
+        #expect(RecordingInspector.files(under: storage.path, endingWith: ".partial").isEmpty)
+    }
+
+    /// At shutdown every camera is told to stop at once: while the first camera is still
+    /// draining its output, the others have already been stopped. (One after another, the first
+    /// camera's drain would hold up all the others, and their times would add up.)
+    @Test(.timeLimit(.minutes(1))) func shutdownStopsEveryCameraAtOnce() async throws {
+        let source = SyntheticDeviceSource(count: 3)
+        let stopping = Atomic<Bool>(false)
+        let gate = Atomic<Bool>(false)
+        let blocked = Atomic<Int>(0)
+        let plans = (0..<3).map { i in
+            // After `stopping`, the first frame blocks this camera's output until the gate opens.
+            let output = FrameOutput(name: "slow", queueCapacity: 4) { _ in
+                guard stopping.load(ordering: .acquiring), !gate.load(ordering: .acquiring) else { return }
+                blocked.add(1, ordering: .relaxed)
+                while !gate.load(ordering: .acquiring) { usleep(1000) }
+            }
+            return CameraPlan(cameraID: "synthetic-\(i)", format: .size(width: 160, height: 120, pixelFormat: .yuyv422),
+                              frameRate: 15, outputs: [(output, .init())])
+        }
+        let supervisor = Supervisor(plans: plans, source: source)
+        let run = Task.detached { await supervisor.run() }
+        #expect(await poll(seconds: 20) { await supervisor.status().allSatisfy { $0.isRecording && $0.frames > 3 } })
+        stopping.store(true, ordering: .releasing)
+        #expect(await poll(seconds: 10) { blocked.load(ordering: .relaxed) >= 3 })
+        run.cancel()
+        let allStopping = await poll(seconds: 10) { await supervisor.status().allSatisfy { !$0.isRecording } }
+        gate.store(true, ordering: .releasing)
+        await run.value
+        #expect(allStopping, "cameras were stopped one after another")
+        #expect(await supervisor.status().allSatisfy { !$0.isRecording })
+    }
+
     @Test func timelapseSkipsTheShotsAnUnplugCostsAndSaysSo() async throws {
         let storage = try TemporaryDirectory("vigil-rec")
         defer { storage.remove() }

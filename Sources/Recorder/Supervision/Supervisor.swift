@@ -184,8 +184,31 @@ public actor Supervisor {
             await tick()
             try? await Task.sleep(nanoseconds: 100_000_000)
         }
+        // From here on nothing opens a camera. A plug event being handled may be opening one
+        // right now: it finishes (and sees `isStopping`) before the cameras are stopped, so no
+        // session outlives `run()` and leaves a `.partial` behind.
+        isStopping = true
         listener.cancel()
-        for camera in cameras { await stopSession(of: camera) }
+        await listener.value
+        await stopAll()
+    }
+
+    /// Set once `run()` is shutting down.
+    private var isStopping = false
+
+    /// Stops every camera at once, not one after another: each may take a moment to drain its
+    /// encoder and finalize its segment, and a shutdown must not add those moments up.
+    private func stopAll() async {
+        await withTaskGroup(of: Void.self) { group in
+            for id in cameras.map(\.plan.cameraID) {
+                group.addTask { await self.stopSession(cameraID: id) }
+            }
+        }
+    }
+
+    private func stopSession(cameraID: String) async {
+        guard let camera = cameras.first(where: { $0.plan.cameraID == cameraID }) else { return }
+        await stopSession(of: camera)
     }
 
     // MARK: - Events from outside
@@ -250,6 +273,7 @@ public actor Supervisor {
     // MARK: - The loop
 
     private func tick() async {
+        guard !isStopping else { return }
         let now = Clock.monotonicNanos()
         let wallNow = Clock.wallNanos()
         var present: [CaptureDevice]?
@@ -327,8 +351,8 @@ public actor Supervisor {
             camera.lastProblem = "\(error)"
             logger.error("camera \(plan.cameraID) could not start (attempt \(camera.ladder.failures)): \(error); retrying in \(Int(delay)) s")
             events.emit(.error(camera: plan.cameraID, message: "could not start: \(error)"))
-        case .success where camera.isRemoved:
-            await onThread { session.stopRunning() }
+        case .success where camera.isRemoved || isStopping:
+            await session.stop()
         case .success:
             camera.session = session
             camera.node = device.details.node
