@@ -26,13 +26,15 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // C shim over the kernel's V4L2 API: ioctl numbers, a non-variadic ioctl, packed structs.
         .target(name: "CV4L2"),
+        // posix_spawn's close-from file action, for hooks that must not inherit the recorder's descriptors.
+        .target(name: "CSpawn"),
         .target(name: "Media", dependencies: ["CFFmpeg"]),
         .target(name: "Capture", dependencies: [
             "Media", "CV4L2",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "Recorder", dependencies: [
-            "Capture", "Media", "CSQLite",
+            "Capture", "Media", "CSQLite", "CSpawn",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "vigil", dependencies: [

@@ -126,10 +126,9 @@ public struct DemoRecorder {
         if let synthetic { for c in synthetic.cameras { c.faults.wedge(false) } }
         display.tick(await supervisor.status())
         Console.line("Stopping: finalizing open segments…")
-        supervision.cancel()
-        await supervision.value
-        storage.stop()
-        eventTask.cancel()
+        await RecorderShutdown(
+            supervision: supervision, storage: storage, events: events, eventHandling: eventTask, hooks: { hooks }
+        ).run()
         for s in await supervisor.status() {
             let o = outputs[s.cameraID]
             let drops = (o?.movie?.droppedFrameCount ?? 0) + (o?.timelapse?.droppedFrameCount ?? 0)

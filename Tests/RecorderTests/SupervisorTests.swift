@@ -300,6 +300,25 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
         }
     }
 
+    /// A hook inherits standard input, output and error, nothing else: one that outlives the
+    /// recorder must not keep its cameras, index or sockets open.
+    @Test func hooksInheritNoDescriptorButTheStandardThree() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        // A descriptor of the recorder's that is not close-on-exec, as a camera's may be.
+        let held = open(dir.path + "/held", O_CREAT | O_RDWR, 0o600)
+        #expect(held > 2)
+        defer { close(held) }
+        let hooks = try EventHooks(definitions: [#"camera_lost=for f in /proc/$$/fd/*; do printf '%s ' "${f##*/}"; readlink "$f"; done"#])
+        let done = Mutex<[String]>([])
+        hooks.run(.cameraLost(camera: "cam1", reason: "unplugged")) { _, _, output in done.withLock { $0.append(output) } }
+        #expect(await poll(seconds: 10) { done.withLock { $0.count } == 1 })
+        // The shell's listing of its own /proc/PID/fd directory shows as one more descriptor,
+        // gone (no target) by the time readlink looks.
+        let fds = done.withLock { $0.first ?? "" }.split(separator: "\n").filter { $0.split(separator: " ").count == 2 && !$0.contains(" /proc/") }
+        #expect(fds.map { $0.prefix(2) } == ["0 ", "1 ", "2 "], "\(fds)")
+    }
+
     /// A hook whose shell has children: at the timeout the whole process group goes, not just the shell.
     @Test func aTimedOutHookTakesItsChildrenWithIt() async throws {
         let dir = try TemporaryDirectory()

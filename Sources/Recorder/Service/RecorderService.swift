@@ -147,13 +147,12 @@ public final class RecorderService: @unchecked Sendable {
         options.notifier.stopping()
         Console.line("Stopping: finalizing open segments…")
         signalTask.cancel()
-        supervision.cancel()
-        await supervision.value
-        storage.stop()
+        await RecorderShutdown(
+            supervision: supervision, storage: storage, events: events, eventHandling: eventTask, hooks: { [hooks] in hooks.current }
+        ).run()
         for s in await supervisor.status() {
             Console.line("\(s.cameraID): \(s.frames) frames")
         }
-        eventTask.cancel()
         Console.line("Recordings are in \(root).")
     }
 

@@ -1,3 +1,4 @@
+internal import CSpawn
 import Foundation
 import Logging
 import Synchronization
@@ -23,7 +24,8 @@ public final class EventHooks: Sendable {
     public let timeoutSeconds: Double
     /// At most this many hooks run at once; more are skipped (and logged).
     public let maximumRunning: Int
-    private let running = Atomic<Int>(0)
+    /// Hooks running now, and who waits for them all to end (shutdown).
+    private let running = Mutex<(count: Int, idleWaiters: [CheckedContinuation<Void, Never>])>((0, []))
     private let logger = Logger(label: "vigil.hooks")
 
     /// Parses `EVENT=COMMAND` definitions; unknown events are an error that lists the known ones.
@@ -51,8 +53,12 @@ public final class EventHooks: Sendable {
     /// (for tests) hears how each ended.
     public func run(_ event: RecorderEvent, completion: (@Sendable (Hook, Outcome, String) -> Void)? = nil) {
         for hook in hooks where hook.event == event.name {
-            guard running.add(1, ordering: .relaxed).newValue <= maximumRunning else {
-                running.subtract(1, ordering: .relaxed)
+            let admitted = running.withLock { r -> Bool in
+                guard r.count < maximumRunning else { return false }
+                r.count += 1
+                return true
+            }
+            guard admitted else {
                 logger.warning("hook for \(event.name) skipped: \(maximumRunning) hooks are still running")
                 completion?(hook, .skippedTooMany, "")
                 continue
@@ -60,7 +66,6 @@ public final class EventHooks: Sendable {
             let environment = event.environment
             Thread.detachNewThread { [self] in
                 let (outcome, output) = execute(hook, environment: environment)
-                running.subtract(1, ordering: .relaxed)
                 switch outcome {
                 case .exited(0): logger.info("hook \(hook.event) finished\(output.isEmpty ? "" : ": \(output)")")
                 case .exited(let code): logger.warning("hook \(hook.event) exited \(code)\(output.isEmpty ? "" : ": \(output)")")
@@ -69,7 +74,26 @@ public final class EventHooks: Sendable {
                 case .skippedTooMany: break
                 }
                 completion?(hook, outcome, output)
+                let waiters = running.withLock { r -> [CheckedContinuation<Void, Never>] in
+                    r.count -= 1
+                    guard r.count == 0 else { return [] }
+                    defer { r.idleWaiters = [] }
+                    return r.idleWaiters
+                }
+                for waiter in waiters { waiter.resume() }
             }
+        }
+    }
+
+    /// Returns once no hook runs (each ends by itself or at its timeout), so that a recorder
+    /// that stops does not cut short the hooks of its last events.
+    public func waitUntilIdle() async {
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            let idle = running.withLock { r -> Bool in
+                if r.count > 0 { r.idleWaiters.append(waiter) }
+                return r.count == 0
+            }
+            if idle { waiter.resume() }
         }
     }
 
@@ -85,8 +109,9 @@ public final class EventHooks: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, writeEnd, 1)
         posix_spawn_file_actions_adddup2(&actions, writeEnd, 2)
-        posix_spawn_file_actions_addclose(&actions, readEnd)
-        posix_spawn_file_actions_addclose(&actions, writeEnd)
+        // Nothing else of the recorder's: a hook that outlives it must not hold a camera, the
+        // index or a socket open (a camera held by a leftover hook is busy when Vigil restarts).
+        cspawn_file_actions_addclosefrom(&actions, 3)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         // The recorder ignores SIGPIPE, SIGINT and SIGTERM (it handles them as events) and a

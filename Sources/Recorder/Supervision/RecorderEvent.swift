@@ -106,4 +106,10 @@ public final class RecorderEvents: Sendable {
     public func emit(_ event: RecorderEvent) {
         for c in subscribers.withLock({ Array($0.values) }) { c.yield(event) }
     }
+
+    /// Ends every subscriber's stream after the events already sent: a subscriber's loop then
+    /// handles what is left and ends (shutdown).
+    public func finish() {
+        for c in subscribers.withLock({ Array($0.values) }) { c.finish() }
+    }
 }
