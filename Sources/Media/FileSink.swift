@@ -12,7 +12,7 @@ final class FileSink {
 
     init(path: String) throws(MediaError) {
         self.path = path
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)  // the process umask decides who may read
         guard fd >= 0 else { throw MediaError(operation: "open \(path) for writing", code: cffmpeg_error_from_errno(errno)) }
         guard let buffer = av_malloc(Int(Self.bufferSize)),
               let io = avio_alloc_context(

@@ -56,6 +56,7 @@ public struct DemoRecorder {
     /// Runs until the duration ends or `stopSignal` fires. Throws only when nothing could start.
     public func run(until stopSignal: StopSignal) async throws {
         let root = URL(fileURLWithPath: options.outputDirectory).standardizedFileURL.path
+        FileMode.standard.apply()
         try StorageCheck.ensureWritable(root)
         let synthetic = options.devices.isEmpty ? SyntheticDeviceSource(count: options.cameraCount) : nil
         let source: any DeviceSource = synthetic ?? options.deviceSource ?? V4L2DeviceSource()

@@ -103,7 +103,7 @@ public enum DurableFile {
     /// Writes `bytes` to `path` atomically (temporary file, fsync, rename).
     public static func write(_ bytes: UnsafeRawBufferPointer, to path: String) throws {
         let temporary = path + RecordingPaths.partialSuffix
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)  // the process umask decides who may read
         guard fd >= 0 else { throw POSIXError(errno, "create \(temporary)") }
         var written = 0
         while written < bytes.count {

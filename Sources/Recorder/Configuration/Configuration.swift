@@ -10,6 +10,8 @@ public struct Configuration: Sendable, Equatable {
     /// The file it came from (nil: the built-in default).
     public var sourcePath: String?
     public var storageRoot: String
+    /// The mode of recordings and their folders (`[storage] file_mode`).
+    public var fileMode = FileMode.standard
     public var timeZone: TimeZone
     /// Needed by sunrise/sunset schedules.
     public var location: GeoLocation?

@@ -107,7 +107,15 @@ struct ConfigurationDecoder {
 
         if var storage = table(&top, "storage") {
             if let root = string(&storage, "root") { configuration.storageRoot = root.value }
-            unknown(storage, ["root"])
+            if let mode = string(&storage, "file_mode") {
+                if let fileMode = FileMode(octal: mode.value) {
+                    configuration.fileMode = fileMode
+                } else {
+                    report(mode.line, "file_mode \"\(mode.value)\" is not a mode for recordings",
+                           fix: "write an octal mode in quotes that lets the owner read and write and executes nothing, e.g. \"0640\" (group may read) or \"0600\" (owner only)")
+                }
+            }
+            unknown(storage, ["root", "file_mode"])
         }
         var hasLocation = false
         if var location = table(&top, "location") {

@@ -6,7 +6,7 @@ extension Configuration {
     /// storage and retention, and which cameras are not present now.
     public func summary(present devices: [CaptureDevice]) -> String {
         var lines: [String] = []
-        lines.append("storage: \(storageRoot)")
+        lines.append("storage: \(storageRoot) (files \(fileMode), folders 0\(String(fileMode.directory, radix: 8)))")
         let zone = timeZone.identifier + (location.map { String(format: ", location %.4f, %.4f", $0.latitude, $0.longitude) } ?? "")
         lines.append("time zone: \(zone)")
         lines.append("retention: " + Self.describe(retention.videos, "videos") + "; " + Self.describe(retention.stills, "stills")

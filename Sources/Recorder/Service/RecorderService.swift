@@ -62,6 +62,7 @@ public final class RecorderService: @unchecked Sendable {
     /// Records until `stop` is raised or the duration ends. `control` delivers SIGHUP (reload) and
     /// SIGUSR1 (snapshot).
     public func run(until stop: StopSignal, control: ProcessSignals) async throws {
+        configuration.fileMode.apply()
         try StorageCheck.ensureWritable(root)
         let synthetic = syntheticSource()
         let source = MergedDeviceSource([options.deviceSource ?? V4L2DeviceSource()] + (synthetic.map { [$0] } ?? []))
@@ -253,6 +254,7 @@ public final class RecorderService: @unchecked Sendable {
             logger.warning("the storage root changed to \(new.storageRoot): that takes a restart; still recording into \(root)")
         }
         configuration = new
+        new.fileMode.apply()
         storage.update(new.retention)
         hooks.set(try? Self.hooks(new))
         var changed: [String] = [], added: [String] = [], removed: [String] = []
