@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import Media
+import Recorder
 
 @main
 struct Vigil: AsyncParsableCommand {
@@ -37,8 +38,19 @@ struct GlobalOptions: ParsableArguments {
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
 
-/// "640x480" → (640, 480).
-struct FrameSize: ExpressibleByArgument, Sendable {
+/// The time in a --from or --to option, or a usage error that lists the forms accepted.
+func timeOption(_ option: String, _ text: String, end: Bool) throws -> Date {
+    guard let date = TimeArgument.parse(text, end: end) else {
+        throw ValidationError("\(option) \(text) is not a time: use \(TimeArgument.forms)")
+    }
+    return date
+}
+
+/// How times are written, for the discussion of commands that take --from and --to.
+let timeFormsHelp = "TIME is \(TimeArgument.forms). A time without an offset is in the local zone (TZ)."
+
+/// "640x480" → (640, 480); printed (in --help defaults too) as the user writes it.
+struct FrameSize: ExpressibleByArgument, CustomStringConvertible, Sendable {
     let width: Int
     let height: Int
 
@@ -48,6 +60,8 @@ struct FrameSize: ExpressibleByArgument, Sendable {
         width = w
         height = h
     }
+
+    var description: String { "\(width)x\(height)" }
 
     static var defaultCompletionKind: CompletionKind { .list(["640x480", "1280x720", "1920x1080"]) }
 }
