@@ -1,4 +1,5 @@
 import ArgumentParser
+import Capture
 import Foundation
 import Logging
 import Media
@@ -45,6 +46,21 @@ func timeOption(_ option: String, _ text: String, end: Bool) throws -> Date {
     }
     return date
 }
+
+/// A number option outside `range` is a usage error, checked before any arithmetic (seconds to
+/// nanoseconds, counts to allocations) can overflow or run away on a typo like 1e300.
+func checkOption<T: BinaryInteger>(_ option: String, _ value: T, in range: ClosedRange<T>) throws {
+    guard range.contains(value) else { throw ValidationError("\(option) must be \(range.lowerBound)–\(range.upperBound), not \(value)") }
+}
+
+func checkOption(_ option: String, _ value: Double, in range: ClosedRange<Double>, _ unit: String = "") throws {
+    guard range.contains(value) else {
+        throw ValidationError("\(option) must be \(DeviceFormat.rate(range.lowerBound))–\(DeviceFormat.rate(range.upperBound))\(unit), not \(DeviceFormat.rate(value))")
+    }
+}
+
+/// The longest --duration: about 31 years, far from overflowing nanoseconds in an Int64.
+let longestDuration = 1e9
 
 /// How times are written, for the discussion of commands that take --from and --to.
 let timeFormsHelp = "TIME is \(TimeArgument.forms). A time without an offset is in the local zone (TZ)."
