@@ -109,7 +109,7 @@ struct TOMLParser {
                     let what = c == "\r"
                         ? "a carriage return (CR) without a line feed: save the file with Unix (LF) or Windows (CRLF) line endings"
                         : "a control character U+\(hex4(c.value)) (TOML allows only tab): delete it"
-                    found.append(TOMLError(line: line, column: result.count - lineStart + 1, message: "\(what)"))
+                    found.append(TOMLError(line: line, column: result.count - lineStart + 1, message: what))
                 }
                 result.append(" ")
                 continue
