@@ -1,8 +1,29 @@
 import Foundation
 
-/// Times given on the command line: `2026-11-22` (a local day), `2026-11-22T10:00` (local),
-/// `2026-11-22T10:00Z` or with an offset, `today`, `yesterday`, `now`.
+/// Times on the command line, and the form vigil prints them in, which is accepted back:
+///
+///     2026-11-22T21:51:41+01:00   RFC 3339: local time with its UTC offset (what vigil prints)
+///     2026-11-22T20:51:41Z        UTC; fractions of a second (…41.250Z) and a space for T allowed
+///     2026-11-22T10:00            local time (of the zone vigil runs in; seconds optional)
+///     2026-11-22                  a local day: its start for --from, its end for --to
+///     today, yesterday, now
 public enum TimeArgument {
+    /// The accepted forms, for `--help` and for errors.
+    public static let forms = "2026-11-22T10:00 (local time), 2026-11-22T10:00:00+01:00 or …Z (with offset, as `vigil recordings` prints), 2026-11-22 (a day), today, yesterday, now"
+
+    /// `date` as vigil prints it: local time with its offset, to the second. `roundingUp` for the
+    /// end of a range, so feeding the printed text back covers all of it.
+    public static func format(_ date: Date, timeZone: TimeZone = .current, roundingUp: Bool = false) -> String {
+        let seconds = date.timeIntervalSince1970
+        let whole = Date(timeIntervalSince1970: roundingUp ? seconds.rounded(.up) : seconds.rounded(.down))
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = timeZone
+        let c = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: whole)
+        let offset = timeZone.secondsFromGMT(for: whole)
+        let zone = offset == 0 ? "Z" : (offset < 0 ? "-" : "+") + String(format: "%02d:%02d", abs(offset) / 3600, abs(offset) % 3600 / 60)
+        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d", c.year!, c.month!, c.day!, c.hour!, c.minute!, c.second!) + zone
+    }
+
     /// The instant meant, or for a bare day its start (`end: false`) or its end (`end: true`).
     public static func parse(_ text: String, end: Bool, timeZone: TimeZone = .current, now: Date = Date()) -> Date? {
         var calendar = Calendar(identifier: .gregorian)
@@ -14,28 +35,28 @@ public enum TimeArgument {
         case "yesterday": return day(calendar.date(byAdding: .day, value: -1, to: calendar.startOfDay(for: now))!)
         default: break
         }
-        let parts = text.split(separator: "T", maxSplits: 1)
-        let ymd = parts[0].split(separator: "-").compactMap { Int($0) }
-        guard ymd.count == 3, parts[0].count == 10, let date = calendar.date(from: DateComponents(year: ymd[0], month: ymd[1], day: ymd[2])),
-              calendar.dateComponents([.year, .month, .day], from: date) == DateComponents(year: ymd[0], month: ymd[1], day: ymd[2])
-        else { return nil }
-        guard parts.count == 2 else { return day(date) }
-        var time = String(parts[1])
-        var zone = timeZone
-        if time.hasSuffix("Z") || time.hasSuffix("z") {
-            zone = TimeZone(identifier: "UTC")!
-            time.removeLast()
-        } else if let sign = time.lastIndex(where: { $0 == "+" || $0 == "-" }) {
-            let offset = time[time.index(after: sign)...].split(separator: ":").compactMap { Int($0) }
-            guard (1...2).contains(offset.count) else { return nil }
-            let seconds = (offset[0] * 3600 + (offset.count == 2 ? offset[1] * 60 : 0)) * (time[sign] == "-" ? -1 : 1)
-            guard let z = TimeZone(secondsFromGMT: seconds) else { return nil }
-            zone = z
-            time = String(time[..<sign])
+        // ASCII digits only: fixed widths keep every number far from Int's edges.
+        let pattern = /([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[Tt ]([0-9]{1,2}):([0-9]{2})(?::([0-9]{2})(\.[0-9]{1,9})?)? ?([Zz]|[+-][0-9]{2}(?::?[0-9]{2})?)?)?/
+        guard let m = try? pattern.wholeMatch(in: text) else { return nil }
+        let ymd = DateComponents(year: Int(m.1)!, month: Int(m.2)!, day: Int(m.3)!)
+        guard let midnight = calendar.date(from: ymd), calendar.dateComponents([.year, .month, .day], from: midnight) == ymd else { return nil }
+        guard let hourText = m.4, let minuteText = m.5 else { return day(midnight) }
+        let hour = Int(hourText)!, minute = Int(minuteText)!, second = m.6.map { Int($0)! } ?? 0
+        guard hour < 24, minute < 60, second < 60 else { return nil }
+        let fraction = m.7.map { Double("0" + $0)! } ?? 0
+        var clock = ymd
+        (clock.hour, clock.minute, clock.second) = (hour, minute, second)
+        guard let zoneText = m.8 else {
+            return calendar.date(from: clock)?.addingTimeInterval(fraction)
         }
-        let hms = time.split(separator: ":").compactMap { Int($0) }
-        guard (2...3).contains(hms.count), hms.allSatisfy({ $0 >= 0 }), hms[0] < 24, hms[1] < 60, hms.count < 3 || hms[2] < 60 else { return nil }
-        calendar.timeZone = zone
-        return calendar.date(from: DateComponents(year: ymd[0], month: ymd[1], day: ymd[2], hour: hms[0], minute: hms[1], second: hms.count == 3 ? hms[2] : 0))
+        var offsetSeconds = 0
+        if zoneText != "Z" && zoneText != "z" {
+            let digits = zoneText.dropFirst().filter { $0 != ":" }
+            let hours = Int(digits.prefix(2))!, minutes = digits.count == 4 ? Int(digits.suffix(2))! : 0
+            guard hours < 24, minutes < 60 else { return nil }
+            offsetSeconds = (hours * 3600 + minutes * 60) * (zoneText.first == "-" ? -1 : 1)
+        }
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        return calendar.date(from: clock)?.addingTimeInterval(fraction - Double(offsetSeconds))
     }
 }

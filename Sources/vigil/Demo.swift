@@ -70,13 +70,14 @@ struct Demo: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        guard cameras >= 1 else { throw ValidationError("--cameras must be at least 1") }
-        if let duration, duration <= 0 { throw ValidationError("--duration must be positive") }
-        guard segmentSeconds >= 1 else { throw ValidationError("--segment-seconds must be at least 1") }
-        guard timelapseInterval >= 1 else { throw ValidationError("--timelapse-interval must be at least 1") }
-        guard (0...51).contains(crf) else { throw ValidationError("--crf must be 0–51") }
-        guard watchdogSeconds >= 1 else { throw ValidationError("--watchdog-seconds must be at least 1") }
-        guard hookTimeout > 0 else { throw ValidationError("--hook-timeout must be positive") }
+        // The same limits as the configuration's keys.
+        try checkOption("--cameras", cameras, in: 1...64)
+        if let duration { try checkOption("--duration", duration, in: 0.001...longestDuration, " seconds") }
+        try checkOption("--segment-seconds", segmentSeconds, in: 1...86_400)
+        try checkOption("--timelapse-interval", timelapseInterval, in: 1...86_400)
+        try checkOption("--crf", crf, in: 0...51)
+        try checkOption("--watchdog-seconds", watchdogSeconds, in: 1...3600)
+        try checkOption("--hook-timeout", hookTimeout, in: 0.001...86_400, " seconds")
         do { _ = try EventHooks(definitions: hooks) } catch { throw ValidationError("\(error)") }
         if chaos && !devices.isEmpty { throw ValidationError("--chaos works on synthetic cameras only: drop --device") }
         if streamCopy && pixelFormat != .mjpeg && devices.isEmpty {

@@ -6,11 +6,12 @@ struct Export: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Join a camera's recordings between two times into one video file.",
         discussion: """
-            The segments come from the recordings index (see `vigil recordings`). They are joined
-            by stream copy, without decoding: the file starts at the keyframe at or before --from
-            (at most 2 s earlier for H.264) and ends at --to. --exact re-encodes H.264 so the file
-            starts exactly at --from (slower). Timestamps run on continuously; pauses between
+            The segments come from the recordings index (see `vigil recordings`). They are joined \
+            by stream copy, without decoding: the file starts at the keyframe at or before --from \
+            (at most 2 s earlier for H.264) and ends at --to. --exact re-encodes H.264 so the file \
+            starts exactly at --from (slower). Timestamps run on continuously; pauses between \
             segments are closed up and listed. H.264 goes into .mp4, MJPEG (stream copy) into .mkv.
+            \(timeFormsHelp)
             Example: vigil export --camera porch --from 2026-11-22T10:00 --to 2026-11-22T10:30 -o porch.mp4
             """
     )
@@ -18,10 +19,10 @@ struct Export: ParsableCommand {
     @Option(help: "The camera (its name in the configuration, as `vigil recordings` lists it).")
     var camera: String
 
-    @Option(help: ArgumentHelp("Start (2026-11-22T10:00 local, …Z for UTC, a day, today).", valueName: "time"))
+    @Option(help: ArgumentHelp("Start: a time as `vigil recordings` prints it, 2026-11-22T10:00 (local), a day, today (see below).", valueName: "time"))
     var from: String
 
-    @Option(help: ArgumentHelp("End.", valueName: "time"))
+    @Option(help: ArgumentHelp("End (a bare day includes all of it).", valueName: "time"))
     var to: String
 
     @Option(name: .shortAndLong, help: ArgumentHelp("The file to write (.mp4 for H.264, .mkv for MJPEG).", valueName: "file"))
@@ -34,16 +35,16 @@ struct Export: ParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        guard let start = TimeArgument.parse(from, end: false) else { throw ValidationError("--from \(from) is not a time: use 2026-11-22T10:00, 2026-11-22, today or yesterday") }
-        guard let end = TimeArgument.parse(to, end: true) else { throw ValidationError("--to \(to) is not a time: use 2026-11-22T10:30, 2026-11-22, today or yesterday") }
+        let start = try timeOption("--from", from, end: false)
+        let end = try timeOption("--to", to, end: true)
         guard start <= end else { throw ValidationError("--from must come before --to") }
     }
 
     func run() throws {
         global.bootstrap()
         let root = try storage.root()
-        let start = Int64(TimeArgument.parse(from, end: false)!.timeIntervalSince1970 * 1e9)
-        let end = Int64(TimeArgument.parse(to, end: true)!.timeIntervalSince1970 * 1e9)
+        let start = Int64(try timeOption("--from", from, end: false).timeIntervalSince1970 * 1e9)
+        let end = Int64(try timeOption("--to", to, end: true).timeIntervalSince1970 * 1e9)
         do {
             let index = try RecordingIndex(root: root)
             let segments = try index.entries(camera: camera, kind: .segment, from: start, to: end)

@@ -42,6 +42,13 @@ struct RecordFile: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
+    func validate() throws {
+        try checkOption("--fps", fps, in: 1...1000)
+        try checkOption("--segment-seconds", segmentSeconds, in: 1...86_400)
+        try checkOption("--crf", crf, in: 0...51)
+        try checkOption("--threads", threads, in: 0...256)
+    }
+
     func run() async throws {
         global.bootstrap()
         do {

@@ -6,18 +6,21 @@ struct Recordings: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List the recordings in the index, with the gaps between them.",
         discussion: """
-            Reads ROOT/vigil-index.sqlite3 (the storage root of --config, or --data DIR). Each
-            segment shows its start and end (local time), frames, size and state: complete,
-            interrupted (writing failed, what reached the disk is kept), recovered (cut short by a
-            crash, kept up to its last complete fragment), writing, or missing (the file is gone).
-            A pause of more than a second between two segments is shown as a gap.
+            Reads ROOT/vigil-index.sqlite3 (the storage root of --config, or --data DIR). Each \
+            segment shows its start and end (local time with its UTC offset, a form --from and --to \
+            of this command and of `vigil export` accept as printed), frames, size and state: complete, \
+            interrupted (writing failed, what reached the disk is kept), recovered (cut short by a \
+            crash, kept up to its last complete fragment), writing, or missing (the file is gone). \
+            A pause of more than a second between two segments is shown as a gap. --json prints \
+            times in UTC (with fractions of a second).
+            \(timeFormsHelp)
             """
     )
 
     @Option(help: "Only this camera.")
     var camera: String?
 
-    @Option(help: ArgumentHelp("From this time (2026-11-22, 2026-11-22T10:00, today, …).", valueName: "time"))
+    @Option(help: ArgumentHelp("From this time (2026-11-22, 2026-11-22T10:00, today, … see below).", valueName: "time"))
     var from: String?
 
     @Option(help: ArgumentHelp("Up to this time.", valueName: "time"))
@@ -33,8 +36,8 @@ struct Recordings: ParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        if let from, TimeArgument.parse(from, end: false) == nil { throw ValidationError("--from \(from) is not a time: use 2026-11-22, 2026-11-22T10:00, today or yesterday") }
-        if let to, TimeArgument.parse(to, end: true) == nil { throw ValidationError("--to \(to) is not a time: use 2026-11-22, 2026-11-22T18:00, today or yesterday") }
+        if let from { _ = try timeOption("--from", from, end: false) }
+        if let to { _ = try timeOption("--to", to, end: true) }
     }
 
     func run() throws {
@@ -47,7 +50,7 @@ struct Recordings: ParsableCommand {
         do {
             let listing = try RecordingsListing(
                 index: RecordingIndex(root: root), camera: camera, kind: stills ? .still : .segment,
-                from: from.flatMap { TimeArgument.parse($0, end: false) }, to: to.flatMap { TimeArgument.parse($0, end: true) })
+                from: try from.map { try timeOption("--from", $0, end: false) }, to: try to.map { try timeOption("--to", $0, end: true) })
             print(json ? try listing.json() : listing.text(), terminator: "")
         } catch {
             FileHandle.standardError.write(Data("vigil: \(error)\n".utf8))

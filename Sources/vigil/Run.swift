@@ -34,7 +34,7 @@ struct Run: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        if let duration, duration <= 0 { throw ValidationError("--duration must be positive") }
+        if let duration { try checkOption("--duration", duration, in: 0.001...longestDuration, " seconds") }
     }
 
     func run() async throws {

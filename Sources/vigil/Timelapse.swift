@@ -12,9 +12,8 @@ struct Timelapse: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Assemble a camera's stills into an H.264 video.",
             discussion: """
-                Stills are taken in capture-time order; missing shots are simply absent, and a still
-                that cannot be read is skipped with a warning. DATE is a local day (2026-11-22: the
-                whole day), a local time (2026-11-22T06:00), a UTC time (…Z), today or yesterday.
+                Stills are taken in capture-time order; missing shots are simply absent, and a still \
+                that cannot be read is skipped with a warning. \(timeFormsHelp)
                 Example: vigil timelapse build --camera garden --from 2026-06-01 --to 2026-06-30 -o june.mp4
                 """
         )
@@ -22,10 +21,10 @@ struct Timelapse: ParsableCommand {
         @Option(help: "The camera: its name in the configuration (or its id), as its folder is called.")
         var camera: String
 
-        @Option(help: ArgumentHelp("First still to use.", valueName: "date"))
+        @Option(help: ArgumentHelp("First still to use (a time, see below).", valueName: "time"))
         var from: String
 
-        @Option(help: ArgumentHelp("Last still to use (a bare day includes all of it).", valueName: "date"))
+        @Option(help: ArgumentHelp("Last still to use (a bare day includes all of it).", valueName: "time"))
         var to: String
 
         @Option(help: "Frames per second of the video.")
@@ -39,14 +38,14 @@ struct Timelapse: ParsableCommand {
 
         func validate() throws {
             guard (1...120).contains(fps) else { throw ValidationError("--fps must be 1–120") }
-            guard TimeArgument.parse(from, end: false) != nil else { throw ValidationError("--from \(from) is not a date: use 2026-11-22, 2026-11-22T06:00, today or yesterday") }
-            guard TimeArgument.parse(to, end: true) != nil else { throw ValidationError("--to \(to) is not a date: use 2026-11-22, 2026-11-22T18:00, today or yesterday") }
+            _ = try timeOption("--from", from, end: false)
+            _ = try timeOption("--to", to, end: true)
         }
 
         func run() throws {
             global.bootstrap()
             let root = try storage.root()
-            let start = TimelapseBuilder.stills(root: root, camera: camera, from: TimeArgument.parse(from, end: false)!, to: TimeArgument.parse(to, end: true)!)
+            let start = TimelapseBuilder.stills(root: root, camera: camera, from: try timeOption("--from", from, end: false), to: try timeOption("--to", to, end: true))
             guard !start.isEmpty else {
                 FileHandle.standardError.write(Data("vigil: no stills of camera \(camera) between \(from) and \(to) under \(root); `ls \(root)` shows the cameras\n".utf8))
                 throw ExitCode.failure

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Capture
 import Foundation
 import Logging
 import Media
@@ -39,8 +40,34 @@ struct GlobalOptions: ParsableArguments {
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
 
-/// "640x480" → (640, 480).
-struct FrameSize: ExpressibleByArgument, Sendable {
+/// The time in a --from or --to option, or a usage error that lists the forms accepted.
+func timeOption(_ option: String, _ text: String, end: Bool) throws -> Date {
+    guard let date = TimeArgument.parse(text, end: end) else {
+        throw ValidationError("\(option) \(text) is not a time: use \(TimeArgument.forms)")
+    }
+    return date
+}
+
+/// A number option outside `range` is a usage error, checked before any arithmetic (seconds to
+/// nanoseconds, counts to allocations) can overflow or run away on a typo like 1e300.
+func checkOption<T: BinaryInteger>(_ option: String, _ value: T, in range: ClosedRange<T>) throws {
+    guard range.contains(value) else { throw ValidationError("\(option) must be \(range.lowerBound)–\(range.upperBound), not \(value)") }
+}
+
+func checkOption(_ option: String, _ value: Double, in range: ClosedRange<Double>, _ unit: String = "") throws {
+    guard range.contains(value) else {
+        throw ValidationError("\(option) must be \(DeviceFormat.rate(range.lowerBound))–\(DeviceFormat.rate(range.upperBound))\(unit), not \(DeviceFormat.rate(value))")
+    }
+}
+
+/// The longest --duration: about 31 years, far from overflowing nanoseconds in an Int64.
+let longestDuration = 1e9
+
+/// How times are written, for the discussion of commands that take --from and --to.
+let timeFormsHelp = "TIME is \(TimeArgument.forms). A time without an offset is in the local zone (TZ)."
+
+/// "640x480" → (640, 480); printed (in --help defaults too) as the user writes it.
+struct FrameSize: ExpressibleByArgument, CustomStringConvertible, Sendable {
     let width: Int
     let height: Int
 
@@ -50,6 +77,8 @@ struct FrameSize: ExpressibleByArgument, Sendable {
         width = w
         height = h
     }
+
+    var description: String { "\(width)x\(height)" }
 
     static var defaultCompletionKind: CompletionKind { .list(["640x480", "1280x720", "1920x1080"]) }
 }

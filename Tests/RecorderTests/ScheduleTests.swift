@@ -114,6 +114,18 @@ private func scan(_ schedule: Schedule, from: String, to: String) -> (activeMinu
         #expect(Schedule.check(window: "sat,sun 00:00-24:00", hasLocation: false) == nil)
         #expect(Schedule.check(window: "daily sunrise-30m - sunset+1h30m", hasLocation: true) == nil)
     }
+
+    /// Offsets of any length are checked against 12 hours instead of overflowing Int.
+    @Test(arguments: ["sunrise+999999999999999999h-sunset", "sunset-99999999999999999999999m-sunrise",
+                      "sunrise+1h9223372036854775807m-sunset", "sunrise+153722867280912931h-sunset", "sunrise+721m-sunset"])
+    func hugeSunOffsetsAreErrors(_ window: String) {
+        #expect(Schedule.check(window: window, hasLocation: true)?.message.contains("between 1 minute and 12 hours") == true)
+    }
+
+    @Test func twelveHoursIsTheLargestSunOffset() {
+        #expect(Schedule.check(window: "sunrise+720m-sunset", hasLocation: true) == nil)
+        #expect(Schedule.check(window: "sunrise+11h60m-sunset", hasLocation: true) == nil)
+    }
 }
 
 @Suite struct SunTimesTests {

@@ -36,6 +36,6 @@ import Testing
         let result = VigilBinary.run(["timelapse", "build", "--camera", "porch", "--from", "2020-01-01", "--to", "2020-01-02", "--data", dir.path, "-o", dir.path + "/x.mp4"])
         #expect(result.status == 1 && result.errorOutput.contains("no stills of camera porch"), "\(result.errorOutput)")
         let bad = VigilBinary.run(["timelapse", "build", "--camera", "porch", "--from", "soon", "--to", "today", "-o", "x.mp4"])
-        #expect(bad.status != 0 && bad.errorOutput.contains("--from soon is not a date"))
+        #expect(bad.status != 0 && bad.errorOutput.contains("--from soon is not a time"))
     }
 }

@@ -20,7 +20,8 @@ public struct DeviceFormat: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// "30" or "7.5": a frame rate as people write it.
-    public static func rate(_ r: Double) -> String { r == r.rounded() ? String(Int(r)) : String(r) }
+    /// Whole rates without ".0"; any other value (huge, as a typo can be) as it is, never trapping.
+    public static func rate(_ r: Double) -> String { r == r.rounded() && abs(r) < 1e15 ? String(Int(r)) : String(r) }
 }
 
 /// What a user asks for: a preset, or an explicit size (and optionally pixel format).

@@ -90,7 +90,13 @@ public enum DurableFile {
     public static func commit(_ path: String, to finalPath: String) throws {
         try sync(path)
         guard rename(path, finalPath) == 0 else { throw POSIXError(errno, "rename \(path)") }
-        try sync((finalPath as NSString).deletingLastPathComponent)
+        try sync(directory(of: finalPath))
+    }
+
+    /// The directory holding `path`: "." for a bare file name such as `clip.mp4`.
+    static func directory(of path: String) -> String {
+        let directory = (path as NSString).deletingLastPathComponent
+        return directory.isEmpty ? "." : directory
     }
 
     static func sync(_ path: String) throws {

@@ -32,10 +32,41 @@ public enum ConfigurationLoader {
                 path: path, line: 0, message: exists ? "cannot be read" : "no such file",
                 fix: exists ? "check its permissions (vigil runs as the user vigil under systemd)" : "create it from etc/vigil.example.toml")])
         }
-        guard let text = String(data: data, encoding: .utf8) else {
-            throw ConfigurationErrors(diagnostics: [ConfigurationDiagnostic(path: path, line: 0, message: "is not UTF-8 text", fix: "save it as UTF-8")])
+        return try parse(data: data, path: path)
+    }
+
+    /// The file's bytes: UTF-8 text (a byte order mark is skipped), else an error at the line
+    /// of the first byte that is not UTF-8.
+    public static func parse(data: Data, path: String) throws(ConfigurationErrors) -> Configuration {
+        switch utf8Text(data) {
+        case .success(let text):
+            return try parse(text: text, path: path)
+        case .failure(let bad):
+            throw ConfigurationErrors(diagnostics: [ConfigurationDiagnostic(
+                path: path, line: bad.line, message: "is not UTF-8 text: byte \(bad.offset + 1) of the file is not valid UTF-8",
+                fix: "save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8), or retype the character on that line")])
         }
-        return try parse(text: text, path: path)
+    }
+
+    /// Where a file stops being UTF-8: the 0-based byte offset and its line.
+    struct InvalidUTF8: Error { var offset: Int; var line: Int }
+
+    /// The text of `data`, or the first byte that is not UTF-8 and its line.
+    static func utf8Text(_ data: Data) -> Result<String, InvalidUTF8> {
+        var parser = Unicode.UTF8.ForwardParser()
+        var bytes = data.makeIterator()
+        var offset = 0, line = 1
+        while true {
+            switch parser.parseScalar(from: &bytes) {
+            case .valid(let encoded):
+                if encoded.count == 1, encoded.first == UInt8(ascii: "\n") { line += 1 }
+                offset += encoded.count
+            case .error:
+                return .failure(InvalidUTF8(offset: offset, line: line))
+            case .emptyInput:
+                return .success(String(decoding: data, as: UTF8.self))
+            }
+        }
     }
 
     public static func parse(text: String, path: String) throws(ConfigurationErrors) -> Configuration {
@@ -93,7 +124,15 @@ struct ConfigurationDecoder {
     init(path: String) { self.path = path }
 
     mutating func report(_ line: Int, _ message: String, fix: String) {
-        diagnostics.append(ConfigurationDiagnostic(path: path, line: line, message: message, fix: fix))
+        diagnostics.append(ConfigurationDiagnostic(path: path, line: line, message: Self.shortened(message), fix: Self.shortened(fix)))
+    }
+
+    /// Messages quote what the file says; a word of a huge line is cut short so the error stays readable.
+    static func shortened(_ text: String) -> String {
+        guard text.count > 200 else { return text }
+        return text.split(separator: " ", omittingEmptySubsequences: false)
+            .map { $0.count > 60 ? $0.prefix(60) + "…" : String($0) }
+            .joined(separator: " ")
     }
 
     static let x264Presets = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"]

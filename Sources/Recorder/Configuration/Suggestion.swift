@@ -3,6 +3,8 @@ enum Suggestion {
     /// The candidate closest to `word` (case-insensitive edit distance), if it is close enough
     /// to be a plausible typo.
     static func closest(to word: String, among candidates: [String]) -> String? {
+        // At most three edits apart: a much longer word (a huge line) needs no comparison.
+        guard word.count <= (candidates.map(\.count).max() ?? 0) + 3 else { return nil }
         let w = Array(word.lowercased())
         let scored = candidates.map { ($0, distance(w, Array($0.lowercased()))) }
         guard let best = scored.min(by: { $0.1 < $1.1 }) else { return nil }

@@ -241,7 +241,7 @@ public struct Schedule: Sendable, Equatable {
         for (word, isRise) in [("sunrise", true), ("sunset", false)] where cursor.hasPrefix(word) {
             cursor.removeFirst(word.count)
             var offset = 0
-            if let sign = cursor.first, sign == "+" || sign == "-", cursor.dropFirst().first?.isNumber == true {
+            if let sign = cursor.first, sign == "+" || sign == "-", let digit = cursor.dropFirst().first, digit.isASCII, digit.isNumber {
                 cursor.removeFirst()
                 offset = try parseOffset(&cursor, in: text) * (sign == "-" ? -1 : 1)
             }
@@ -261,23 +261,26 @@ public struct Schedule: Sendable, Equatable {
         return .clock(minutes: h * 60 + m)
     }
 
-    /// "1h30m", "45m", "2h" → minutes.
+    /// "1h30m", "45m", "2h" → minutes. Each part is checked against the 12-hour limit as it
+    /// is read, so no number of digits can overflow.
     private static func parseOffset(_ cursor: inout Substring, in text: String) throws(ScheduleError) -> Int {
+        let limit = 12 * 60
+        let tooLarge = ScheduleError(message: "a sun offset must be between 1 minute and 12 hours (in \"\(text)\")", fix: "write e.g. sunrise-30m or sunset+1h30m")
         var total = 0
         var any = false
-        while let first = cursor.first, first.isNumber {
-            let digits = cursor.prefix { $0.isNumber }
+        while let first = cursor.first, first.isASCII, first.isNumber {
+            let digits = cursor.prefix { $0.isASCII && $0.isNumber }
             cursor.removeFirst(digits.count)
-            guard let value = Int(digits), let unit = cursor.first, unit == "h" || unit == "m" else {
-                throw ScheduleError(message: "offset \"\(digits)\" needs a unit (in \"\(text)\")", fix: "write e.g. sunrise-30m or sunset+1h30m")
+            guard let unit = cursor.first, unit == "h" || unit == "m" else {
+                throw ScheduleError(message: "offset \"\(digits.prefix(12))\" needs a unit (in \"\(text)\")", fix: "write e.g. sunrise-30m or sunset+1h30m")
             }
             cursor.removeFirst()
+            guard digits.count <= 4, let value = Int(digits) else { throw tooLarge }
             total += unit == "h" ? value * 60 : value
+            guard total <= limit else { throw tooLarge }
             any = true
         }
-        guard any, total <= 12 * 60 else {
-            throw ScheduleError(message: "a sun offset must be between 1 minute and 12 hours (in \"\(text)\")", fix: "write e.g. sunrise-30m or sunset+1h30m")
-        }
+        guard any else { throw tooLarge }
         return total
     }
 

@@ -38,7 +38,7 @@ public struct RecordingsListing {
                     lines.append("  — gap of \(Self.duration(entry.startNanos - previous.endNanos)) —")
                 }
                 if entry.kind == .segment {
-                    lines.append("  \(time(entry.startNanos)) → \(time(entry.endNanos))  \(String(format: "%6d", entry.frames)) frames  "
+                    lines.append("  \(time(entry.startNanos)) → \(time(entry.endNanos, roundingUp: true))  \(String(format: "%6d", entry.frames)) frames  "
                         + "\(Self.size(entry.bytes).padding(toLength: 9, withPad: " ", startingAt: 0))  \(entry.state.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0))  \(entry.path)")
                 } else {
                     lines.append("  \(time(entry.startNanos))  \(Self.size(entry.bytes).padding(toLength: 9, withPad: " ", startingAt: 0))  \(entry.path)")
@@ -71,11 +71,9 @@ public struct RecordingsListing {
         return String(decoding: try encoder.encode(listing), as: UTF8.self) + "\n"
     }
 
-    private func time(_ nanos: Int64) -> String {
-        let f = DateFormatter()
-        f.timeZone = timeZone
-        f.dateFormat = "yyyy-MM-dd HH:mm:ss"
-        return f.string(from: Date(timeIntervalSince1970: Double(nanos) / 1e9))
+    /// Local time with its offset, as `vigil export --from/--to` accept it back.
+    private func time(_ nanos: Int64, roundingUp: Bool = false) -> String {
+        TimeArgument.format(Date(timeIntervalSince1970: Double(nanos) / 1e9), timeZone: timeZone, roundingUp: roundingUp)
     }
 
     static func size(_ bytes: Int64) -> String {

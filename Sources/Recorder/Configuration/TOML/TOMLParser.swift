@@ -48,9 +48,13 @@ struct TOMLError: Error, Sendable {
 /// Parses the TOML a configuration needs: comments, `[tables]`, `[a.b]`, `[[arrays.of.tables]]`,
 /// bare/quoted/dotted keys, basic and literal strings, integers, floats, booleans, arrays and
 /// inline tables. Every error is collected (one per line at most) rather than stopping at the
-/// first, and nothing in the input can crash it.
+/// first, and nothing in the input can crash it: nesting is bounded, so deep input cannot
+/// exhaust the stack.
+///
+/// The text is read as Unicode scalars, not Characters: a Character joins "\r\n" (and a quote
+/// with a following combining mark) into one, which hid every line end of a CRLF file.
 struct TOMLParser {
-    private let chars: [Character]
+    private var chars: [Unicode.Scalar]
     private var i = 0
     private var line = 1
     private var lineStart = 0
@@ -65,13 +69,55 @@ struct TOMLParser {
         case lastOf(String)
     }
 
-    init(_ text: String) { chars = Array(text) }
+    /// How deep arrays and inline tables may nest, and how many parts a dotted key may have.
+    static let maxDepth = 64
+    private var depth = 0
+
+    init(_ text: String) {
+        var scalars = Array(text.unicodeScalars)
+        if scalars.first == "\u{FEFF}" { scalars.removeFirst() }  // a byte order mark some editors write
+        chars = scalars
+    }
 
     /// The document, and the errors found (the document holds what parsed).
     static func parse(_ text: String) -> (TOMLTable, [TOMLError]) {
         var parser = TOMLParser(text)
+        let controlErrors = parser.replaceControlCharacters()
         parser.parseDocument()
-        return (parser.root, parser.errors)
+        // A line with a stray control character gets that error, not what it confused.
+        let lines = Set(controlErrors.map(\.line))
+        return (parser.root, controlErrors + parser.errors.filter { !lines.contains($0.line) })
+    }
+
+    /// CRLF becomes LF; every other control character but tab (TOML allows none, a lone CR
+    /// included) is an error at its line and is read as a space, so the rest still gets checked.
+    private mutating func replaceControlCharacters() -> [TOMLError] {
+        var found: [TOMLError] = []
+        var result: [Unicode.Scalar] = []
+        result.reserveCapacity(chars.count)
+        var line = 1, lineStart = 0
+        var n = 0
+        while n < chars.count {
+            let c = chars[n]
+            n += 1
+            if c == "\r", n < chars.count, chars[n] == "\n" { continue }
+            if c == "\n" {
+                line += 1
+                lineStart = result.count + 1
+            } else if c != "\t", c.value < 0x20 || c.value == 0x7F {
+                if found.last?.line != line {
+                    let what = c == "\r"
+                        ? "a carriage return (CR) without a line feed: save the file with Unix (LF) or Windows (CRLF) line endings"
+                        : "a control character U+\(hex4(c.value)) (TOML allows only tab): delete it"
+                    found.append(TOMLError(line: line, column: result.count - lineStart + 1, message: what))
+                }
+                result.append(" ")
+                continue
+            }
+            result.append(c)
+        }
+        chars = result
+        return found
     }
 
     // MARK: - Document
@@ -240,12 +286,13 @@ struct TOMLParser {
                 keys.append(try parseString())
             } else {
                 let start = i
-                while let c = peek(), c.isLetter || c.isNumber || c == "_" || c == "-" { i += 1 }
+                while let c = peek(), Character(c).isLetter || Character(c).isNumber || c == "_" || c == "-" { i += 1 }
                 guard i > start else { throw error("expected a key, found \"\(c)\"") }
-                keys.append(String(chars[start..<i]))
+                keys.append(text(start..<i))
             }
             skipBlank()
             guard peek() == "." else { return keys }
+            guard keys.count < Self.maxDepth else { throw error("a key may have at most \(Self.maxDepth) dotted parts") }
             i += 1
         }
     }
@@ -256,65 +303,88 @@ struct TOMLParser {
         switch c {
         case "\"", "'":
             return TOMLNode(value: .string(try parseString()), line: valueLine)
-        case "[":
+        case "[", "{":
+            guard depth < Self.maxDepth else { throw error("arrays and inline tables may nest at most \(Self.maxDepth) deep") }
+            depth += 1
+            defer { depth -= 1 }
+            return c == "[" ? try parseArray(line: valueLine) : try parseInlineTable(line: valueLine)
+        default:
+            return try parseScalar(line: valueLine)
+        }
+    }
+
+    private mutating func parseArray(line valueLine: Int) throws -> TOMLNode {
+        i += 1
+        var items: [TOMLNode] = []
+        while true {
+            skipWhitespaceAndComments()
+            if peek() == "]" { i += 1; break }
+            items.append(try parseValue())
+            skipWhitespaceAndComments()
+            if peek() == "," { i += 1; continue }
+            guard peek() == "]" else { throw error("expected , or ] in the array") }
             i += 1
-            var items: [TOMLNode] = []
+            break
+        }
+        return TOMLNode(value: .array(items), line: valueLine)
+    }
+
+    private mutating func parseInlineTable(line valueLine: Int) throws -> TOMLNode {
+        i += 1
+        var table = TOMLTable()
+        skipBlank()
+        if peek() == "}" {
+            i += 1
+        } else {
             while true {
-                skipWhitespaceAndComments()
-                if peek() == "]" { i += 1; break }
-                items.append(try parseValue())
-                skipWhitespaceAndComments()
+                skipBlank()
+                let keyLine = line
+                let keys = try parseKey()
+                skipBlank()
+                guard peek() == "=" else { throw error("expected = in the inline table") }
+                i += 1
+                skipBlank()
+                let value = try parseValue()
+                guard keys.count == 1 else { throw error("dotted keys inside an inline table are not supported: write a [table]") }
+                if table[keys[0]] != nil { throw TOMLError(line: keyLine, column: 1, message: "\(keys[0]) is set twice in the inline table") }
+                table.set(keys[0], value)
+                skipBlank()
                 if peek() == "," { i += 1; continue }
-                guard peek() == "]" else { throw error("expected , or ] in the array") }
+                guard peek() == "}" else { throw error("expected , or } in the inline table (inline tables stay on one line)") }
                 i += 1
                 break
             }
-            return TOMLNode(value: .array(items), line: valueLine)
-        case "{":
-            i += 1
-            var table = TOMLTable()
-            skipBlank()
-            if peek() == "}" {
-                i += 1
-            } else {
-                while true {
-                    skipBlank()
-                    let keyLine = line
-                    let keys = try parseKey()
-                    skipBlank()
-                    guard peek() == "=" else { throw error("expected = in the inline table") }
-                    i += 1
-                    skipBlank()
-                    let value = try parseValue()
-                    guard keys.count == 1 else { throw error("dotted keys inside an inline table are not supported: write a [table]") }
-                    if table[keys[0]] != nil { throw TOMLError(line: keyLine, column: 1, message: "\(keys[0]) is set twice in the inline table") }
-                    table.set(keys[0], value)
-                    skipBlank()
-                    if peek() == "," { i += 1; continue }
-                    guard peek() == "}" else { throw error("expected , or } in the inline table (inline tables stay on one line)") }
-                    i += 1
-                    break
-                }
-            }
-            table.isClosed = true
-            return TOMLNode(value: .table(table), line: valueLine)
-        default:
-            let start = i
-            while let c = peek(), !(c == "," || c == "]" || c == "}" || c == "#" || c == "\n" || c == " " || c == "\t" || c == "\r") { i += 1 }
-            let word = String(chars[start..<i])
-            if word == "true" { return TOMLNode(value: .boolean(true), line: valueLine) }
-            if word == "false" { return TOMLNode(value: .boolean(false), line: valueLine) }
-            let digits = word.replacingOccurrences(of: "_", with: "")
-            if !word.hasPrefix("_"), !word.hasSuffix("_"), !word.contains("__") {
-                if let n = Int64(digits) { return TOMLNode(value: .integer(n), line: valueLine) }
-                if digits.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }), let d = Double(digits), d.isFinite {
-                    return TOMLNode(value: .float(d), line: valueLine)
-                }
-            }
-            if word.isEmpty { throw error("expected a value") }
-            throw TOMLError(line: valueLine, column: start - lineStart + 1,
-                            message: "\"\(word)\" is not a value: put text in quotes (\"\(word)\"), or write a number, true or false")
         }
+        table.isClosed = true
+        return TOMLNode(value: .table(table), line: valueLine)
+    }
+
+    /// A bare word: true, false, an integer or a float.
+    private mutating func parseScalar(line valueLine: Int) throws -> TOMLNode {
+        let start = i
+        while let c = peek(), !(c == "," || c == "]" || c == "}" || c == "#" || c == "\n" || c == " " || c == "\t") { i += 1 }
+        let word = text(start..<i)
+        if word == "true" { return TOMLNode(value: .boolean(true), line: valueLine) }
+        if word == "false" { return TOMLNode(value: .boolean(false), line: valueLine) }
+        let digits = word.replacingOccurrences(of: "_", with: "")
+        if !word.hasPrefix("_"), !word.hasSuffix("_"), !word.contains("__") {
+            if let n = Int64(digits) { return TOMLNode(value: .integer(n), line: valueLine) }
+            let unsigned = digits.first == "+" || digits.first == "-" ? digits.dropFirst() : Substring(digits)
+            if !unsigned.isEmpty, unsigned.allSatisfy({ $0.isASCII && $0.isNumber }) {
+                throw TOMLError(line: valueLine, column: start - lineStart + 1,
+                                message: "\(word) is too large for a whole number (\(Int64.min) to \(Int64.max))")
+            }
+            if digits.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }), let d = Double(digits) {
+                guard d.isFinite else {
+                    throw TOMLError(line: valueLine, column: start - lineStart + 1, message: "\(word) is too large a number")
+                }
+                return TOMLNode(value: .float(d), line: valueLine)
+            }
+        }
+        if word.isEmpty { throw error("expected a value") }
+        let quoted = "\"\(word)\""
+        throw TOMLError(line: valueLine, column: start - lineStart + 1,
+                        message: "\(quoted) is not a value: put text in quotes (\(quoted)), or write a number, true or false")
     }
 
     private mutating func parseString() throws -> String {
@@ -323,10 +393,10 @@ struct TOMLParser {
             throw error("multi-line strings are not supported in a configuration: keep the text on one line")
         }
         i += 1
-        var result = ""
+        var result = String.UnicodeScalarView()
         while let c = peek(), c != "\n" {
             i += 1
-            if c == quote { return result }
+            if c == quote { return String(result) }
             if c == "\\" && quote == "\"" {
                 guard let e = peek() else { break }
                 i += 1
@@ -338,12 +408,12 @@ struct TOMLParser {
                 case "\"": result.append("\"")
                 case "u", "U":
                     let count = e == "u" ? 4 : 8
-                    let hex = String(chars[i..<min(i + count, chars.count)])
-                    guard hex.count == count, let code = UInt32(hex, radix: 16), let scalar = Unicode.Scalar(code) else {
+                    let hex = text(i..<min(i + count, chars.count))
+                    guard hex.count == count, let code = UInt32(hex, radix: 16), code != 0, let scalar = Unicode.Scalar(code) else {
                         throw error("bad \\\(e) escape in a string")
                     }
                     i += count
-                    result.unicodeScalars.append(scalar)
+                    result.append(scalar)
                 default:
                     throw error("unknown escape \\\(e) in a string (use \\\\ for a backslash, or 'single quotes' for a literal string)")
                 }
@@ -356,15 +426,22 @@ struct TOMLParser {
 
     // MARK: - Characters
 
-    private func peek() -> Character? { i < chars.count ? chars[i] : nil }
+    private func hex4(_ value: UInt32) -> String {
+        let digits = String(value, radix: 16, uppercase: true)
+        return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+    }
+
+    private func peek() -> Unicode.Scalar? { i < chars.count ? chars[i] : nil }
+
+    private func text(_ range: Range<Int>) -> String { String(String.UnicodeScalarView(chars[range])) }
 
     private mutating func skipBlank() {
-        while let c = peek(), c == " " || c == "\t" || c == "\r" { i += 1 }
+        while let c = peek(), c == " " || c == "\t" { i += 1 }
     }
 
     private mutating func skipWhitespaceAndComments() {
         while let c = peek() {
-            if c == " " || c == "\t" || c == "\r" { i += 1 } else if c == "\n" { newline() } else if c == "#" { skipComment() } else { break }
+            if c == " " || c == "\t" { i += 1 } else if c == "\n" { newline() } else if c == "#" { skipComment() } else { break }
         }
     }
 
