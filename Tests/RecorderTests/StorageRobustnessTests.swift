@@ -340,6 +340,17 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
     }
 }
 
+extension QuarantineTests {
+    @Test func aQuarantinedSegmentIsNeverExported() {
+        let leftover = RecordingIndex.Entry(
+            kind: .segment, camera: "c", path: ".quarantine/c/video/2026-11-22/c-20261122T065700Z.mp4.partial", startNanos: 0, endNanos: 10,
+            frames: 0, bytes: 300, codec: "h264", width: 2, height: 2, state: .quarantined)
+        #expect {
+            try SegmentJoiner.export([leftover], root: "/nonexistent", from: 0, to: 10, output: "/nonexistent/out.mp4", exact: false) { _ in }
+        } throws: { "\($0)".contains("no finished recording") }
+    }
+}
+
 @Suite struct KeeperEventTests {
     @Test func everyEventEmittedBeforeStopIsIndexed() throws {
         let dir = try TemporaryDirectory("vigil-keeper-events")
