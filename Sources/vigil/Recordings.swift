@@ -9,7 +9,9 @@ struct Recordings: ParsableCommand {
             Reads ROOT/vigil-index.sqlite3 (the storage root of --config, or --data DIR). Each
             segment shows its start and end (local time), frames, size and state: complete,
             interrupted (writing failed, what reached the disk is kept), recovered (cut short by a
-            crash, kept up to its last complete fragment), writing, or missing (the file is gone).
+            crash, kept up to its last complete fragment), writing, missing (the file is gone), or
+            quarantined (an unplayable leftover moved to ROOT/.quarantine, deleted first when room
+            is needed).
             A pause of more than a second between two segments is shown as a gap.
             """
     )
@@ -23,7 +25,7 @@ struct Recordings: ParsableCommand {
     @Option(help: ArgumentHelp("Up to this time.", valueName: "time"))
     var to: String?
 
-    @Flag(help: "List timelapse stills and snapshots instead of video segments.")
+    @Flag(help: "List timelapse stills, snapshots and daily timelapse videos instead of video segments.")
     var stills = false
 
     @Flag(help: "Print JSON instead of text.")

@@ -269,7 +269,13 @@ public final class RecordingIndex: @unchecked Sendable {
         let message: String
         /// The file's schema is newer than this code knows.
         var isNewer = false
-        public var description: String { message }
+
+        /// With what to do about it, for commands that only read the index.
+        public var description: String {
+            isDamaged ? "\(message): the index is damaged; `vigil run` moves it aside and rebuilds it from the recordings"
+                : isNewer ? "\(message): use that Vigil, or move the file aside and `vigil run` rebuilds it from the recordings"
+                : message
+        }
 
         /// The file is not a usable database: it must be moved aside and rebuilt.
         var isDamaged: Bool { code & 0xff == SQLITE_CORRUPT || code & 0xff == SQLITE_NOTADB }

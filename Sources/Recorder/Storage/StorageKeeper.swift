@@ -55,15 +55,15 @@ public final class StorageKeeper: @unchecked Sendable {
                 unlink("\(path)-shm")
                 do {
                     opened = try openFile()
-                    logger.error("\(error); moved it to \(aside) and rebuilt the index from the recordings (\(opened!.1)); nothing was lost")
+                    logger.error("\(error.message); moved it to \(aside) and rebuilt the index from the recordings (\(opened!.1)); nothing was lost")
                 } catch {
                     logger.error("\(path) was damaged and moved to \(aside), but a new index cannot be made there either: \(error)")
                 }
             } else {
-                logger.error("\(error), and it cannot be moved aside: \(String(cString: strerror(errno)))")
+                logger.error("\(error.message), and it cannot be moved aside: \(String(cString: strerror(errno)))")
             }
         } catch {
-            logger.error("\(error)")
+            logger.error("\((error as? RecordingIndex.IndexError)?.message ?? "\(error)")")
         }
         if let (index, recovery) = opened {
             return StorageKeeper(root: root, index: index, recovery: recovery, policy: policy, events: events)
