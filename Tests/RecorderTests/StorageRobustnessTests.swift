@@ -313,6 +313,8 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
         try FileManager.default.createDirectory(atPath: "\(dir.path)/.quarantine", withIntermediateDirectories: true)
         try Data(count: 200).write(to: URL(fileURLWithPath: "\(dir.path)/.quarantine/porch_video_2026-11-21_porch-20261121T120000Z.mp4.partial"))
 
+        // Someone else's file is not Vigil's to move or delete.
+        try Data(count: 5).write(to: URL(fileURLWithPath: "\(dir.path)/\(folder)/june.mp4"))
         var policy = RetentionPolicy()
         policy.videos = RetentionLimits(maxBytes: 550)
         let keeper = try StorageKeeper.open(root: dir.path, policy: policy, events: RecorderEvents())
@@ -337,6 +339,7 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
         let again = try StorageKeeper.open(root: dir.path, policy: policy, events: RecorderEvents())
         #expect(again.recovery == RecoverySummary(known: 2, recovered: 0, adopted: 0, quarantined: 0, missing: 0))
         #expect(try again.index.entries(states: [.quarantined]).isEmpty)
+        #expect(exists(dir.path, "\(folder)/june.mp4"))
     }
 }
 

@@ -53,6 +53,11 @@ enum StorageRecovery {
                     for directory in directories {
                         for name in walk.files(in: directory) {
                             let relative = "\(directory)/\(name)"
+                            // Someone else's file (an export saved here, notes): neither ours to index nor to move.
+                            guard RecordingFileName(name) != nil else {
+                                logger.notice("recovery: \(relative) is not named like a Vigil recording; left alone")
+                                continue
+                            }
                             if name.hasSuffix(RecordingPaths.partialSuffix) {
                                 let final = String(relative.dropLast(RecordingPaths.partialSuffix.count))
                                 if kind == .segment, let entry = recoverSegment(relative, final: final, known: indexed[final], camera: camera, root: root, logger: logger) {
