@@ -116,16 +116,22 @@ public final class RecordingIndex: @unchecked Sendable {
         if path != nil {
             try execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
         }
-        let version = try query("PRAGMA user_version", []) { Int32(sqlite3_column_int64($0, 0)) }.first ?? 0
+        let version = try userVersion()
         guard version <= Self.schemaVersion else {
             throw IndexError(code: SQLITE_ERROR, message: "the index \(name) was written by a newer Vigil (schema version \(version); this one knows up to \(Self.schemaVersion))", isNewer: true)
         }
         for (target, migration) in Self.migrations.enumerated() where Int32(target + 1) > version {
             try transaction {
+                // Another process (`vigil recordings` at the same time) may have migrated it meanwhile.
+                guard try userVersion() <= target else { return }
                 try execute(migration)
                 try execute("PRAGMA user_version = \(target + 1)")
             }
         }
+    }
+
+    private func userVersion() throws -> Int32 {
+        try query("PRAGMA user_version", []) { Int32(sqlite3_column_int64($0, 0)) }.first ?? 0
     }
 
     /// Step n brings a file from schema version n to n + 1 (`migrations[0]` is version 1, today's
