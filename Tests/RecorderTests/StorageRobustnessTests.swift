@@ -313,17 +313,23 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
         try FileManager.default.createDirectory(atPath: "\(dir.path)/.quarantine", withIntermediateDirectories: true)
         try Data(count: 200).write(to: URL(fileURLWithPath: "\(dir.path)/.quarantine/porch_video_2026-11-21_porch-20261121T120000Z.mp4.partial"))
 
+        // The index knew the leftover as being written when the crash came.
+        let startedAt = now - 10 * 60 * second + 123_456_789
+        try RecordingIndex(root: dir.path).put(RecordingIndex.Entry(
+            kind: .segment, camera: "porch", path: "\(folder)/porch-20261122T065000Z.mp4", startNanos: startedAt, endNanos: startedAt,
+            frames: 0, bytes: 0, codec: "", width: 0, height: 0, state: .writing))
         // Someone else's file is not Vigil's to move or delete.
         try Data(count: 5).write(to: URL(fileURLWithPath: "\(dir.path)/\(folder)/june.mp4"))
         var policy = RetentionPolicy()
         policy.videos = RetentionLimits(maxBytes: 550)
         let keeper = try StorageKeeper.open(root: dir.path, policy: policy, events: RecorderEvents())
-        #expect(keeper.recovery.quarantined == 1)
+        #expect(keeper.recovery.quarantined == 1 && keeper.recovery.missing == 0, "in the quarantine, not missing")
         let quarantined = try keeper.index.entries(states: [.quarantined])
         #expect(quarantined.map(\.path) == [".quarantine/porch_video_2026-11-21_porch-20261121T120000Z.mp4.partial",
                                             ".quarantine/\(folder)/porch-20261122T065000Z.mp4.partial"])
         #expect(quarantined.allSatisfy { $0.camera == "porch" && $0.kind == .segment })
         #expect(quarantined.map(\.bytes) == [200, 300], "a leftover is quarantined whole")
+        #expect(quarantined.last?.startNanos == startedAt)
         let listing = try RecordingsListing(index: keeper.index, camera: "porch", kind: .segment, from: nil, to: nil)
         #expect(listing.text().contains("quarantined"))
 

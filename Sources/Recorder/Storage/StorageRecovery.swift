@@ -65,7 +65,13 @@ enum StorageRecovery {
                                     indexed[final] = entry
                                     seen.insert(final)
                                     summary.recovered += 1
-                                } else if let entry = moveAside(relative, kind: kind, camera: camera, root: root, logger: logger) {
+                                } else if var entry = moveAside(relative, kind: kind, camera: camera, root: root, logger: logger) {
+                                    // The recording is in the quarantine, not missing: its entry moves there.
+                                    if let known = indexed.removeValue(forKey: final) {
+                                        try index.remove(path: final)
+                                        entry.startNanos = known.startNanos
+                                        entry.endNanos = max(known.endNanos, known.startNanos)
+                                    }
                                     try index.put(entry)
                                     seen.insert(entry.path)
                                     summary.quarantined += 1
