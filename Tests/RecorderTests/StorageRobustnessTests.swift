@@ -436,4 +436,27 @@ struct DiskFullErrnoTests {
         keeper.stop()
         #expect(!exists(small.path, old), "the oldest recording makes room")
     }
+
+    @Test func theFreeSpaceSweepDeletesQuarantinedLeftoversFirst() throws {
+        let small = try SmallDisk("vigil-sweep-quarantine")
+        defer { small.remove() }
+        // A leftover from a crash (newer than the good segment), quarantined at start.
+        let now: Int64 = 1_795_330_620 * second
+        let folder = "porch/video/\(RecordingPaths.utcStamp(now).day)"
+        try FileManager.default.createDirectory(atPath: "\(small.path)/\(folder)", withIntermediateDirectories: true)
+        try Data(count: 1_200_000).write(to: URL(fileURLWithPath: "\(small.path)/\(folder)/porch-20261122T065000Z.mp4.partial"))
+        var policy = RetentionPolicy()
+        policy.minFreePercent = 0
+        policy.minFreeBytes = 1 << 20
+        let keeper = try StorageKeeper.open(root: small.path, policy: policy, events: RecorderEvents())
+        #expect(keeper.recovery.quarantined == 1)
+        let segment = try place(keeper, camera: "porch", endNanos: now - day, bytes: 1_000_000)
+        // Someone else's file fills the disk to below the floor.
+        let free = try #require(StorageKeeper.space(small.path)).free
+        try Data(count: Int(free) - 512 * 1024).write(to: URL(fileURLWithPath: "\(small.path)/filler"))
+        keeper.checkFreeSpace(Clock.monotonicNanos())
+        #expect(try keeper.index.entries(states: [.quarantined]).isEmpty)
+        #expect(RecordingInspector.files(under: "\(small.path)/.quarantine", endingWith: ".partial").isEmpty)
+        #expect(exists(small.path, segment), "the leftover was enough to make room")
+    }
 }

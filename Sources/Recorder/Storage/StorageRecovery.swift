@@ -41,7 +41,7 @@ enum StorageRecovery {
             if let folder = entry.path.split(separator: "/").first, folder != quarantine { cameraOfFolder[String(folder)] = entry.camera }
         }
         var seen = Set<String>()
-        let walk = Walk(root: root, logger: logger)
+        let walk = Walk(root: root)
         try index.transaction {
             let cameraFolders = walk.folders(in: "").filter { !$0.hasPrefix(".") }
             for folder in cameraFolders {
@@ -116,10 +116,10 @@ enum StorageRecovery {
         return summary
     }
 
-    /// Directory listings that skip what cannot be read, with regular files and folders apart.
+    /// Directory listings that skip what cannot be read, with regular files and folders apart
+    /// (symbolic links followed: a camera folder may live on another disk).
     private struct Walk {
         let root: String
-        let logger: Logger
 
         func folders(in relative: String) -> [String] { entries(in: relative, folders: true) }
         func files(in relative: String) -> [String] { entries(in: relative, folders: false) }
@@ -134,7 +134,7 @@ enum StorageRecovery {
             guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
             return names.sorted().filter { name in
                 var st = stat()
-                guard lstat("\(directory)/\(name)", &st) == 0 else { return false }
+                guard stat("\(directory)/\(name)", &st) == 0 else { return false }
                 return (st.st_mode & S_IFMT) == (folders ? S_IFDIR : S_IFREG)
             }
         }
