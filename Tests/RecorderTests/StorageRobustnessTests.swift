@@ -63,7 +63,7 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
 
     @Test func namesVigilDidNotWriteAreRefused() {
         for name in ["CAM-20261122T065700Z", "-20261122T065700Z.mp4", "CAM-20261322T065700Z.mp4", "CAM-20260230T065700Z.mp4",
-                     "CAM-20261122T065700.mp4", "CAM20261122T065700Z.mp4", "notes.txt", "CAM-2026-13-01.mp4", "CAM-20261122T065700Z_1.mp4"] {
+                     "CAM-20261122T065700.mp4", "CAM20261122T065700Z.mp4", "notes.txt", "CAM-2026-13-01.mp4", "CAM-20261122T065700Z_1.mp4", "CAM-20261122T065700Z_+5.mp4"] {
             #expect(RecordingFileName(name) == nil, "\(name)")
         }
     }
@@ -254,12 +254,12 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
         let dir = try TemporaryDirectory("vigil-clock-observed")
         defer { dir.remove() }
         let keeper = try keeper(dir)
-        // Booted 10 minutes ago (monotonic), with the clock at 2020; NTP then sets it 180 days on.
+        // Booted 10 minutes ago, with the clock at 2020; NTP then sets it 180 days on.
         let boot: Int64 = 0, jump = 180 * day
-        keeper.noteClock(wall: past, monotonic: boot + 600 * second)
+        keeper.noteClock(wall: past, sinceBoot: boot + 600 * second)
         let before = try [past - 300 * second, past - 100 * second].map { try place(keeper, camera: "a", endNanos: $0) }
         let earlierBoot = try place(keeper, camera: "a", endNanos: past - 5 * day)
-        keeper.noteClock(wall: past + 2 * second + jump, monotonic: boot + 602 * second)
+        keeper.noteClock(wall: past + 2 * second + jump, sinceBoot: boot + 602 * second)
         let after = try place(keeper, camera: "a", endNanos: past + jump + 10 * second)
         keeper.enforceRetention(nowWall: past + jump + 20 * second)
         for file in before + [after] { #expect(exists(dir.path, file), "\(file)") }
@@ -267,6 +267,18 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
         #expect(shifted == [past - 300 * second + jump, past - 100 * second + jump])
         // Made before this boot, so not stamped by the wrong clock of this one: really old.
         #expect(!exists(dir.path, earlierBoot))
+    }
+
+    @Test func aSuspendIsNoClockStep() throws {
+        let dir = try TemporaryDirectory("vigil-clock-suspend")
+        defer { dir.remove() }
+        let keeper = try keeper(dir)
+        let file = try place(keeper, camera: "a", endNanos: past - 100 * second)
+        keeper.noteClock(wall: past, sinceBoot: 600 * second)
+        // Eight hours asleep: the wall clock and the time since boot move on together.
+        keeper.noteClock(wall: past + 8 * 3600 * second, sinceBoot: 600 * second + 8 * 3600 * second)
+        #expect(try keeper.index.entries().map(\.endNanos) == [past - 100 * second])
+        #expect(exists(dir.path, file))
     }
 
     @Test func massDeletionAfterAnUnseenJumpIsRefusedUntilARestart() throws {

@@ -133,7 +133,8 @@ public struct RecordingFileName: Sendable, Equatable {
         rest = rest[..<dot]
         var sequence = 1
         if let underscore = rest.lastIndex(of: "_"), rest[..<underscore].hasSuffix("Z"),
-           let n = Int(rest[rest.index(after: underscore)...]), rest.distance(from: underscore, to: rest.endIndex) >= 3, n >= 2 {
+           case let digits = rest[rest.index(after: underscore)...], digits.count >= 2, digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber),
+           let n = Int(digits), n >= 2 {
             sequence = n
             rest = rest[..<underscore]
         }

@@ -23,7 +23,7 @@ public final class StorageKeeper: @unchecked Sendable {
     private var diskLowReported = false
     /// The first estimate of days left comes after ten minutes of recording, then hourly.
     private var nextDaysReport = Clock.monotonicNanos() + 600_000_000_000
-    /// Wall minus monotonic clock at the last look: a change is a clock step.
+    /// Wall clock minus time since boot at the last look: a change is a clock step.
     private var clockOffset: Int64?
     /// The clock was seen to jump forward in this run, or the first retention pass found the
     /// newest recording over a day behind the clock: deleting most of a camera's recordings by
@@ -160,7 +160,7 @@ public final class StorageKeeper: @unchecked Sendable {
 
     private func tick() {
         let now = Clock.monotonicNanos()
-        noteClock(wall: Clock.wallNanos(), monotonic: now)
+        noteClock(wall: Clock.wallNanos(), sinceBoot: Self.nanosSinceBoot())
         checkFreeSpace(now)
         if now - lastRetention >= 30_000_000_000 {
             lastRetention = now
@@ -175,30 +175,37 @@ public final class StorageKeeper: @unchecked Sendable {
     }
 
     /// A wall-clock step of more than a minute (NTP setting the clock of a board without a
-    /// battery, someone running `date`) is noticed here, against the monotonic clock. After a
+    /// battery, someone running `date`) is noticed here, against the time since boot (which,
+    /// unlike the monotonic clock, also runs during a suspend, so a resume is no step). After a
     /// forward step, what was recorded since boot before it has names and index times from the
     /// wrong clock: its index times are moved on by the step so it is judged by when it was
     /// really recorded (its files keep their names, and still sort and play).
-    func noteClock(wall: Int64, monotonic: Int64) {
-        let offset = wall - monotonic
+    func noteClock(wall: Int64, sinceBoot: Int64) {
+        let offset = wall - sinceBoot
         defer { clockOffset = offset }
         guard let previous = clockOffset, abs(offset - previous) > 60_000_000_000 else { return }
         let step = offset - previous
-        let before = monotonic + previous
+        let before = sinceBoot + previous
         guard step > 0 else {
             logger.warning("the wall clock went back by \(Self.span(-step)); recordings named from now on sort before the ones just made")
             return
         }
         clockSuspect = true
         do {
-            // CLOCK_MONOTONIC counts from boot: [boot, before] is what the wrong clock stamped.
-            let moved = try index.shiftTimes(by: step, endingFrom: before - monotonic, to: before)
+            // [boot, before] is what the wrong clock stamped.
+            let moved = try index.shiftTimes(by: step, endingFrom: before - sinceBoot, to: before)
             let message = "the wall clock jumped forward by \(Self.span(step)); \(moved) recording(s) made before that are judged "
                 + "by when they were really made, so retention does not take them for old"
             logger.warning("\(message)")
         } catch {
             logger.error("the wall clock jumped forward by \(Self.span(step)), and the index could not be corrected: \(error)")
         }
+    }
+
+    static func nanosSinceBoot() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_BOOTTIME, &ts)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
     }
 
     static func span(_ nanos: Int64) -> String {
