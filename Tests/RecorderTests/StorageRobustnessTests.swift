@@ -449,6 +449,22 @@ struct DiskFullErrnoTests {
         #expect(!exists(small.path, old), "the oldest recording makes room")
     }
 
+    @Test func onAFullDiskRecordingStartsWithAnIndexInMemory() throws {
+        let small = try SmallDisk("vigil-full-index")
+        defer { small.remove() }
+        let still = try RecordingPaths(root: small.path, cameraID: "porch").snapshot(at: 1_795_330_620 * second)
+            .replacingOccurrences(of: "/snapshots/", with: "/stills/")
+        try FileManager.default.createDirectory(atPath: (still as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try Data(count: 500).write(to: URL(fileURLWithPath: still))
+        // Fill every last block.
+        let free = try #require(StorageKeeper.space(small.path)).free
+        try? Data(count: Int(free)).write(to: URL(fileURLWithPath: "\(small.path)/filler"))
+        try? Data(count: 4096).write(to: URL(fileURLWithPath: "\(small.path)/filler2"))
+        let keeper = try StorageKeeper.open(root: small.path, policy: RetentionPolicy(), events: RecorderEvents())
+        #expect(keeper.index.path == nil)
+        #expect(try keeper.index.entries().map(\.kind) == [.still])
+    }
+
     @Test func theFreeSpaceSweepDeletesQuarantinedLeftoversFirst() throws {
         let small = try SmallDisk("vigil-sweep-quarantine")
         defer { small.remove() }

@@ -63,7 +63,7 @@ public final class StorageKeeper: @unchecked Sendable {
                 logger.error("\(error.message), and it cannot be moved aside: \(String(cString: strerror(errno)))")
             }
         } catch {
-            logger.error("\((error as? RecordingIndex.IndexError)?.message ?? "\(error)")")
+            logger.error("the index \(path) cannot be used (\((error as? RecordingIndex.IndexError)?.message ?? "\(error)"))")
         }
         if let (index, recovery) = opened {
             return StorageKeeper(root: root, index: index, recovery: recovery, policy: policy, events: events)
