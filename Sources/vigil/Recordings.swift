@@ -10,9 +10,10 @@ struct Recordings: ParsableCommand {
             segment shows its start and end (local time with its UTC offset, a form --from and --to \
             of this command and of `vigil export` accept as printed), frames, size and state: complete, \
             interrupted (writing failed, what reached the disk is kept), recovered (cut short by a \
-            crash, kept up to its last complete fragment), writing, or missing (the file is gone). \
-            A pause of more than a second between two segments is shown as a gap. --json prints \
-            times in UTC (with fractions of a second).
+            crash, kept up to its last complete fragment), writing, missing (the file is gone), or \
+            quarantined (an unplayable leftover moved to ROOT/.quarantine, deleted first when room \
+            is needed). A pause of more than a second between two segments is shown as a gap. \
+            --json prints times in UTC (with fractions of a second).
             \(timeFormsHelp)
             """
     )
@@ -26,7 +27,7 @@ struct Recordings: ParsableCommand {
     @Option(help: ArgumentHelp("Up to this time.", valueName: "time"))
     var to: String?
 
-    @Flag(help: "List timelapse stills and snapshots instead of video segments.")
+    @Flag(help: "List timelapse stills, snapshots and daily timelapse videos instead of video segments.")
     var stills = false
 
     @Flag(help: "Print JSON instead of text.")

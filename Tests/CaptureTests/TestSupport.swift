@@ -34,7 +34,7 @@ final class EventLog: Sendable {
         all.compactMap { if case .stillSaved(_, let s) = $0 { return s } else { return nil } }
     }
     var errors: [String] {
-        all.compactMap { if case .runtimeError(_, let m) = $0 { return m } else { return nil } }
+        all.compactMap { if case .runtimeError(_, let m, _) = $0 { return m } else { return nil } }
     }
     var drops: [(output: String, count: Int)] {
         all.compactMap { if case .droppedFrames(_, let o, let n) = $0 { return (o, n) } else { return nil } }

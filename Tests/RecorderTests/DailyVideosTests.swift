@@ -4,6 +4,25 @@ import Foundation
 @testable import Recorder
 import Testing
 
+/// Records a still a second from a synthetic camera named `camera` until there are `count`.
+private func recordStills(root: String, camera: String, count: Int) async throws -> [String] {
+    let timelapse = try TimelapseOutput(.init(storageRoot: root, intervalSeconds: 1))
+    let session = CaptureSession()
+    session.beginConfiguration()
+    try session.addInput(SyntheticCamera.device().renamed(camera))
+    try session.setFormat(.size(width: 160, height: 120, pixelFormat: .yuyv422))
+    try session.setFrameRate(10)
+    try session.addOutput(timelapse)
+    try session.commitConfiguration()
+    try session.startRunning()
+    let deadline = Date().addingTimeInterval(30)
+    while RecordingInspector.files(under: root, endingWith: ".jpg").count < count && Date() < deadline {
+        try await Task.sleep(nanoseconds: 100_000_000)
+    }
+    await session.stop()
+    return RecordingInspector.files(under: root, endingWith: ".jpg")
+}
+
 @Suite struct DailyVideosTests {
     private let berlin = TimeZone(identifier: "Europe/Berlin")!
 
@@ -35,27 +54,15 @@ import Testing
     @Test func theDailyVideoHoldsEveryStillOfTheDayInOrder() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        let timelapse = try TimelapseOutput(.init(storageRoot: dir.path, intervalSeconds: 1))
-        let session = CaptureSession()
-        session.beginConfiguration()
-        try session.addInput(SyntheticCamera.device().renamed("porch"))
-        try session.setFormat(.size(width: 160, height: 120, pixelFormat: .yuyv422))
-        try session.setFrameRate(10)
-        try session.addOutput(timelapse)
-        try session.commitConfiguration()
-        try session.startRunning()
-        let deadline = Date().addingTimeInterval(30)
-        while RecordingInspector.files(under: dir.path, endingWith: ".jpg").count < 4 && Date() < deadline {
-            try await Task.sleep(nanoseconds: 100_000_000)
-        }
-        await session.stop()
-        let stills = RecordingInspector.files(under: dir.path, endingWith: ".jpg")
+        let stills = try await recordStills(root: dir.path, camera: "porch", count: 4)
         #expect(stills.count >= 4)
 
         let now = Date()
         let day = DailyVideos.LocalDay(start: now.addingTimeInterval(-3600), end: now.addingTimeInterval(3600), label: "today")
         let job = DailyVideos.Job(camera: "porch", video: DailyVideo(framesPerSecond: 30, at: "01:00"))
-        let path = try #require(try DailyVideos.build(job, day: day, root: dir.path))
+        let entry = try #require(try DailyVideos.build(job, day: day, root: dir.path))
+        #expect(entry.kind == .timelapse && entry.camera == "porch" && entry.frames == stills.count)
+        let path = "\(dir.path)/\(entry.path)"
         #expect(path == "\(dir.path)/porch/timelapse/porch-today.mp4")
         #expect(RecordingInspector.ffprobeProblem(path) == nil)
         let decoded = try RecordingInspector.decode(path)
@@ -66,6 +73,31 @@ import Testing
         // A day without stills gives no video.
         let empty = DailyVideos.LocalDay(start: now.addingTimeInterval(-90_000), end: now.addingTimeInterval(-86_400), label: "x")
         #expect(try DailyVideos.build(job, day: empty, root: dir.path) == nil)
+    }
+
+    @Test func aDailyVideoIsIndexedAndFoundAgainAtTheNextStart() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        // Stills of a camera whose id holds dots, as USB path ids do.
+        let camera = "pci-0000:00:14.0-usb-0:1:1.0"
+        let stills = try await recordStills(root: dir.path, camera: camera, count: 2)
+        let now = Date()
+        let day = DailyVideos.LocalDay(start: now.addingTimeInterval(-3600), end: now.addingTimeInterval(3600), label: "2026-11-22")
+        let built = try #require(try DailyVideos.build(DailyVideos.Job(camera: camera, video: DailyVideo(framesPerSecond: 30, at: "01:00")), day: day, root: dir.path))
+        #expect(built.frames == stills.count)
+        #expect(try RecordingInspector.decode("\(dir.path)/\(built.path)").sequences.count == stills.count)
+
+        // An index lost (or from before daily videos were indexed) finds the video and the stills.
+        let keeper = try StorageKeeper.open(root: dir.path, policy: RetentionPolicy(), events: RecorderEvents())
+        #expect(keeper.recovery == RecoverySummary(known: 0, recovered: 0, adopted: stills.count + 1, quarantined: 0, missing: 0), "\(keeper.recovery)")
+        let adopted = try #require(try keeper.index.entries(kind: .timelapse).first)
+        #expect(adopted.path == built.path && adopted.frames == stills.count && adopted.state == .complete)
+        keeper.add(built)
+        keeper.flush()
+        let listing = try RecordingsListing(index: keeper.index, camera: nil, kind: .still, from: nil, to: nil)
+        #expect(listing.entries.count == stills.count + 1)
+        let again = try StorageKeeper.open(root: dir.path, policy: RetentionPolicy(), events: RecorderEvents())
+        #expect(again.recovery == RecoverySummary(known: stills.count + 1, recovered: 0, adopted: 0, quarantined: 0, missing: 0))
     }
 }
 

@@ -65,18 +65,7 @@ private func place(_ keeper: StorageKeeper, camera: String, kind: RecordingIndex
         let dir = try TemporaryDirectory("vigil-recovery")
         defer { dir.remove() }
         // A real recording to cut up.
-        let movie = try SegmentedMovieOutput(.init(storageRoot: dir.path, segmentSeconds: 3600, dropsLateFrames: false))
-        let session = CaptureSession()
-        session.beginConfiguration()
-        try session.addInput(SyntheticCamera.device())
-        try session.setFormat(.size(width: 160, height: 120, pixelFormat: .yuyv422))
-        try session.setFrameRate(15)
-        try session.addOutput(movie)
-        try session.commitConfiguration()
-        try session.startRunning()
-        try await Task.sleep(nanoseconds: 2_600_000_000)
-        await session.stop()
-        let source = try #require(RecordingInspector.files(under: dir.path, endingWith: ".mp4").first)
+        let source = try await recordSegment(root: dir.path, camera: "synthetic-0")
         let folder = (source as NSString).deletingLastPathComponent
         let full = try Data(contentsOf: URL(fileURLWithPath: source))
         try FileManager.default.removeItem(atPath: source)
@@ -115,13 +104,8 @@ private func place(_ keeper: StorageKeeper, camera: String, kind: RecordingIndex
 @Suite(.enabled(if: getuid() == 0, "needs root to mount a size-limited tmpfs"))
 struct FullDiskSweepTests {
     @Test func aFillingDiskIsSweptAndRecordingGoesOn() async throws {
-        let small = try TemporaryDirectory("vigil-sweep")
-        let mount = RecordingInspector.run("/bin/mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", small.path])
-        try #require(mount.status == 0, "mount failed: \(mount.errorOutput)")
-        defer {
-            _ = RecordingInspector.run("/bin/umount", [small.path])
-            small.remove()
-        }
+        let small = try SmallDisk("vigil-sweep")
+        defer { small.remove() }
         var policy = RetentionPolicy()
         policy.minFreePercent = 0
         policy.minFreeBytes = 1 << 20

@@ -184,7 +184,7 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
         camera.isBusy = true
         let (_, frames, log, run) = startLowResolution(hotplug, watchdogSeconds: 10)
         #expect(await poll(seconds: 10) { log.count("error") >= 2 })
-        #expect(log.all.contains { if case .error(_, let m) = $0 { return m.contains("in use by another program") } else { return false } })
+        #expect(log.all.contains { if case .error(_, let m, _) = $0 { return m.contains("in use by another program") } else { return false } })
         camera.isBusy = false
         #expect(await poll(seconds: 10) { frames.receivedFrameCount > 10 })
         run.cancel()

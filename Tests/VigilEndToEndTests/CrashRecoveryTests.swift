@@ -43,14 +43,14 @@ private func killAndRecover(seed: Int) async -> Trial {
     if !RecordingInspector.files(under: out + "/synthetic-0", endingWith: ".partial").isEmpty { trial.problems.append("a .partial is left") }
 
     // The index and the files agree exactly. (A segment killed before its first fragment has
-    // nothing to keep: it is moved to .quarantine and its entry says missing.)
+    // nothing to keep: it is moved to .quarantine and its entry says quarantined.)
     let files = Set(RecordingInspector.files(under: out + "/synthetic-0", endingWith: ".mp4")
         + RecordingInspector.files(under: out + "/synthetic-0", endingWith: ".jpg"))
     guard let index = try? RecordingIndex(root: out), let entries = try? index.entries() else {
         trial.problems.append("index unreadable")
         return trial
     }
-    let indexed = Set(entries.filter { $0.state != .missing }.map { "\(out)/\($0.path)" })
+    let indexed = Set(entries.filter { $0.state != .missing && $0.state != .quarantined }.map { "\(out)/\($0.path)" })
     if indexed != files { trial.problems.append("index and files differ: \(indexed.symmetricDifference(files).sorted())") }
     if entries.contains(where: { $0.state == .writing }) { trial.problems.append("entries left writing") }
     if entries.filter({ $0.state == .missing }).count > 1 { trial.problems.append("more than the open segment is missing") }

@@ -5,7 +5,12 @@ import Foundation
 ///
 ///     ROOT/CAMERA/video/2026-11-22/CAMERA-20261122T065700Z.mp4
 ///     ROOT/CAMERA/stills/2026-11-22/CAMERA-20261122T065700Z.jpg
+///     ROOT/CAMERA/snapshots/2026-11-22/CAMERA-20261122T065700Z.jpg
+///     ROOT/CAMERA/timelapse/CAMERA-2026-11-22.mp4          (a daily timelapse video, local day)
 public struct RecordingPaths: Sendable {
+    /// The folders under `ROOT/CAMERA/`, one per kind of file Vigil writes.
+    public static let videoFolder = "video", stillsFolder = "stills", snapshotsFolder = "snapshots", timelapseFolder = "timelapse"
+
     public let root: String
     public let cameraID: String
 
@@ -24,17 +29,24 @@ public struct RecordingPaths: Sendable {
 
     /// A segment file path for a segment starting at `wallNanos`; never an existing file.
     func segment(startingAt wallNanos: Int64, extension ext: String) throws -> String {
-        try unusedPath(kind: "video", wallNanos: wallNanos, extension: ext)
+        try unusedPath(kind: Self.videoFolder, wallNanos: wallNanos, extension: ext)
     }
 
     /// The path of the still for the aligned instant `wallNanos`.
     func still(at wallNanos: Int64) throws -> String {
-        try unusedPath(kind: "stills", wallNanos: wallNanos, extension: "jpg")
+        try unusedPath(kind: Self.stillsFolder, wallNanos: wallNanos, extension: "jpg")
     }
 
     /// The path of an on-demand snapshot taken at `wallNanos` (`ROOT/CAMERA/snapshots/DAY/…jpg`).
     public func snapshot(at wallNanos: Int64) throws -> String {
-        try unusedPath(kind: "snapshots", wallNanos: wallNanos, extension: "jpg")
+        try unusedPath(kind: Self.snapshotsFolder, wallNanos: wallNanos, extension: "jpg")
+    }
+
+    /// The path of the daily timelapse video of the local day `label` (`YYYY-MM-DD`); creates its folder.
+    public func dailyVideo(day label: String) throws -> String {
+        let directory = "\(root)/\(cameraDirectory)/\(Self.timelapseFolder)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        return "\(directory)/\(cameraDirectory)-\(label).mp4"
     }
 
     private func unusedPath(kind: String, wallNanos: Int64, extension ext: String) throws -> String {
@@ -54,22 +66,32 @@ public struct RecordingPaths: Sendable {
 
     /// The UTC instant in a recording's file name (`CAM-20261122T065700Z[_02].ext`), nil if none.
     public static func wallNanos(fromFileName name: String) -> Int64? {
-        let base = name.split(separator: ".").first.map(String.init) ?? name
-        guard let dash = base.lastIndex(of: "-") else { return nil }
-        let stamp = base[base.index(after: dash)...].prefix(16)
-        let digits = stamp.filter(\.isNumber)
-        guard stamp.count == 16, stamp.dropFirst(8).first == "T", stamp.last == "Z", digits.count == 14 else { return nil }
-        let n = digits.map { Int(String($0))! }
-        func number(_ r: Range<Int>) -> Int { r.reduce(0) { $0 * 10 + n[$1] } }
+        RecordingFileName(name)?.wallNanos
+    }
+
+    /// The UTC instant of a `YYYYMMDDTHHMMSSZ` stamp, or of the UTC midnight of a `YYYY-MM-DD`
+    /// day; nil if `text` is neither or names no real date.
+    static func wallNanos(stamp text: Substring) -> Int64? {
+        let chars = Array(text.utf8)
+        let isStamp = chars.count == 16 && chars[8] == UInt8(ascii: "T") && chars[15] == UInt8(ascii: "Z")
+        let isDay = chars.count == 10 && chars[4] == UInt8(ascii: "-") && chars[7] == UInt8(ascii: "-")
+        guard isStamp || isDay else { return nil }
+        let digits = chars.filter { $0 != UInt8(ascii: "T") && $0 != UInt8(ascii: "Z") && $0 != UInt8(ascii: "-") }
+        guard digits.count == (isStamp ? 14 : 8), digits.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return nil }
+        let n = digits.map { Int($0) - 48 } + (isStamp ? [] : [0, 0, 0, 0, 0, 0])
+        func number(_ r: Range<Int>) -> Int32 { Int32(r.reduce(0) { $0 * 10 + n[$1] }) }
         var t = tm()
-        t.tm_year = Int32(number(0..<4) - 1900)
-        t.tm_mon = Int32(number(4..<6) - 1)
-        t.tm_mday = Int32(number(6..<8))
-        t.tm_hour = Int32(number(8..<10))
-        t.tm_min = Int32(number(10..<12))
-        t.tm_sec = Int32(number(12..<14))
+        t.tm_year = number(0..<4) - 1900
+        t.tm_mon = number(4..<6) - 1
+        t.tm_mday = number(6..<8)
+        t.tm_hour = number(8..<10)
+        t.tm_min = number(10..<12)
+        t.tm_sec = number(12..<14)
+        let wanted = (t.tm_year, t.tm_mon, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec)
         let seconds = timegm(&t)
-        return seconds < 0 ? nil : Int64(seconds) * 1_000_000_000
+        // timegm normalises 2026-02-30 into March: such a name is not one Vigil wrote.
+        guard seconds >= 0, wanted == (t.tm_year, t.tm_mon, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec) else { return nil }
+        return Int64(seconds) * 1_000_000_000
     }
 
     /// ("2026-11-22", "20261122T065700Z") for an instant.
@@ -81,6 +103,53 @@ public struct RecordingPaths: Sendable {
         let day = String(format: "%04d-%02d-%02d", y, mo, d)
         let stamp = String(format: "%04d%02d%02dT%02d%02d%02dZ", y, mo, d, Int(tm.tm_hour), Int(tm.tm_min), Int(tm.tm_sec))
         return (day, stamp)
+    }
+}
+
+/// A recording's file name taken apart: `CAMERA-20261122T065700Z[_02].EXT[.partial]`, or a daily
+/// timelapse video's `CAMERA-2026-11-22.mp4`. Read from the end, because a camera id may hold
+/// dots and dashes (`pci-0000-00-14.0-usb-0-1-1.0`). The one parser of recording names.
+public struct RecordingFileName: Sendable, Equatable {
+    /// The camera part (`RecordingPaths.cameraDirectory` of the camera that wrote it).
+    public let camera: String
+    /// The UTC instant in the name; for a daily video, the UTC midnight of its day's date.
+    public let wallNanos: Int64
+    /// 1 for the first file of a second, 2 for `_02`, …
+    public let sequence: Int
+    /// Without the dot: `mp4`, `mkv`, `jpg`.
+    public let fileExtension: String
+    /// The file is still being written (or was, when a crash stopped it).
+    public let isPartial: Bool
+    /// A daily timelapse video, named by its day rather than an instant.
+    public let isDaily: Bool
+
+    public init?(_ name: String) {
+        var rest = Substring(name)
+        isPartial = rest.hasSuffix(RecordingPaths.partialSuffix)
+        if isPartial { rest = rest.dropLast(RecordingPaths.partialSuffix.count) }
+        guard let dot = rest.lastIndex(of: ".") else { return nil }
+        fileExtension = String(rest[rest.index(after: dot)...])
+        guard !fileExtension.isEmpty, fileExtension.allSatisfy({ $0.isLetter || $0.isNumber }) else { return nil }
+        rest = rest[..<dot]
+        var sequence = 1
+        if let underscore = rest.lastIndex(of: "_"), rest[..<underscore].hasSuffix("Z"),
+           case let digits = rest[rest.index(after: underscore)...], digits.count >= 2, digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber),
+           let n = Int(digits), n >= 2 {
+            sequence = n
+            rest = rest[..<underscore]
+        }
+        self.sequence = sequence
+        for length in [16, 10] where rest.count > length + 1 {
+            let stamp = rest.suffix(length)
+            let camera = rest.dropLast(length)
+            guard camera.hasSuffix("-"), let wall = RecordingPaths.wallNanos(stamp: stamp) else { continue }
+            guard length == 16 || sequence == 1 else { return nil }
+            self.camera = String(camera.dropLast())
+            self.wallNanos = wall
+            self.isDaily = length == 10
+            return
+        }
+        return nil
     }
 }
 

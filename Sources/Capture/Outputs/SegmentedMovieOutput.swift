@@ -246,17 +246,17 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         let now = Clock.monotonicNanos()
         if let last = lastFailureReport, now - last < 30_000_000_000 { return }
         lastFailureReport = now
-        let diskFull = (error as? MediaError)?.isDiskFull == true || (error as? POSIXError)?.isDiskFull == true
-        let advice = diskFull
+        let code = (error as? MediaError)?.posixErrno ?? (error as? POSIXError)?.code
+        let advice = code == ENOSPC || code == EDQUOT
             ? "the disk is full: free space under \(settings.storageRoot); recording resumes by itself"
             : "recording resumes with a new segment"
-        report("recording failed (\(error)); \(advice)")
+        report("recording failed (\(error)); \(advice)", errno: code)
     }
 
-    private func report(_ message: String) {
+    private func report(_ message: String, errno: Int32? = nil) {
         let camera = context?.cameraID ?? "?"
         logger.error("camera \(camera): \(message)")
-        emit(.runtimeError(camera: camera, message: message))
+        emit(.runtimeError(camera: camera, message: message, errno: errno))
     }
 }
 

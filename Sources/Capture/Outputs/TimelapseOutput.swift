@@ -99,7 +99,7 @@ public final class TimelapseOutput: CaptureOutput, @unchecked Sendable {
             let message = "timelapse still at \(RecordingPaths.utcStamp(instant).stamp) not saved: \(error)"
                 + (diskFull ? "; free space under \(settings.storageRoot)" : "")
             logger.error("camera \(context.cameraID): \(message)")
-            emit(.runtimeError(camera: context.cameraID, message: message))
+            emit(.runtimeError(camera: context.cameraID, message: message, errno: (error as? POSIXError)?.code))
         }
     }
 

@@ -7,7 +7,8 @@ public enum SessionEvent: Sendable, CustomStringConvertible {
     case stopped(camera: String)
     case interrupted(camera: String, reason: String)
     case interruptionEnded(camera: String)
-    case runtimeError(camera: String, message: String)
+    /// `errno` is the POSIX error behind it when there is one (ENOSPC: the disk is full).
+    case runtimeError(camera: String, message: String, errno: Int32? = nil)
     /// An output dropped `count` late frames since its last report.
     case droppedFrames(camera: String, output: String, count: Int)
     /// A segment file was created (as `path` + `.partial`); it is being written.
@@ -21,7 +22,7 @@ public enum SessionEvent: Sendable, CustomStringConvertible {
         case .stopped(let c): return "\(c): stopped"
         case .interrupted(let c, let r): return "\(c): interrupted: \(r)"
         case .interruptionEnded(let c): return "\(c): interruption ended"
-        case .runtimeError(let c, let m): return "\(c): error: \(m)"
+        case .runtimeError(let c, let m, _): return "\(c): error: \(m)"
         case .droppedFrames(let c, let o, let n): return "\(c): \(o) dropped \(n) late frame(s)"
         case .segmentStarted(let c, let p, _): return "\(c): writing \(p)"
         case .segmentFinished(let c, let s): return "\(c): segment \(s.path) (\(s.frameCount) frames)"

@@ -31,7 +31,8 @@ public enum SegmentJoiner {
         progress: (AssemblyProgress) -> Void
     ) throws -> ExportSummary {
         let usable = segments.filter {
-            $0.kind == .segment && $0.state != .missing && $0.state != .writing && $0.endNanos >= from && $0.startNanos <= to
+            // Only playable files: not missing, being written or quarantined.
+            $0.kind == .segment && StorageKeeper.finished.contains($0.state) && $0.endNanos >= from && $0.startNanos <= to
         }.sorted { $0.startNanos < $1.startNanos }
         guard let first = usable.first else { throw ExportError(description: "no finished recording between those times") }
         let isH264 = first.codec == "h264"

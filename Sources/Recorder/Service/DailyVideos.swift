@@ -3,8 +3,9 @@ import Foundation
 import Logging
 
 /// The nightly timelapse video of each camera with `daily_video`: at its local time `at`, the
-/// previous local day's stills become `ROOT/CAMERA/timelapse/CAMERA-YYYY-MM-DD.mp4`. Building runs
-/// on a plain thread; a day without stills is logged, not an error.
+/// previous local day's stills become `ROOT/CAMERA/timelapse/CAMERA-YYYY-MM-DD.mp4`, indexed (so
+/// listed and retained) like every file Vigil writes. Building runs on a plain thread; a day
+/// without stills is logged, not an error.
 final class DailyVideos: @unchecked Sendable {
     struct Job: Equatable {
         let camera: String
@@ -17,7 +18,7 @@ final class DailyVideos: @unchecked Sendable {
     private let lock = NSLock()
 
     /// Starts the builds that are due at `now`; call it now and then.
-    func tick(_ jobs: [Job], root: String, timeZone: TimeZone, now: Date = Date()) {
+    func tick(_ jobs: [Job], root: String, timeZone: TimeZone, storage: StorageKeeper, now: Date = Date()) {
         for job in jobs {
             let due = next[job.camera] ?? Self.nextRun(after: now, at: job.video.at, timeZone: timeZone)
             guard now >= due else {
@@ -30,7 +31,9 @@ final class DailyVideos: @unchecked Sendable {
             Thread.detachNewThread { [self] in
                 defer { _ = lock.withLock { building.remove(job.camera) } }
                 do {
-                    if let path = try Self.build(job, day: day, root: root) {
+                    if let entry = try Self.build(job, day: day, root: root) {
+                        storage.add(entry)
+                        let path = "\(root)/\(entry.path)"
                         logger.notice("camera \(job.camera): timelapse video of \(day.label) written to \(path)")
                     } else {
                         logger.notice("camera \(job.camera): no stills on \(day.label), no timelapse video")
@@ -42,15 +45,18 @@ final class DailyVideos: @unchecked Sendable {
         }
     }
 
-    /// Builds the video of one local day; nil when the day has no stills.
-    static func build(_ job: Job, day: LocalDay, root: String) throws -> String? {
+    /// Builds the video of one local day and returns its index entry; nil when the day has no stills.
+    static func build(_ job: Job, day: LocalDay, root: String) throws -> RecordingIndex.Entry? {
         let stills = TimelapseBuilder.stills(root: root, camera: job.camera, from: day.start, to: day.end.addingTimeInterval(-0.001))
         guard !stills.isEmpty else { return nil }
-        let directory = "\(root)/\(RecordingPaths(root: root, cameraID: job.camera).cameraDirectory)/timelapse"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let path = "\(directory)/\(RecordingPaths(root: root, cameraID: job.camera).cameraDirectory)-\(day.label).mp4"
-        _ = try TimelapseBuilder.build(stills: stills, output: path, framesPerSecond: job.video.framesPerSecond) { _ in }
-        return path
+        let path = try RecordingPaths(root: root, cameraID: job.camera).dailyVideo(day: day.label)
+        let summary = try TimelapseBuilder.build(stills: stills, output: path, framesPerSecond: job.video.framesPerSecond) { _ in }
+        var st = stat()
+        stat(path, &st)
+        return RecordingIndex.Entry(
+            kind: .timelapse, camera: job.camera, path: String(path.dropFirst(root.count + 1)),
+            startNanos: Int64(day.start.timeIntervalSince1970 * 1e9), endNanos: Int64(day.end.timeIntervalSince1970 * 1e9),
+            frames: summary.frames, bytes: Int64(st.st_size), codec: "h264", width: 0, height: 0, state: .complete)
     }
 
     /// A local calendar day: [start, end) as instants (23 or 25 hours long on DST days).

@@ -133,7 +133,7 @@ public final class RecorderService: @unchecked Sendable {
                 let daily = jobs.values.compactMap { job in
                     job.camera.timelapse?.dailyVideo.map { DailyVideos.Job(camera: job.camera.name, video: $0) }
                 }
-                dailyVideos.tick(daily, root: root, timeZone: configuration.timeZone)
+                dailyVideos.tick(daily, root: root, timeZone: configuration.timeZone, storage: storage)
             }
             if let display, now - lastDisplay >= 1_000_000_000 {
                 lastDisplay = now

@@ -1,15 +1,33 @@
+import Capture
 internal import CSQLite
 import Foundation
 import Synchronization
 
-/// The recordings index: every segment and still under a storage root, in a SQLite file
+/// The recordings index: every file Vigil writes under a storage root, in a SQLite file
 /// (`ROOT/vigil-index.sqlite3`, WAL mode). A segment is `writing` from the moment its file is
 /// created and `complete` only once the file and its directory are on disk, so the index never
 /// claims more than the disk holds (Moonfire NVR's protocol). Paths are stored relative to the
 /// root. One connection, used under a lock; the recorder calls it from one serial queue, never
-/// from a capture thread or Swift's cooperative pool.
+/// from a capture thread or Swift's cooperative pool. The files are the truth: an index that is
+/// lost or damaged is rebuilt from them (`StorageKeeper.open`).
 public final class RecordingIndex: @unchecked Sendable {
-    public enum Kind: String, Sendable { case segment, still }
+    public enum Kind: String, Sendable, CaseIterable {
+        case segment, still
+        /// An on-demand still (SIGUSR1), under `CAMERA/snapshots/`.
+        case snapshot
+        /// A daily timelapse video, under `CAMERA/timelapse/`.
+        case timelapse
+
+        /// The folder under `ROOT/CAMERA/` that holds this kind.
+        var folder: String {
+            switch self {
+            case .segment: return RecordingPaths.videoFolder
+            case .still: return RecordingPaths.stillsFolder
+            case .snapshot: return RecordingPaths.snapshotsFolder
+            case .timelapse: return RecordingPaths.timelapseFolder
+            }
+        }
+    }
 
     public enum State: String, Sendable, CaseIterable {
         /// The file is being written (`NAME.partial`).
@@ -21,6 +39,9 @@ public final class RecordingIndex: @unchecked Sendable {
         case recovered
         /// The index knew it, but the file is gone.
         case missing
+        /// Unplayable leftover moved to `ROOT/.quarantine/`: kept for a person to look at, counted
+        /// against its camera's limits and deleted first when room is needed.
+        case quarantined
     }
 
     public struct Entry: Sendable, Equatable {
@@ -56,41 +77,92 @@ public final class RecordingIndex: @unchecked Sendable {
     }
 
     public static let fileName = "vigil-index.sqlite3"
+    /// The schema this code writes; `PRAGMA user_version` of the file. 0 is a file from before
+    /// versioning (the same tables as version 1) or a new one.
+    public static let schemaVersion: Int32 = 1
 
     public let root: String
+    /// The file, or nil for an index kept in memory (when the file cannot be used).
+    public let path: String?
     private let lock = NSLock()
     private var db: OpaquePointer?
     private var statements: [String: OpaquePointer] = [:]
 
-    /// Opens (or creates) the index of `root`.
-    public init(root: String) throws {
+    /// Opens (or creates) the index file of `root`, migrating it to `schemaVersion`. Throws an
+    /// `IndexError` whose `problem` says whether the file is damaged, newer than this code, or
+    /// cannot be written.
+    public convenience init(root: String) throws {
+        try self.init(root: root, path: "\(root)/\(Self.fileName)")
+    }
+
+    /// An index in memory only, for recording on when the file cannot be used; it is filled from
+    /// the files by recovery and lost at exit.
+    static func inMemory(root: String) throws -> RecordingIndex {
+        try RecordingIndex(root: root, path: nil)
+    }
+
+    private init(root: String, path: String?) throws {
         self.root = root
-        let path = "\(root)/\(Self.fileName)"
-        guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nil) == SQLITE_OK else {
+        self.path = path
+        let name = path ?? ":memory:"
+        let status = sqlite3_open_v2(name, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nil)
+        guard status == SQLITE_OK else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
             sqlite3_close(db)
-            throw IndexError(message: "cannot open the index \(path): \(message)")
+            db = nil
+            throw IndexError(code: status, message: "cannot open the index \(name): \(message)")
         }
         sqlite3_busy_timeout(db, 5000)
-        try execute("""
-            PRAGMA journal_mode = WAL;
-            PRAGMA synchronous = NORMAL;
-            CREATE TABLE IF NOT EXISTS recordings (
-                id INTEGER PRIMARY KEY,
-                kind TEXT NOT NULL,
-                camera TEXT NOT NULL,
-                path TEXT NOT NULL UNIQUE,
-                start_ns INTEGER NOT NULL,
-                end_ns INTEGER NOT NULL,
-                frames INTEGER NOT NULL,
-                bytes INTEGER NOT NULL,
-                codec TEXT NOT NULL,
-                width INTEGER NOT NULL,
-                height INTEGER NOT NULL,
-                state TEXT NOT NULL
-            );
-            CREATE INDEX IF NOT EXISTS recordings_by_time ON recordings (camera, kind, start_ns);
-            """)
+        if path != nil {
+            try execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
+        }
+        let version = try userVersion()
+        guard version <= Self.schemaVersion else {
+            throw IndexError(code: SQLITE_ERROR, message: "the index \(name) was written by a newer Vigil (schema version \(version); this one knows up to \(Self.schemaVersion))", isNewer: true)
+        }
+        for (target, migration) in Self.migrations.enumerated() where Int32(target + 1) > version {
+            try transaction {
+                // Another process (`vigil recordings` at the same time) may have migrated it meanwhile.
+                guard try userVersion() <= target else { return }
+                try execute(migration)
+                try execute("PRAGMA user_version = \(target + 1)")
+            }
+        }
+    }
+
+    private func userVersion() throws -> Int32 {
+        try query("PRAGMA user_version", []) { Int32(sqlite3_column_int64($0, 0)) }.first ?? 0
+    }
+
+    /// Step n brings a file from schema version n to n + 1 (`migrations[0]` is version 1, today's
+    /// schema; `IF NOT EXISTS` because files from before versioning already have it).
+    private static let migrations = [
+        """
+        CREATE TABLE IF NOT EXISTS recordings (
+            id INTEGER PRIMARY KEY,
+            kind TEXT NOT NULL,
+            camera TEXT NOT NULL,
+            path TEXT NOT NULL UNIQUE,
+            start_ns INTEGER NOT NULL,
+            end_ns INTEGER NOT NULL,
+            frames INTEGER NOT NULL,
+            bytes INTEGER NOT NULL,
+            codec TEXT NOT NULL,
+            width INTEGER NOT NULL,
+            height INTEGER NOT NULL,
+            state TEXT NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS recordings_by_time ON recordings (camera, kind, start_ns);
+        """,
+    ]
+
+    /// Reads every page of the file (SQLite's `quick_check`): a damaged file is found at start,
+    /// not halfway through a recording.
+    func checkIntegrity() throws {
+        let result = try query("PRAGMA quick_check", []) { Self.text($0, 0) }
+        guard result == ["ok"] else {
+            throw IndexError(code: SQLITE_CORRUPT, message: "the index \(path ?? ":memory:") is damaged: \(result.prefix(3).joined(separator: "; "))")
+        }
     }
 
     deinit {
@@ -120,6 +192,16 @@ public final class RecordingIndex: @unchecked Sendable {
         try run("DELETE FROM recordings WHERE path = ?1", [.text(path)])
     }
 
+    /// Moves the times of the recordings that ended in [from, to] on by `nanos` (they were
+    /// stamped by a clock that was `nanos` behind); returns how many.
+    func shiftTimes(by nanos: Int64, endingFrom from: Int64, to: Int64) throws -> Int {
+        try transaction {
+            try run("UPDATE recordings SET start_ns = start_ns + ?1, end_ns = end_ns + ?1 WHERE end_ns BETWEEN ?2 AND ?3",
+                    [.integer(nanos), .integer(from), .integer(to)])
+            return try query("SELECT changes()", []) { Int(sqlite3_column_int64($0, 0)) }.first ?? 0
+        }
+    }
+
     /// Runs `body` in one transaction (much faster for many writes; all or nothing).
     public func transaction<T>(_ body: () throws -> T) throws -> T {
         try execute("BEGIN IMMEDIATE")
@@ -138,10 +220,15 @@ public final class RecordingIndex: @unchecked Sendable {
     /// Entries ordered by start time; nil arguments do not filter. An entry is in [from, to]
     /// when it overlaps that range.
     public func entries(camera: String? = nil, kind: Kind? = nil, from: Int64? = nil, to: Int64? = nil, states: [State]? = nil) throws -> [Entry] {
+        try entries(camera: camera, kinds: kind.map { [$0] }, from: from, to: to, states: states)
+    }
+
+    /// Entries of any of `kinds` (nil: every kind), ordered by start time.
+    public func entries(camera: String? = nil, kinds: [Kind]?, from: Int64? = nil, to: Int64? = nil, states: [State]? = nil) throws -> [Entry] {
         var sql = "SELECT kind, camera, path, start_ns, end_ns, frames, bytes, codec, width, height, state FROM recordings WHERE 1"
         var values: [Value] = []
         if let camera { values.append(.text(camera)); sql += " AND camera = ?\(values.count)" }
-        if let kind { values.append(.text(kind.rawValue)); sql += " AND kind = ?\(values.count)" }
+        if let kinds { sql += " AND kind IN (" + kinds.map { "'\($0.rawValue)'" }.joined(separator: ",") + ")" }
         if let from { values.append(.integer(from)); sql += " AND end_ns >= ?\(values.count)" }
         if let to { values.append(.integer(to)); sql += " AND start_ns <= ?\(values.count)" }
         if let states { sql += " AND state IN (" + states.map { "'\($0.rawValue)'" }.joined(separator: ",") + ")" }
@@ -162,9 +249,16 @@ public final class RecordingIndex: @unchecked Sendable {
 
     /// Bytes of recordings that ended after `sinceNanos`, and the earliest start among them.
     public func bytesRecorded(sinceNanos: Int64) throws -> (bytes: Int64, firstStart: Int64?) {
-        try query("SELECT COALESCE(SUM(bytes), 0), MIN(start_ns) FROM recordings WHERE end_ns >= ?1 AND state != 'missing'", [.integer(sinceNanos)]) { s in
+        try query("SELECT COALESCE(SUM(bytes), 0), MIN(start_ns) FROM recordings WHERE end_ns >= ?1 AND state NOT IN ('missing', 'quarantined')", [.integer(sinceNanos)]) { s in
             (sqlite3_column_int64(s, 0), sqlite3_column_type(s, 1) == SQLITE_NULL ? nil : sqlite3_column_int64(s, 1))
         }.first ?? (0, nil)
+    }
+
+    /// The end of the newest recording that is, or is being, recorded (not missing or quarantined).
+    func newestEnd() throws -> Int64? {
+        try query("SELECT MAX(end_ns) FROM recordings WHERE state NOT IN ('missing', 'quarantined')", []) { s in
+            sqlite3_column_type(s, 0) == SQLITE_NULL ? nil : sqlite3_column_int64(s, 0)
+        }.first ?? nil
     }
 
     // MARK: - SQLite
@@ -174,18 +268,37 @@ public final class RecordingIndex: @unchecked Sendable {
         case integer(Int64)
     }
 
-    struct IndexError: Error, CustomStringConvertible {
+    /// A failure with SQLite's result code, so callers decide by the code, never by the text.
+    public struct IndexError: Error, CustomStringConvertible {
+        /// SQLite's primary result code (`SQLITE_CORRUPT`, `SQLITE_FULL`, …).
+        let code: Int32
         let message: String
-        var description: String { message }
+        /// The file's schema is newer than this code knows.
+        var isNewer = false
+
+        /// With what to do about it, for commands that only read the index.
+        public var description: String {
+            isDamaged ? "\(message): the index is damaged; `vigil run` moves it aside and rebuilds it from the recordings"
+                : isNewer ? "\(message): use that Vigil, or move the file aside and `vigil run` rebuilds it from the recordings"
+                : message
+        }
+
+        /// The file is not a usable database: it must be moved aside and rebuilt.
+        var isDamaged: Bool { code & 0xff == SQLITE_CORRUPT || code & 0xff == SQLITE_NOTADB }
+    }
+
+    private func failure() -> IndexError {
+        IndexError(code: sqlite3_extended_errcode(db), message: "index: \(String(cString: sqlite3_errmsg(db)))")
     }
 
     private func execute(_ sql: String) throws {
         try lock.withLock {
             var error: UnsafeMutablePointer<CChar>?
-            guard sqlite3_exec(db, sql, nil, nil, &error) == SQLITE_OK else {
+            let status = sqlite3_exec(db, sql, nil, nil, &error)
+            guard status == SQLITE_OK else {
                 let message = error.map { String(cString: $0) } ?? "unknown error"
                 sqlite3_free(error)
-                throw IndexError(message: "index: \(message)")
+                throw IndexError(code: status, message: "index: \(message)")
             }
         }
     }
@@ -211,7 +324,7 @@ public final class RecordingIndex: @unchecked Sendable {
             while true {
                 let status = sqlite3_step(statement)
                 if status == SQLITE_ROW { rows.append(row(statement)); continue }
-                guard status == SQLITE_DONE else { throw IndexError(message: "index: \(String(cString: sqlite3_errmsg(db)))") }
+                guard status == SQLITE_DONE else { throw failure() }
                 return rows
             }
         }
@@ -222,7 +335,7 @@ public final class RecordingIndex: @unchecked Sendable {
         if let s = statements[sql] { return s }
         var statement: OpaquePointer?
         guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
-            throw IndexError(message: "index: \(String(cString: sqlite3_errmsg(db)))")
+            throw failure()
         }
         statements[sql] = statement
         return statement

@@ -1,16 +1,19 @@
 import Foundation
 
-/// What `vigil recordings` prints: a camera's segments (or stills) in time order, with the
-/// gaps between segments shown, as text or JSON.
+/// What `vigil recordings` prints: a camera's segments (or stills, snapshots and daily timelapse
+/// videos) in time order, quarantined leftovers among them, with the gaps between segments
+/// shown, as text or JSON.
 public struct RecordingsListing {
     public let entries: [RecordingIndex.Entry]
     public let timeZone: TimeZone
     /// A pause longer than this between two segments is shown as a gap.
     public static let gapNanos: Int64 = 1_000_000_000
 
+    /// `kind` `.segment` lists video segments; any other kind lists stills, snapshots and daily
+    /// timelapse videos together.
     public init(index: RecordingIndex, camera: String?, kind: RecordingIndex.Kind, from: Date?, to: Date?, timeZone: TimeZone = .current) throws {
         entries = try index.entries(
-            camera: camera, kind: kind, from: from.map { Int64($0.timeIntervalSince1970 * 1e9) },
+            camera: camera, kinds: kind == .segment ? StorageKeeper.videoKinds : StorageKeeper.stillKinds, from: from.map { Int64($0.timeIntervalSince1970 * 1e9) },
             to: to.map { Int64($0.timeIntervalSince1970 * 1e9) })
         self.timeZone = timeZone
     }
@@ -18,7 +21,7 @@ public struct RecordingsListing {
     /// The gaps between consecutive segments of each camera: (camera, from, to).
     public var gaps: [(camera: String, from: Int64, to: Int64)] {
         var result: [(String, Int64, Int64)] = []
-        for (camera, list) in Dictionary(grouping: entries.filter { $0.kind == .segment && $0.state != .missing }, by: \.camera).sorted(by: { $0.key < $1.key }) {
+        for (camera, list) in Dictionary(grouping: entries.filter { $0.kind == .segment && $0.state != .missing && $0.state != .quarantined }, by: \.camera).sorted(by: { $0.key < $1.key }) {
             for (a, b) in zip(list, list.dropFirst()) where b.startNanos - a.endNanos > Self.gapNanos {
                 result.append((camera, a.endNanos, b.startNanos))
             }
@@ -34,14 +37,15 @@ public struct RecordingsListing {
             lines.append("\(camera): \(list.count) \(list[0].kind == .segment ? "segment" : "still")(s), \(Self.size(bytes))")
             var previous: RecordingIndex.Entry?
             for entry in list {
-                if let previous, entry.kind == .segment, previous.state != .missing, entry.startNanos - previous.endNanos > Self.gapNanos {
+                if let previous, entry.kind == .segment, previous.state != .missing, previous.state != .quarantined, entry.state != .quarantined, entry.startNanos - previous.endNanos > Self.gapNanos {
                     lines.append("  — gap of \(Self.duration(entry.startNanos - previous.endNanos)) —")
                 }
                 if entry.kind == .segment {
                     lines.append("  \(time(entry.startNanos)) → \(time(entry.endNanos, roundingUp: true))  \(String(format: "%6d", entry.frames)) frames  "
                         + "\(Self.size(entry.bytes).padding(toLength: 9, withPad: " ", startingAt: 0))  \(entry.state.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0))  \(entry.path)")
                 } else {
-                    lines.append("  \(time(entry.startNanos))  \(Self.size(entry.bytes).padding(toLength: 9, withPad: " ", startingAt: 0))  \(entry.path)")
+                    let state = entry.state == .complete ? "" : "\(entry.state.rawValue)  "
+                    lines.append("  \(time(entry.startNanos))  \(Self.size(entry.bytes).padding(toLength: 9, withPad: " ", startingAt: 0))  \(state)\(entry.path)")
                 }
                 previous = entry
             }

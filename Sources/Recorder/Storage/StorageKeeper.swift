@@ -4,7 +4,7 @@ import Glibc
 import Logging
 
 /// Keeps a storage root in order while the recorder runs: recovers it at start-up, indexes every
-/// segment and still as it is written, enforces retention (age and bytes per camera, every 30 s)
+/// file Vigil writes as it is written, enforces retention (age and bytes per camera, every 30 s)
 /// and the free-space floor (every 2 s, sweeping the oldest recordings when it is crossed, which
 /// is also how a full disk is cleared so recording resumes by itself). All of its work runs on one
 /// serial queue: never on a capture thread or on Swift's cooperative pool.
@@ -17,17 +17,62 @@ public final class StorageKeeper: @unchecked Sendable {
     private let queue = DispatchQueue(label: "vigil.storage")
     private let logger = Logger(label: "vigil.storage")
     private var timer: DispatchSourceTimer?
-    private var listener: Task<Void, Never>?
+    private var subscription: UUID?
     private var lastRetention: Int64 = 0
     private var lastNothingToFree: Int64?
     private var diskLowReported = false
     /// The first estimate of days left comes after ten minutes of recording, then hourly.
     private var nextDaysReport = Clock.monotonicNanos() + 600_000_000_000
+    /// Wall clock minus time since boot at the last look: a change is a clock step.
+    private var clockOffset: Int64?
+    /// The clock was seen to jump forward in this run, or the first retention pass found the
+    /// newest recording over a day behind the clock: deleting most of a camera's recordings by
+    /// age at once is then refused.
+    private var clockSuspect = false
+    private var firstRetentionPass = true
+    private var massDeletionReported: Set<String> = []
 
-    /// Opens the index under `root` and recovers what an interrupted run left behind.
+    /// Opens the index under `root` and recovers what an interrupted run left behind. The files
+    /// are the truth, so a bad index never stops recording: a damaged one is moved aside
+    /// (`vigil-index.sqlite3.corrupt-STAMP`) and rebuilt from the files; one that cannot be
+    /// written (read-only, disk full, newer schema) is left alone and an index in memory, built
+    /// from the files, serves this run. Either way a log line says what happened.
     public static func open(root: String, policy: RetentionPolicy, events: RecorderEvents) throws -> StorageKeeper {
-        let index = try RecordingIndex(root: root)
-        let recovery = try StorageRecovery.run(root: root, index: index, logger: Logger(label: "vigil.storage"))
+        let logger = Logger(label: "vigil.storage")
+        let path = "\(root)/\(RecordingIndex.fileName)"
+        func openFile() throws -> (RecordingIndex, RecoverySummary) {
+            let index = try RecordingIndex(root: root)
+            try index.checkIntegrity()
+            return (index, try StorageRecovery.run(root: root, index: index, logger: logger))
+        }
+        var opened: (RecordingIndex, RecoverySummary)?
+        do {
+            opened = try openFile()
+        } catch let error as RecordingIndex.IndexError where error.isDamaged {
+            let aside = "\(path).corrupt-\(RecordingPaths.utcStamp(Clock.wallNanos()).stamp)"
+            if rename(path, aside) == 0 {
+                _ = rename("\(path)-wal", "\(aside)-wal")
+                unlink("\(path)-shm")
+                do {
+                    opened = try openFile()
+                    logger.error("\(error.message); moved it to \(aside) and rebuilt the index from the recordings (\(opened!.1)); nothing was lost")
+                } catch {
+                    logger.error("\(path) was damaged and moved to \(aside), but a new index cannot be made there either: \(error)")
+                }
+            } else {
+                logger.error("\(error.message), and it cannot be moved aside: \(String(cString: strerror(errno)))")
+            }
+        } catch {
+            logger.error("the index \(path) cannot be used (\((error as? RecordingIndex.IndexError)?.message ?? "\(error)"))")
+        }
+        if let (index, recovery) = opened {
+            return StorageKeeper(root: root, index: index, recovery: recovery, policy: policy, events: events)
+        }
+        let index = try RecordingIndex.inMemory(root: root)
+        let recovery = try StorageRecovery.run(root: root, index: index, logger: logger)
+        let message = "recording goes on without the index file \(path): an index in memory, built from the recordings, serves this run "
+            + "(\(recovery)). Fix the file or its disk (or move it aside) and restart Vigil to have it rebuilt there"
+        logger.error("\(message)")
         return StorageKeeper(root: root, index: index, recovery: recovery, policy: policy, events: events)
     }
 
@@ -39,14 +84,10 @@ public final class StorageKeeper: @unchecked Sendable {
         self.events = events
     }
 
-    /// Starts indexing events and enforcing retention.
+    /// Starts indexing events and enforcing retention. Events are handed to the keeper's queue as
+    /// they are emitted, so `stop()` after the cameras have stopped indexes all of them.
     public func start() {
-        let stream = events.stream()
-        listener = Task.detached { [queue] in
-            for await event in stream {
-                queue.async { self.record(event) }
-            }
-        }
+        subscription = events.subscribe { [self] event in queue.async { self.record(event) } }
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now(), repeating: 2.0)
         timer.setEventHandler { [weak self] in self?.tick() }
@@ -54,22 +95,28 @@ public final class StorageKeeper: @unchecked Sendable {
         self.timer = timer
     }
 
-    /// Stops, after every event received so far has been indexed.
+    /// Stops, after every event emitted so far has been indexed.
     public func stop() {
-        listener?.cancel()
+        subscription.map(events.unsubscribe)
+        subscription = nil
         timer?.cancel()
         flush()
     }
 
-    /// Waits until what was queued is done (events indexed, a sweep finished).
+    /// Waits until what was queued is done (every event emitted so far indexed, a sweep finished).
     public func flush() {
-        // Events travel through an async stream first; give them a moment to arrive.
-        Thread.sleep(forTimeInterval: 0.05)
         queue.sync {}
     }
 
     /// A new retention policy (configuration reload).
     public func update(_ policy: RetentionPolicy) { queue.async { self.policy = policy } }
+
+    /// Indexes a file written outside the capture sessions (a daily timelapse video).
+    func add(_ entry: RecordingIndex.Entry) {
+        queue.async {
+            do { try self.index.put(entry) } catch { self.logger.error("could not index \(entry.path): \(error)") }
+        }
+    }
 
     // MARK: - Indexing
 
@@ -93,11 +140,12 @@ public final class StorageKeeper: @unchecked Sendable {
             case .stillSaved(let camera, let path, let shot):
                 var st = stat()
                 stat(path, &st)
-                let at = shot ?? Clock.wallNanos()
+                // A snapshot (no shot instant) is named by when it was taken.
+                let at = shot ?? RecordingPaths.wallNanos(fromFileName: (path as NSString).lastPathComponent) ?? Clock.wallNanos()
                 try index.put(RecordingIndex.Entry(
-                    kind: .still, camera: camera, path: relative(path), startNanos: at, endNanos: at, frames: 1,
+                    kind: shot == nil ? .snapshot : .still, camera: camera, path: relative(path), startNanos: at, endNanos: at, frames: 1,
                     bytes: Int64(st.st_size), codec: "mjpeg", width: 0, height: 0, state: .complete))
-            case .error(_, let message) where message.contains("disk is full") || message.contains("No space left"):
+            case .error(_, _, let code?) where code == ENOSPC || code == EDQUOT:
                 // A write hit ENOSPC: make room now, even if the floor was set to nothing.
                 checkFreeSpace(Clock.monotonicNanos(), emergency: true)
             default:
@@ -112,6 +160,7 @@ public final class StorageKeeper: @unchecked Sendable {
 
     private func tick() {
         let now = Clock.monotonicNanos()
+        noteClock(wall: Clock.wallNanos(), sinceBoot: Self.nanosSinceBoot())
         checkFreeSpace(now)
         if now - lastRetention >= 30_000_000_000 {
             lastRetention = now
@@ -125,21 +174,83 @@ public final class StorageKeeper: @unchecked Sendable {
         }
     }
 
-    /// Deletes what is older or more than each camera's limits allow.
+    /// A wall-clock step of more than a minute (NTP setting the clock of a board without a
+    /// battery, someone running `date`) is noticed here, against the time since boot (which,
+    /// unlike the monotonic clock, also runs during a suspend, so a resume is no step). After a
+    /// forward step, what was recorded since boot before it has names and index times from the
+    /// wrong clock: its index times are moved on by the step so it is judged by when it was
+    /// really recorded (its files keep their names, and still sort and play).
+    func noteClock(wall: Int64, sinceBoot: Int64) {
+        let offset = wall - sinceBoot
+        defer { clockOffset = offset }
+        guard let previous = clockOffset, abs(offset - previous) > 60_000_000_000 else { return }
+        let step = offset - previous
+        let before = sinceBoot + previous
+        guard step > 0 else {
+            logger.warning("the wall clock went back by \(Self.span(-step)); recordings named from now on sort before the ones just made")
+            return
+        }
+        clockSuspect = true
+        do {
+            // [boot, before] is what the wrong clock stamped.
+            let moved = try index.shiftTimes(by: step, endingFrom: before - sinceBoot, to: before)
+            let message = "the wall clock jumped forward by \(Self.span(step)); \(moved) recording(s) made before that are judged "
+                + "by when they were really made, so retention does not take them for old"
+            logger.warning("\(message)")
+        } catch {
+            logger.error("the wall clock jumped forward by \(Self.span(step)), and the index could not be corrected: \(error)")
+        }
+    }
+
+    static func nanosSinceBoot() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_BOOTTIME, &ts)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    }
+
+    static func span(_ nanos: Int64) -> String {
+        let s = Double(nanos) / 1e9
+        return s < 7200 ? String(format: "%.0f min", s / 60) : s < 172_800 ? String(format: "%.1f hours", s / 3600) : String(format: "%.0f days", s / 86400)
+    }
+
+    /// Deletes what is older or more than each camera's limits allow. Ages are judged against
+    /// the newest recording when the clock is ahead of it, so a clock that jumped forward ages
+    /// nothing; quarantined files count against the limits and go first.
     func enforceRetention(nowWall: Int64) {
         do {
+            let newest = try index.newestEnd()
+            let reference = min(nowWall, newest ?? nowWall)
+            if firstRetentionPass {
+                firstRetentionPass = false
+                if let newest, nowWall - newest > 86_400_000_000_000 { clockSuspect = true }
+            }
             for camera in try index.cameras() {
                 let limits = policy.limits(for: camera)
-                for (kind, limit) in [(RecordingIndex.Kind.segment, limits.videos), (.still, limits.stills)] {
-                    let entries = try index.entries(camera: camera, kind: kind, states: Self.deletable)
+                for (kinds, limit, label) in [(Self.videoKinds, limits.videos, "videos"), (Self.stillKinds, limits.stills, "stills")] {
+                    let entries = try index.entries(camera: camera, kinds: kinds, states: Self.deletable)
                     var doomed: [(RecordingIndex.Entry, String)] = []
                     if let days = limit.maxAgeDays {
-                        let cutoff = nowWall - Int64(days * 86_400 * 1e9)
-                        doomed += entries.filter { $0.endNanos < cutoff }.map { ($0, "older than \(DeviceFormat.rate(days)) days") }
+                        let cutoff = reference - Int64(days * 86_400 * 1e9)
+                        let old = entries.filter { $0.endNanos < cutoff }
+                        if clockSuspect && old.count > 1 && old.count * 2 > entries.count {
+                            let key = "\(camera) \(label)"
+                            if massDeletionReported.insert(key).inserted {
+                                let behind = Self.span(max(nowWall - (newest ?? nowWall), 0))
+                                let message = "retention: \(old.count) of the \(entries.count) \(label) of camera \(camera) look older than "
+                                    + "\(DeviceFormat.rate(days)) days after a clock jump (the newest recording was \(behind) behind the clock): "
+                                    + "not deleting them by age. If the clock is right, restart Vigil and they are deleted; "
+                                    + "the free-space floor still makes room"
+                                logger.error("\(message)")
+                            }
+                        } else {
+                            doomed += old.map { ($0, "older than \(DeviceFormat.rate(days)) days") }
+                        }
                     }
                     if let maxBytes = limit.maxBytes {
+                        // Newest kept first, quarantined files last, so they go first.
+                        let keptFirst = entries.filter { $0.state != .quarantined }.reversed() + entries.filter { $0.state == .quarantined }.reversed()
                         var total: Int64 = 0
-                        for entry in entries.reversed() {
+                        for entry in keptFirst {
                             total += entry.bytes
                             if total > maxBytes && !doomed.contains(where: { $0.0.path == entry.path }) {
                                 doomed.append((entry, "camera over its \(maxBytes) bytes"))
@@ -154,8 +265,12 @@ public final class StorageKeeper: @unchecked Sendable {
         }
     }
 
-    /// Below the free-space floor: delete the oldest recordings (videos of every camera first,
-    /// stills only when no video is left) until the floor is met again.
+    /// Kinds under a camera's video limits, and under its stills limits (the timelapse product).
+    static let videoKinds: [RecordingIndex.Kind] = [.segment]
+    static let stillKinds: [RecordingIndex.Kind] = [.still, .snapshot, .timelapse]
+
+    /// Below the free-space floor: delete the oldest files (quarantined leftovers first, then
+    /// videos of every camera, stills only when no video is left) until the floor is met again.
     func checkFreeSpace(_ now: Int64, emergency: Bool = false) {
         guard let space = Self.space(root) else { return }
         var free = space.free
@@ -173,8 +288,10 @@ public final class StorageKeeper: @unchecked Sendable {
             events.emit(.diskLow(path: root, freeBytes: free))
         }
         do {
-            for kind in [RecordingIndex.Kind.segment, .still] where free < floor {
-                for entry in try index.entries(kind: kind, states: Self.deletable) where free < floor {
+            let order = [try index.entries(kinds: nil, states: [.quarantined]), try index.entries(kinds: Self.videoKinds, states: Self.finished),
+                         try index.entries(kinds: Self.stillKinds, states: Self.finished)]
+            for entries in order where free < floor {
+                for entry in entries where free < floor {
                     delete(entry, reason: "free space below \(floor / 1_048_576) MiB")
                     (free, _) = Self.space(root) ?? (free + entry.bytes, total)
                 }
@@ -191,8 +308,9 @@ public final class StorageKeeper: @unchecked Sendable {
         }
     }
 
-    /// Never a file being written: only finished recordings.
-    static let deletable: [RecordingIndex.State] = [.complete, .interrupted, .recovered]
+    /// Never a file being written: only finished recordings, and quarantined leftovers.
+    static let finished: [RecordingIndex.State] = [.complete, .interrupted, .recovered]
+    static let deletable = finished + [.quarantined]
 
     private func delete(_ entry: RecordingIndex.Entry, reason: String) {
         let path = "\(root)/\(entry.path)"

@@ -12,7 +12,7 @@ public struct RecoverySummary: Sendable, Equatable, CustomStringConvertible {
     public var recovered = 0
     /// Complete files the index did not know, now indexed.
     public var adopted = 0
-    /// Unplayable leftovers moved to `ROOT/.quarantine/` (never deleted).
+    /// Unplayable leftovers moved to `ROOT/.quarantine/` (indexed as `quarantined`).
     public var quarantined = 0
     /// Index entries whose file is gone.
     public var missing = 0
@@ -26,22 +26,38 @@ public struct RecoverySummary: Sendable, Equatable, CustomStringConvertible {
 /// Start-up recovery (after a crash, a kill or a power cut): makes the index and the files agree
 /// again without losing anything. One walk over the directories and one transaction, and no
 /// file the index knows as complete is opened, so thousands of segments take a second or two.
+/// It covers every kind of file Vigil writes (segments, stills, snapshots, daily timelapse videos
+/// and the quarantine), so it also rebuilds a lost index from the files alone.
 enum StorageRecovery {
     static let quarantine = ".quarantine"
 
     static func run(root: String, index: RecordingIndex, logger: Logger) throws -> RecoverySummary {
         var summary = RecoverySummary()
-        let fm = FileManager.default
         var indexed = Dictionary(try index.entries().map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
+        // A camera id may differ from its folder name (`v4l2:usb-…` → `v4l2-usb-…`): files adopted
+        // in a folder get the camera the index already uses for it.
+        var cameraOfFolder: [String: String] = [:]
+        for entry in indexed.values {
+            if let folder = entry.path.split(separator: "/").first, folder != quarantine { cameraOfFolder[String(folder)] = entry.camera }
+        }
         var seen = Set<String>()
+        let walk = Walk(root: root)
         try index.transaction {
-            for camera in (try? fm.contentsOfDirectory(atPath: root)) ?? [] where !camera.hasPrefix(".") {
-                for kind in [RecordingIndex.Kind.segment, .still] {
-                    let kindDirectory = kind == .segment ? "video" : "stills"
-                    let base = "\(camera)/\(kindDirectory)"
-                    for day in (try? fm.contentsOfDirectory(atPath: "\(root)/\(base)")) ?? [] {
-                        for name in (try? fm.contentsOfDirectory(atPath: "\(root)/\(base)/\(day)")) ?? [] {
-                            let relative = "\(base)/\(day)/\(name)"
+            let cameraFolders = walk.folders(in: "").filter { !$0.hasPrefix(".") }
+            for folder in cameraFolders {
+                let camera = cameraOfFolder[folder] ?? folder
+                for kind in RecordingIndex.Kind.allCases {
+                    let base = "\(folder)/\(kind.folder)"
+                    // Daily videos lie directly in their folder; the others in one folder per UTC day.
+                    let directories = kind == .timelapse ? [base] : walk.folders(in: base).map { "\(base)/\($0)" }
+                    for directory in directories {
+                        for name in walk.files(in: directory) {
+                            let relative = "\(directory)/\(name)"
+                            // Someone else's file (an export saved here, notes): neither ours to index nor to move.
+                            guard RecordingFileName(name) != nil else {
+                                logger.notice("recovery: \(relative) is not named like a Vigil recording; left alone")
+                                continue
+                            }
                             if name.hasSuffix(RecordingPaths.partialSuffix) {
                                 let final = String(relative.dropLast(RecordingPaths.partialSuffix.count))
                                 if kind == .segment, let entry = recoverSegment(relative, final: final, known: indexed[final], camera: camera, root: root, logger: logger) {
@@ -49,8 +65,15 @@ enum StorageRecovery {
                                     indexed[final] = entry
                                     seen.insert(final)
                                     summary.recovered += 1
-                                } else {
-                                    moveAside(relative, root: root, logger: logger)
+                                } else if var entry = moveAside(relative, kind: kind, camera: camera, root: root, logger: logger) {
+                                    // The recording is in the quarantine, not missing: its entry moves there.
+                                    if let known = indexed.removeValue(forKey: final) {
+                                        try index.remove(path: final)
+                                        entry.startNanos = known.startNanos
+                                        entry.endNanos = max(known.endNanos, known.startNanos)
+                                    }
+                                    try index.put(entry)
+                                    seen.insert(entry.path)
                                     summary.quarantined += 1
                                 }
                                 continue
@@ -60,23 +83,61 @@ enum StorageRecovery {
                                 summary.known += 1
                                 continue
                             }
-                            guard let entry = adopt(relative, kind: kind, camera: indexed[relative]?.camera ?? camera, root: root) else {
-                                moveAside(relative, root: root, logger: logger)
+                            if let entry = adopt(relative, kind: kind, camera: indexed[relative]?.camera ?? camera, root: root) {
+                                try index.put(entry)
+                                summary.adopted += 1
+                            } else if let entry = moveAside(relative, kind: kind, camera: camera, root: root, logger: logger) {
+                                seen.remove(relative)
+                                try index.put(entry)
+                                seen.insert(entry.path)
                                 summary.quarantined += 1
-                                continue
                             }
-                            try index.put(entry)
-                            summary.adopted += 1
                         }
                     }
                 }
             }
-            for (path, entry) in indexed where !seen.contains(path) && entry.state != .missing {
-                try index.setState(.missing, path: path)
-                summary.missing += 1
+            // What earlier runs moved aside: indexed too, so it is listed and counted against the limits.
+            for relative in walk.files(under: quarantine) where !seen.contains(relative) {
+                seen.insert(relative)
+                if indexed[relative]?.state == .quarantined { continue }
+                let entry = quarantined(relative, root: root, cameraFolders: cameraFolders, cameraOfFolder: cameraOfFolder)
+                try index.put(entry)
+            }
+            for (path, entry) in indexed where !seen.contains(path) {
+                if entry.state == .quarantined {
+                    // A person looked at it and removed it: nothing was lost.
+                    try index.remove(path: path)
+                } else if entry.state != .missing {
+                    try index.setState(.missing, path: path)
+                    summary.missing += 1
+                }
             }
         }
         return summary
+    }
+
+    /// Directory listings that skip what cannot be read, with regular files and folders apart
+    /// (symbolic links followed: a camera folder may live on another disk).
+    private struct Walk {
+        let root: String
+
+        func folders(in relative: String) -> [String] { entries(in: relative, folders: true) }
+        func files(in relative: String) -> [String] { entries(in: relative, folders: false) }
+
+        /// Every regular file below `relative`, as paths relative to the root.
+        func files(under relative: String) -> [String] {
+            files(in: relative).map { "\(relative)/\($0)" } + folders(in: relative).flatMap { files(under: "\(relative)/\($0)") }
+        }
+
+        private func entries(in relative: String, folders: Bool) -> [String] {
+            let directory = relative.isEmpty ? root : "\(root)/\(relative)"
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
+            return names.sorted().filter { name in
+                var st = stat()
+                guard stat("\(directory)/\(name)", &st) == 0 else { return false }
+                return (st.st_mode & S_IFMT) == (folders ? S_IFDIR : S_IFREG)
+            }
+        }
     }
 
     /// A `.partial` segment: cut to its last complete fragment, finalized, described by its packets.
@@ -84,8 +145,10 @@ enum StorageRecovery {
         _ relative: String, final: String, known: RecordingIndex.Entry?, camera: String, root: String, logger: Logger
     ) -> RecordingIndex.Entry? {
         let path = "\(root)/\(relative)"
-        if relative.hasSuffix(".mp4\(RecordingPaths.partialSuffix)") {
-            guard let layout = try? FragmentedMP4.trimToCompleteFragments(path), layout.completeFragments > 0 else { return nil }
+        if RecordingFileName((relative as NSString).lastPathComponent)?.fileExtension == "mp4" {
+            // Nothing is cut from a file without one complete fragment: it goes to the quarantine whole.
+            guard let layout = try? FragmentedMP4.layout(of: path), layout.completeFragments > 0,
+                  (try? FragmentedMP4.trimToCompleteFragments(path)) != nil else { return nil }
         }
         guard var entry = describe(path, relative: final, camera: known?.camera ?? camera) else { return nil }
         if let known, known.state == .writing {
@@ -104,17 +167,27 @@ enum StorageRecovery {
         return entry
     }
 
-    /// A complete file the index does not know: a segment is described from its packets, a
-    /// still from its name and size.
+    /// A complete file the index does not know: a segment or daily video is described from its
+    /// packets, a still or snapshot from its name and size.
     private static func adopt(_ relative: String, kind: RecordingIndex.Kind, camera: String, root: String) -> RecordingIndex.Entry? {
         let path = "\(root)/\(relative)"
-        if kind == .segment { return describe(path, relative: relative, camera: camera) }
-        guard let start = RecordingPaths.wallNanos(fromFileName: (relative as NSString).lastPathComponent) else { return nil }
-        var st = stat()
-        guard stat(path, &st) == 0, st.st_size > 0 else { return nil }
-        return RecordingIndex.Entry(
-            kind: .still, camera: camera, path: relative, startNanos: start, endNanos: start, frames: 1, bytes: Int64(st.st_size),
-            codec: "mjpeg", width: 0, height: 0, state: .complete)
+        switch kind {
+        case .segment:
+            return describe(path, relative: relative, camera: camera)
+        case .timelapse:
+            // Named by its local day; the UTC day of that date stands for it.
+            guard var entry = describe(path, relative: relative, camera: camera) else { return nil }
+            entry.kind = .timelapse
+            entry.endNanos = entry.startNanos + 86_400_000_000_000
+            return entry
+        case .still, .snapshot:
+            guard let start = RecordingPaths.wallNanos(fromFileName: (relative as NSString).lastPathComponent) else { return nil }
+            var st = stat()
+            guard stat(path, &st) == 0, st.st_size > 0 else { return nil }
+            return RecordingIndex.Entry(
+                kind: kind, camera: camera, path: relative, startNanos: start, endNanos: start, frames: 1, bytes: Int64(st.st_size),
+                codec: "mjpeg", width: 0, height: 0, state: .complete)
+        }
     }
 
     /// Frame count and time span from the packets (nothing is decoded); nil if unplayable.
@@ -137,15 +210,48 @@ enum StorageRecovery {
             height: reader.stream.height, state: .complete)
     }
 
-    /// Moves a leftover to `ROOT/.quarantine/` under a flattened name: kept for a person to look at.
-    private static func moveAside(_ relative: String, root: String, logger: Logger) {
-        let directory = "\(root)/\(quarantine)"
-        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let target = "\(directory)/\(relative.replacingOccurrences(of: "/", with: "_"))"
-        if rename("\(root)/\(relative)", target) == 0 {
-            logger.warning("recovery: \(relative) is not playable; moved to \(target)")
-        } else {
-            logger.error("recovery: \(relative) is not playable and could not be moved aside: \(String(cString: strerror(errno)))")
+    /// Moves a leftover to `ROOT/.quarantine/`, at the same path below it: kept for a person to
+    /// look at, and indexed as `quarantined`. Nil if it could not be moved.
+    private static func moveAside(
+        _ relative: String, kind: RecordingIndex.Kind, camera: String, root: String, logger: Logger
+    ) -> RecordingIndex.Entry? {
+        var target = "\(quarantine)/\(relative)"
+        try? FileManager.default.createDirectory(atPath: "\(root)/\((target as NSString).deletingLastPathComponent)", withIntermediateDirectories: true)
+        var n = 2
+        while FileManager.default.fileExists(atPath: "\(root)/\(target)") {
+            target = "\(quarantine)/\(relative).\(n)"
+            n += 1
         }
+        guard rename("\(root)/\(relative)", "\(root)/\(target)") == 0 else {
+            logger.error("recovery: \(relative) is not playable and could not be moved aside: \(String(cString: strerror(errno)))")
+            return nil
+        }
+        logger.warning("recovery: \(relative) is not playable; moved to \(root)/\(target)")
+        return quarantinedEntry(target, kind: kind, camera: camera, root: root)
+    }
+
+    /// A file found in `.quarantine/`: `.quarantine/CAMERA/FOLDER/…` since quarantined files keep
+    /// their path, or a flat `CAMERA_FOLDER_DAY_NAME` from older versions.
+    private static func quarantined(
+        _ relative: String, root: String, cameraFolders: [String], cameraOfFolder: [String: String]
+    ) -> RecordingIndex.Entry {
+        let parts = relative.split(separator: "/").dropFirst().map(String.init)
+        let name = parts.last ?? relative
+        let folder = parts.count > 1 ? parts[0] : cameraFolders.filter { name.hasPrefix($0 + "_") }.max { $0.count < $1.count }
+        let kinds = RecordingIndex.Kind.allCases
+        let kind = parts.count > 2 ? kinds.first { $0.folder == parts[1] } ?? .segment
+            : kinds.first { kind in folder.map { name.hasPrefix("\($0)_\(kind.folder)_") } ?? false } ?? .segment
+        return quarantinedEntry(relative, kind: kind, camera: folder.map { cameraOfFolder[$0] ?? $0 } ?? quarantine, root: root)
+    }
+
+    private static func quarantinedEntry(_ relative: String, kind: RecordingIndex.Kind, camera: String, root: String) -> RecordingIndex.Entry {
+        var st = stat()
+        stat("\(root)/\(relative)", &st)
+        // Named by when it was recorded if the name says so, else by when it was last written.
+        let start = RecordingPaths.wallNanos(fromFileName: (relative as NSString).lastPathComponent)
+            ?? Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+        return RecordingIndex.Entry(
+            kind: kind, camera: camera, path: relative, startNanos: start, endNanos: start, frames: 0, bytes: Int64(st.st_size),
+            codec: "", width: 0, height: 0, state: .quarantined)
     }
 }

@@ -16,7 +16,8 @@ public enum RecorderEvent: Sendable, CustomStringConvertible {
     case recordingDeleted(camera: String, path: String, reason: String)
     case framesDropped(camera: String, output: String, count: Int)
     case diskLow(path: String, freeBytes: Int64)
-    case error(camera: String, message: String)
+    /// `errno` is the POSIX error behind it when there is one (ENOSPC: the disk is full).
+    case error(camera: String, message: String, errno: Int32? = nil)
 
     /// The name used for hooks (`--hook camera_lost=…`) and logs.
     public var name: String {
@@ -42,7 +43,7 @@ public enum RecorderEvent: Sendable, CustomStringConvertible {
         switch self {
         case .cameraLost(let c, _), .cameraFound(let c, _, _), .sessionStarted(let c), .sessionStopped(let c),
              .segmentStarted(let c, _, _), .segmentFinalized(let c, _), .stillSaved(let c, _, _), .framesDropped(let c, _, _),
-             .recordingDeleted(let c, _, _), .error(let c, _):
+             .recordingDeleted(let c, _, _), .error(let c, _, _):
             return c
         case .diskLow: return nil
         }
@@ -66,7 +67,7 @@ public enum RecorderEvent: Sendable, CustomStringConvertible {
         case .diskLow(let path, let free):
             env["VIGIL_FILE"] = path
             env["VIGIL_FREE_BYTES"] = String(free)
-        case .error(_, let message): env["VIGIL_REASON"] = message
+        case .error(_, let message, _): env["VIGIL_REASON"] = message
         default: break
         }
         return env
@@ -84,7 +85,7 @@ public enum RecorderEvent: Sendable, CustomStringConvertible {
         case .recordingDeleted(let c, let p, let r): return "\(c): deleted \(p) (\(r))"
         case .framesDropped(let c, let o, let n): return "\(c): \(o) dropped \(n) frame(s)"
         case .diskLow(let p, let f): return "disk low under \(p): \(f / 1_048_576) MiB free"
-        case .error(let c, let m): return "\(c): \(m)"
+        case .error(let c, let m, _): return "\(c): \(m)"
         }
     }
 }
@@ -92,6 +93,7 @@ public enum RecorderEvent: Sendable, CustomStringConvertible {
 /// Fans recorder events out to subscribers.
 public final class RecorderEvents: Sendable {
     private let subscribers = Mutex<[UUID: AsyncStream<RecorderEvent>.Continuation]>([:])
+    private let handlers = Mutex<[UUID: @Sendable (RecorderEvent) -> Void]>([:])
 
     public init() {}
 
@@ -103,7 +105,21 @@ public final class RecorderEvents: Sendable {
         return stream
     }
 
+    /// Calls `handler` on the emitting thread, before `emit` returns, for every event from now on:
+    /// once every emitter is done, everything has been handed over (no stream buffer in between).
+    /// The handler must only hand the event on (e.g. enqueue it); `unsubscribe(id)` ends it.
+    func subscribe(_ handler: @escaping @Sendable (RecorderEvent) -> Void) -> UUID {
+        let id = UUID()
+        handlers.withLock { $0[id] = handler }
+        return id
+    }
+
+    func unsubscribe(_ id: UUID) {
+        _ = handlers.withLock { $0.removeValue(forKey: id) }
+    }
+
     public func emit(_ event: RecorderEvent) {
+        for h in handlers.withLock({ Array($0.values) }) { h(event) }
         for c in subscribers.withLock({ Array($0.values) }) { c.yield(event) }
     }
 

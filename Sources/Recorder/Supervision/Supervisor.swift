@@ -245,7 +245,7 @@ public actor Supervisor {
         switch event {
         case .interrupted(_, let reason):
             Task { await self.lose(camera, of: session, reason: reason) }
-        case .runtimeError(_, let message):
+        case .runtimeError(_, let message, _):
             camera.sessionError = message
             forward(event)
         case .stopped:
@@ -265,7 +265,7 @@ public actor Supervisor {
         case .segmentFinished(let c, let info): events.emit(.segmentFinalized(camera: c, info))
         case .stillSaved(let c, let info): events.emit(.stillSaved(camera: c, path: info.path, shotWallNanos: info.shotWallNanos))
         case .droppedFrames(let c, let o, let n): events.emit(.framesDropped(camera: c, output: o, count: n))
-        case .runtimeError(let c, let m): events.emit(.error(camera: c, message: m))
+        case .runtimeError(let c, let m, let code): events.emit(.error(camera: c, message: m, errno: code))
         default: break
         }
     }
