@@ -60,7 +60,7 @@ private func killAndRecover(afterFragments fragments: Int) async -> Trial {
         try? await Task.sleep(nanoseconds: 5_000_000)
     }
     kill(process.processIdentifier, SIGKILL)
-    process.waitUntilExit()
+    _ = await waitForExit(process, seconds: 10)
     guard reached else { return Trial(problems: ["\(fragments) fragments never reached the disk"]) }
 
     // What the killed run had on disk, in complete fragments, file by file. (A `.partial`
