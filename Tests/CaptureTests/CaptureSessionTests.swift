@@ -88,10 +88,19 @@ import Testing
             format: .size(width: 160, height: 120, pixelFormat: .yuyv422), fps: 30,
             outputs: [(off.output, ConnectionSettings(isEnabled: false)), (on.output, .init())])
         #expect(await waitUntil(seconds: 10) { on.count >= 10 })
+        // Ten frames went to the enabled output; none may have reached the disabled one.
+        #expect(off.count == 0, "the disabled output received \(off.count) frame(s)")
+        // Frames up to sequence `capturedBefore - 2` were handed out before the switch (the
+        // counter rises just before a frame is delivered): none of them may reach it later either.
+        let capturedBefore = UInt64(session.capturedFrameCount)
         try session.setConnection(for: off.output, ConnectionSettings(isEnabled: true))
         #expect(await waitUntil(seconds: 10) { off.count >= 5 })
         await session.stop()
-        #expect(off.all.first!.sequence > 0)
+        let first = try #require(off.all.first)
+        #expect(first.sequence + 1 >= capturedBefore, "frame \(first.sequence), captured while disabled, was delivered")
+        // Once enabled, it gets every frame from then on.
+        let seqs = off.all.map(\.sequence)
+        #expect(seqs == Array(first.sequence..<first.sequence + UInt64(seqs.count)))
     }
 
     @Test func photoOnDemand() async throws {

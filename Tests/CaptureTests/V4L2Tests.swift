@@ -121,8 +121,17 @@ import Testing
             device: camera(kernel), format: .size(width: 320, height: 240, pixelFormat: .mjpeg), fps: 30,
             outputs: [(movie, .init()), (frames.output, .init())])
         #expect(await waitUntil(seconds: 20) { frames.count >= 30 && log.drops.contains { $0.output.hasPrefix("camera") } })
-        await session.stop()
-        #expect(log.drops.contains { $0.output == "camera (corrupt: \(reason))" })
+        // Stop the camera's frames: every broken one it made is then dequeued, and its drop
+        // report (at most a second later) must count exactly those, no fewer and no more.
+        kernel.wedge(emulated, true)
+        func reported() -> Int { log.drops.filter { $0.output.hasPrefix("camera") }.map(\.count).reduce(0, +) }
+        let settled = await waitUntil(seconds: 20) { reported() == kernel.corruptFrames(of: emulated) }
+        await stopAndDrain(session, log)
+        let made = kernel.corruptFrames(of: emulated)
+        #expect(settled && reported() == made, "reported \(reported()) corrupt frames, the camera made \(made)")
+        // Every fourth frame is broken: thirty good ones came with about ten broken ones.
+        #expect(made >= 5, "\(session.capturedFrameCount) good, \(made) corrupt")
+        #expect(log.drops.allSatisfy { !$0.output.hasPrefix("camera") || $0.output == "camera (corrupt: \(reason))" })
         let decoded = try RecordingInspector.files(under: dir.path, endingWith: ".mkv").map { try RecordingInspector.decode($0) }
         let seqs = decoded.flatMap(\.sequences).compactMap { $0 }
         #expect(seqs.count == decoded.flatMap(\.sequences).count, "every recorded frame decodes")

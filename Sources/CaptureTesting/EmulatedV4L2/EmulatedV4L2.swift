@@ -53,6 +53,11 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
         }
     }
 
+    /// How many frames `camera` has filled broken by its `corruption` so far.
+    public func corruptFrames(of camera: EmulatedCamera) -> Int {
+        lock.withLock { camera.corruptFramesMade }
+    }
+
     /// Stops (or resumes) a camera's frames without closing anything.
     public func wedge(_ camera: EmulatedCamera, _ on: Bool) {
         lock.withLock {

@@ -123,6 +123,7 @@ final class OpenFile {
         var used = paint(number, into: buffers[i].kernelView, capacity: buffers[i].length)
         var flags: UInt32 = 0
         if let corruption = camera.corruption, corruption.every > 0, (number + 1) % UInt64(corruption.every) == 0 {
+            camera.corruptFramesMade += 1
             switch corruption.kind {
             case .errorFlag: flags |= UInt32(V4L2_BUF_FLAG_ERROR)
             case .empty: used = 0
