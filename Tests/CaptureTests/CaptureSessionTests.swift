@@ -71,7 +71,7 @@ import Testing
             format: .size(width: 160, height: 120, pixelFormat: .yuyv422), fps: 30,
             outputs: [(slow.output, .init()), (fast.output, .init())])
         #expect(await waitUntil(seconds: 20) { fast.count >= 60 && !log.drops.isEmpty })
-        await session.stop()
+        await stopAndDrain(session, log)
         #expect(slow.output.droppedFrameCount > 0)
         #expect(log.drops.contains { $0.output == "slow" })
         #expect(!log.drops.contains { $0.output == "fast" })

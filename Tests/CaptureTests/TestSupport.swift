@@ -120,3 +120,13 @@ func expectContiguous(_ decoded: [DecodedRecording], sourceLocation: SourceLocat
     }
     return seqs
 }
+
+/// A recording's time in its name as README.md documents it (UTC, `20261122T065700Z`), made
+/// without the code under test.
+func documentedStamp(_ wallNanos: Int64) -> String {
+    let formatter = DateFormatter()
+    formatter.locale = Locale(identifier: "en_US_POSIX")
+    formatter.timeZone = TimeZone(identifier: "UTC")
+    formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
+    return formatter.string(from: Date(timeIntervalSince1970: Double(wallNanos / 1_000_000_000)))
+}

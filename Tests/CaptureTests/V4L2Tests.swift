@@ -65,7 +65,7 @@ import Testing
             device: camera(kernel), format: .size(width: 320, height: 240, pixelFormat: format), fps: 30,
             outputs: [(movie, .init()), (timelapse, .init())])
         #expect(await waitUntil(seconds: 20) { log.segments.count >= 3 && log.stills.count >= 2 })
-        await session.stop()
+        await stopAndDrain(session, log)
         let files = RecordingInspector.files(under: dir.path, endingWith: ".mp4")
         let decoded = try files.map { try RecordingInspector.decode($0) }
         for d in decoded {
