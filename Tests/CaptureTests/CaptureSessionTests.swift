@@ -4,7 +4,7 @@ import Foundation
 import Media
 import Testing
 
-@Suite struct CaptureSessionTests {
+@Suite(.timeLimit(.minutes(2))) struct CaptureSessionTests {
     /// A camera with only two sizes, in YUYV and MJPEG, 5–30 fps.
     private func smallCamera() -> CaptureDevice {
         SyntheticCamera.device(index: 7, sizes: [(320, 240), (640, 480)], frameRates: 5...30)

@@ -12,7 +12,7 @@ struct AlternatingSchedule: OutputSchedule {
     }
 }
 
-@Suite struct ScheduledOutputTests {
+@Suite(.timeLimit(.minutes(2))) struct ScheduledOutputTests {
     @Test func movieRecordsOnlyInsideItsScheduleAndEndsSegmentsAtItsEdges() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }

@@ -4,7 +4,7 @@ import Foundation
 import Media
 import Testing
 
-@Suite struct SegmentedMovieOutputTests {
+@Suite(.timeLimit(.minutes(2))) struct SegmentedMovieOutputTests {
     @Test func framesAreContiguousAcrossSegmentBoundaries() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }

@@ -4,7 +4,7 @@ import Foundation
 import Media
 import Testing
 
-@Suite struct TimelapseOutputTests {
+@Suite(.timeLimit(.minutes(2))) struct TimelapseOutputTests {
     /// Each still must be the first frame captured at or after its aligned instant.
     private func expectAligned(_ stills: [StillInfo], frames: [FrameLog.Entry], intervalNanos: Int64) {
         let wallBySequence = Dictionary(frames.map { ($0.sequence, $0.wallNanos) }, uniquingKeysWith: { a, _ in a })

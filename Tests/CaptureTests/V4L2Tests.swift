@@ -49,7 +49,7 @@ import Testing
     }
 }
 
-@Suite struct V4L2CaptureTests {
+@Suite(.timeLimit(.minutes(3))) struct V4L2CaptureTests {
     private func camera(_ kernel: EmulatedV4L2) throws -> CaptureDevice {
         try #require(V4L2Discovery(system: kernel).devices().first)
     }

@@ -28,7 +28,7 @@ final class SequenceLog: Sendable {
     var all: [UInt32?] { numbers.all }
 }
 
-@Suite struct SupervisorPlanTests {
+@Suite(.timeLimit(.minutes(3))) struct SupervisorPlanTests {
     private let cameraID = "v4l2:usb-Vigil_Emulated_Camera_SN0001-video-index0"
     private let format = FormatRequest.size(width: 160, height: 120, pixelFormat: .yuyv422)
 

@@ -30,7 +30,7 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
     return await condition()
 }
 
-@Suite struct SupervisorTests {
+@Suite(.timeLimit(.minutes(5))) struct SupervisorTests {
     private let cameraID = "v4l2:usb-Vigil_Emulated_Camera_SN0001-video-index0"
 
     private func setUp() throws -> (TemporaryDirectory, TemporaryDirectory, EmulatedHotplug, EmulatedCamera) {
@@ -204,7 +204,7 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
     }
 }
 
-@Suite struct DeviceMonitorTests {
+@Suite(.timeLimit(.minutes(2))) struct DeviceMonitorTests {
     @Test func nodesAppearingAndVanishingInTheDirectoryAreReported() async throws {
         let dir = try TemporaryDirectory("vigil-dev")
         defer { dir.remove() }
@@ -246,7 +246,7 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
     }
 }
 
-@Suite struct EventHookTests {
+@Suite(.timeLimit(.minutes(2))) struct EventHookTests {
     @Test func hooksRunWithTheEventInTheirEnvironment() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
@@ -347,7 +347,7 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
     }
 }
 
-@Suite struct SyntheticSupervisionTests {
+@Suite(.timeLimit(.minutes(2))) struct SyntheticSupervisionTests {
     /// A camera being opened (after a plug event) when shutdown begins: `run()` waits for the
     /// open to finish and closes it, so no session outlives the supervisor and no `.partial` stays.
     @Test(.timeLimit(.minutes(1))) func aCameraOpeningDuringShutdownIsClosedBeforeRunReturns() async throws {
