@@ -141,7 +141,9 @@ import Testing
 
     @Test(arguments: [
         (EBUSY, "the camera is in use by another program (VIDIOC_S_FMT"),
-        (EACCES, "add the user to the video group"),
+        (EACCES, "/dev/video0: permission denied (open); add the user to the video group (sudo usermod -aG video $USER, then log in again)"),
+        (EPERM, "/dev/video0: permission denied (open); add the user to the video group"),
+        (ENOENT, "/dev/video0: no such camera (open: No such file or directory); run `vigil devices` to list cameras"),
     ])
     func openErrorsNameTheirCauseWhileOtherCamerasRecord(errno code: Int32, message: String) async throws {
         let good = EmulatedCamera(node: "/dev/video2", stableName: "usb-Good-video-index0")
@@ -162,6 +164,26 @@ import Testing
         let before = frames.count
         #expect(await waitUntil(seconds: 10) { frames.count > before + 10 })
         await other.stop()
+        #expect(kernel.openFileCount == 0)
+    }
+
+    /// A driver that reports POLLHUP or POLLERR while the node is still there: the session ends
+    /// as a disconnect (so the supervisor reopens the camera) and says which poll event it was.
+    @Test(arguments: [(Int16(POLLHUP), "/dev/video0 stopped responding (poll reported hang-up): unplugged?"),
+                      (Int16(POLLERR), "/dev/video0 stopped responding (poll reported an error): unplugged?")])
+    func pollErrorsEndTheSessionAsADisconnectNamingTheEvent(events: Int16, reason: String) async throws {
+        let emulated = EmulatedCamera()
+        let kernel = EmulatedV4L2([emulated])
+        let frames = FrameLog()
+        let (session, log) = try startSession(
+            device: camera(kernel), format: .size(width: 160, height: 120, pixelFormat: .mjpeg), fps: 30, outputs: [(frames.output, .init())])
+        #expect(await waitUntil(seconds: 10) { frames.count >= 5 })
+        kernel.reportOnPoll(emulated, events)
+        #expect(await waitUntil(seconds: 10) { log.hasStopped }, "the session did not end")
+        let interruptions = log.all.compactMap { if case .interrupted(_, let r) = $0 { return r } else { return nil } }
+        #expect(interruptions == [reason])
+        #expect(log.errors.isEmpty, "a disconnect is not reported as a failure: \(log.errors)")
+        #expect(!session.isRunning)
         #expect(kernel.openFileCount == 0)
     }
 

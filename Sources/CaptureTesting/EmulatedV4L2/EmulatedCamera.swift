@@ -80,6 +80,9 @@ public final class EmulatedCamera: @unchecked Sendable {
     public var dequeueFailure: (errno: Int32, frames: Int)?
     /// A wedged camera stays open and streaming but delivers no frame (a stalled device).
     public var isWedged = false
+    /// Events `poll` reports on an open file although the camera stays plugged in (POLLERR
+    /// alone, POLLHUP alone), as a failing driver may; set with `EmulatedV4L2.reportOnPoll`.
+    var pollFault: Int16?
     /// Frames are JPEG-encoded once and reused in turn (for benchmarks: the emulator's own cost
     /// stays a memory copy). 0 paints and encodes every frame.
     public var precomputedFrames = 0

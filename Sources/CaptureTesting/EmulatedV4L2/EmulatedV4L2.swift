@@ -53,6 +53,14 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
         }
     }
 
+    /// Makes `poll` on the camera's open files report `events` (nil: normal again).
+    public func reportOnPoll(_ camera: EmulatedCamera, _ events: Int16?) {
+        lock.withLock {
+            camera.pollFault = events
+            lock.broadcast()
+        }
+    }
+
     /// How many frames `camera` has filled broken by its `corruption` so far.
     public func corruptFrames(of camera: EmulatedCamera) -> Int {
         lock.withLock { camera.corruptFramesMade }
@@ -133,6 +141,7 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
         while true {
             guard let file = files[fd] else { return (-EBADF, 0) }
             if !file.camera.isPlugged { return (1, Int16(POLLERR | POLLHUP)) }
+            if let fault = file.camera.pollFault { return (1, fault) }
             produceDueFrames(file)
             if file.buffers.contains(where: { $0.state == .done }) { return (1, Int16(POLLIN)) }
             let now = Date()
