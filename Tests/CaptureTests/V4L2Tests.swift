@@ -139,6 +139,22 @@ import Testing
         #expect(seqs.count == movie.receivedFrameCount)
     }
 
+    /// Corrupt frames are reported once a second; those since the last report must be reported
+    /// when the session stops, not lost with it.
+    @Test func corruptFramesSinceTheLastReportAreReportedAtStop() async throws {
+        let emulated = EmulatedCamera()
+        emulated.corruption = (.errorFlag, 2)
+        let kernel = EmulatedV4L2([emulated])
+        let (session, log) = try startSession(
+            device: camera(kernel), format: .size(width: 160, height: 120, pixelFormat: .mjpeg), fps: 30, outputs: [])
+        func reported() -> Int { log.drops.filter { $0.output.hasPrefix("camera") }.map(\.count).reduce(0, +) }
+        // Just after a report, as soon as more corrupt frames have been read: stop.
+        #expect(await waitUntil(seconds: 20) { reported() > 0 })
+        #expect(await waitUntil(seconds: 20) { kernel.corruptFrames(of: emulated) > reported() })
+        await stopAndDrain(session, log)
+        #expect(reported() == kernel.corruptFrames(of: emulated), "\(kernel.corruptFrames(of: emulated) - reported()) corrupt frame(s) never reported")
+    }
+
     @Test(arguments: [
         (EBUSY, "the camera is in use by another program (VIDIOC_S_FMT"),
         (EACCES, "/dev/video0: permission denied (open); add the user to the video group (sudo usermod -aG video $USER, then log in again)"),

@@ -90,8 +90,8 @@ public final class EmulatedCamera: @unchecked Sendable {
     var isPlugged = true
     /// Frames this camera has produced since it was created: the number painted into each frame.
     var framesProduced: UInt64 = 0
-    /// Frames this camera delivered broken by `corruption` (read it with `EmulatedV4L2.corruptFrames(of:)`).
-    var corruptFramesMade = 0
+    /// Frames broken by `corruption` that a reader dequeued (read it with `EmulatedV4L2.corruptFrames(of:)`).
+    var corruptFramesDequeued = 0
 
     public init(
         node: String = "/dev/video0", card: String = "Emulated USB Camera", bus: String = "usb-0000:00:14.0-1",

@@ -61,9 +61,9 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
         }
     }
 
-    /// How many frames `camera` has filled broken by its `corruption` so far.
+    /// How many frames broken by `camera`'s `corruption` a reader has dequeued so far.
     public func corruptFrames(of camera: EmulatedCamera) -> Int {
-        lock.withLock { camera.corruptFramesMade }
+        lock.withLock { camera.corruptFramesDequeued }
     }
 
     /// Stops (or resumes) a camera's frames without closing anything.
@@ -275,6 +275,7 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
             b.pointee.length = UInt32(buffer.length)
             b.pointee.m.offset = UInt32(buffer.offset)
             file.dequeuedFrames += 1
+            if buffer.isCorrupt { camera.corruptFramesDequeued += 1 }
             if let limit = camera.unplugAfterFrames, file.dequeuedFrames >= limit {
                 camera.unplugAfterFrames = nil
                 camera.isPlugged = false
