@@ -16,6 +16,11 @@ final class RecorderLog: Sendable {
     private func append(_ e: RecorderEvent) { events.withLock { $0.append(e) } }
     var all: [RecorderEvent] { events.withLock { $0 } }
     func count(_ name: String) -> Int { all.filter { $0.name == name }.count }
+    /// Waits until every session started has been reported stopped: the supervisor emits that
+    /// after the session's last events (the final segment), so then the log holds them all.
+    func settle(seconds: Double = 10) async -> Bool {
+        await poll(seconds: seconds) { self.count("session_stopped") == self.count("session_started") }
+    }
     var reattachSeconds: [Double] {
         all.compactMap { if case .cameraFound(_, _, let s) = $0 { return s } else { return nil } }
     }
@@ -78,6 +83,7 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
         #expect(await poll(seconds: 10) { delivered.withLock { $0.count } >= before + 10 })
         run.cancel()
         await run.value
+        #expect(await log.settle(), "the last sessions' events never arrived")
 
         #expect(Set(nodes.dropFirst()) == ["\(devices.path)/video0", "\(devices.path)/video2"])
         let latencies = log.reattachSeconds.sorted()
@@ -456,6 +462,7 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
         #expect(await poll(seconds: 10) { log.count("still_saved") >= stillsBefore + 2 })
         run.cancel()
         await run.value
+        #expect(await log.settle(), "the last session's events never arrived")
 
         let paths = log.all.compactMap { if case .stillSaved(_, let p, _) = $0 { return p } else { return nil } }
         #expect(Set(paths).count == paths.count, "a shot was taken twice")
