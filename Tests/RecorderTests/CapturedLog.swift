@@ -1,7 +1,7 @@
 import Logging
 import Synchronization
 
-/// Every log message of this test process at level info and above, so that a test can assert
+/// Every log message of this test process at level warning and above, so that a test can assert
 /// a warning the recorder gives only in its log. swift-log allows one bootstrap per process:
 /// `shared` does it once, the first time a test needs it; loggers made before that keep the
 /// default handler and are not captured.
@@ -30,7 +30,7 @@ final class CapturedLog: Sendable {
     private struct Handler: LogHandler {
         let label: String
         let log: CapturedLog
-        var logLevel: Logger.Level = .info
+        var logLevel: Logger.Level = .warning
         var metadata: Logger.Metadata = [:]
 
         subscript(metadataKey key: String) -> Logger.Metadata.Value? {
