@@ -47,7 +47,9 @@ let package = Package(
         .executableTarget(name: "vigil-bench", dependencies: ["Capture", "CaptureTesting", "Media", "Recorder"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "CaptureTesting"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media", "CaptureTesting", "CV4L2"]),
-        .testTarget(name: "RecorderTests", dependencies: ["Recorder", "Capture", "CaptureTesting"]),
+        .testTarget(name: "RecorderTests", dependencies: [
+            "Recorder", "Capture", "CaptureTesting", .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "VigilEndToEndTests", dependencies: ["CaptureTesting", "Media", "Recorder", "vigil"]),
     ],
     swiftLanguageModes: [.v6]

@@ -4,7 +4,7 @@ import Foundation
 import Media
 import Testing
 
-@Suite struct CaptureSessionTests {
+@Suite(.timeLimit(.minutes(2))) struct CaptureSessionTests {
     /// A camera with only two sizes, in YUYV and MJPEG, 5–30 fps.
     private func smallCamera() -> CaptureDevice {
         SyntheticCamera.device(index: 7, sizes: [(320, 240), (640, 480)], frameRates: 5...30)
@@ -71,7 +71,7 @@ import Testing
             format: .size(width: 160, height: 120, pixelFormat: .yuyv422), fps: 30,
             outputs: [(slow.output, .init()), (fast.output, .init())])
         #expect(await waitUntil(seconds: 20) { fast.count >= 60 && !log.drops.isEmpty })
-        await session.stop()
+        await stopAndDrain(session, log)
         #expect(slow.output.droppedFrameCount > 0)
         #expect(log.drops.contains { $0.output == "slow" })
         #expect(!log.drops.contains { $0.output == "fast" })
@@ -88,10 +88,19 @@ import Testing
             format: .size(width: 160, height: 120, pixelFormat: .yuyv422), fps: 30,
             outputs: [(off.output, ConnectionSettings(isEnabled: false)), (on.output, .init())])
         #expect(await waitUntil(seconds: 10) { on.count >= 10 })
+        // Ten frames went to the enabled output; none may have reached the disabled one.
+        #expect(off.count == 0, "the disabled output received \(off.count) frame(s)")
+        // Frames up to sequence `capturedBefore - 2` were handed out before the switch (the
+        // counter rises just before a frame is delivered): none of them may reach it later either.
+        let capturedBefore = UInt64(session.capturedFrameCount)
         try session.setConnection(for: off.output, ConnectionSettings(isEnabled: true))
         #expect(await waitUntil(seconds: 10) { off.count >= 5 })
         await session.stop()
-        #expect(off.all.first!.sequence > 0)
+        let first = try #require(off.all.first)
+        #expect(first.sequence + 1 >= capturedBefore, "frame \(first.sequence), captured while disabled, was delivered")
+        // Once enabled, it gets every frame from then on.
+        let seqs = off.all.map(\.sequence)
+        #expect(seqs == Array(first.sequence..<first.sequence + UInt64(seqs.count)))
     }
 
     @Test func photoOnDemand() async throws {

@@ -5,7 +5,7 @@ import Media
 import Testing
 
 /// Mounting a small tmpfs needs root (CI runs as root on these machines).
-@Suite(.enabled(if: getuid() == 0, "needs root to mount a size-limited tmpfs"))
+@Suite(.enabled(if: getuid() == 0, "needs root to mount a size-limited tmpfs"), .timeLimit(.minutes(2)))
 struct DiskFullTests {
     @Test func fullDiskIsReportedAndRecordingResumesWhileOtherCamerasGoOn() async throws {
         let small = try TemporaryDirectory("vigil-full")

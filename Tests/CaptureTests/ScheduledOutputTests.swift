@@ -12,7 +12,7 @@ struct AlternatingSchedule: OutputSchedule {
     }
 }
 
-@Suite struct ScheduledOutputTests {
+@Suite(.timeLimit(.minutes(2))) struct ScheduledOutputTests {
     @Test func movieRecordsOnlyInsideItsScheduleAndEndsSegmentsAtItsEdges() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
@@ -24,7 +24,7 @@ struct AlternatingSchedule: OutputSchedule {
             format: .size(width: 160, height: 120, pixelFormat: .yuyv422), fps: 10,
             outputs: [(movie, .init()), (frames.output, .init())])
         #expect(await waitUntil(seconds: 30) { log.segments.count >= 2 })
-        await session.stop()
+        await stopAndDrain(session, log)
         let segments = log.segments
         #expect(segments.count >= 2)
         let inside = frames.all.filter { schedule.isActive($0.wallNanos) }
@@ -50,7 +50,7 @@ struct AlternatingSchedule: OutputSchedule {
             format: .size(width: 160, height: 120, pixelFormat: .yuyv422), fps: 10, outputs: [(timelapse, .init())])
         let start = Clock.wallNanos()
         #expect(await waitUntil(seconds: 30) { log.stills.count >= 4 })
-        await session.stop()
+        await stopAndDrain(session, log)
         let end = Clock.wallNanos()
         let stills = log.stills
         #expect(stills.allSatisfy { schedule.isActive($0.shotWallNanos) }, "a still outside the schedule")

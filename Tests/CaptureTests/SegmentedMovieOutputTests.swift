@@ -4,7 +4,7 @@ import Foundation
 import Media
 import Testing
 
-@Suite struct SegmentedMovieOutputTests {
+@Suite(.timeLimit(.minutes(2))) struct SegmentedMovieOutputTests {
     @Test func framesAreContiguousAcrossSegmentBoundaries() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
@@ -12,8 +12,7 @@ import Testing
         let (session, log) = try startSession(format: .size(width: 160, height: 120, pixelFormat: .yuyv422), fps: 20, outputs: [(movie, .init())])
         // At least three boundaries means at least four finished segments.
         #expect(await waitUntil(seconds: 20) { log.segments.count >= 4 })
-        await session.stop()
-        try await Task.sleep(nanoseconds: 100_000_000)
+        await stopAndDrain(session, log)
 
         let files = RecordingInspector.files(under: dir.path, endingWith: ".mp4")
         #expect(RecordingInspector.files(under: dir.path, endingWith: ".partial").isEmpty)
@@ -47,8 +46,9 @@ import Testing
         #expect(movie.settings.container == .matroska)
         let (session, log) = try startSession(format: .size(width: 320, height: 240, pixelFormat: .mjpeg), fps: 15, outputs: [(movie, .init())])
         #expect(await waitUntil(seconds: 20) { log.segments.count >= 3 })
-        await session.stop()
+        await stopAndDrain(session, log)
         let files = RecordingInspector.files(under: dir.path, endingWith: ".mkv")
+        #expect(files == log.segments.map(\.path).sorted())
         #expect(files.count >= 4)
         let decoded = try files.map { try RecordingInspector.decode($0) }
         for d in decoded {
@@ -64,13 +64,21 @@ import Testing
         defer { dir.remove() }
         let movie = try SegmentedMovieOutput(.init(storageRoot: dir.path, segmentSeconds: 60))
         let connection = ConnectionSettings(rotation: .clockwise90, isMirrored: true)
-        let (session, _) = try startSession(format: .size(width: 320, height: 240, pixelFormat: .mjpeg), fps: 15, outputs: [(movie, connection)])
+        let (session, log) = try startSession(format: .size(width: 320, height: 240, pixelFormat: .mjpeg), fps: 15, outputs: [(movie, connection)])
         #expect(await waitUntil(seconds: 20) { movie.receivedFrameCount >= 20 })
-        await session.stop()
+        await stopAndDrain(session, log)
         let files = RecordingInspector.files(under: dir.path, endingWith: ".mp4")
+        // One file per finished segment (two if a minute boundary fell inside), none left partial.
+        #expect(!files.isEmpty && files == log.segments.map(\.path).sorted())
+        #expect(RecordingInspector.files(under: dir.path, endingWith: ".partial").isEmpty)
         let decoded = try files.map { try RecordingInspector.decode($0, rotation: .clockwise90, mirrored: true) }
         #expect(decoded.allSatisfy { $0.width == 240 && $0.height == 320 })
-        _ = expectContiguous(decoded)
+        // Every frame the camera captured was received, none dropped, and every one is in a file.
+        let seqs = expectContiguous(decoded)
+        #expect(movie.droppedFrameCount == 0)
+        #expect(movie.receivedFrameCount == session.capturedFrameCount)
+        #expect(seqs.count == movie.receivedFrameCount)
+        #expect(seqs.first == 0)
     }
 
     @Test func streamCopyOfUncompressedFramesIsRefused() throws {

@@ -40,7 +40,17 @@ final class EventLog: Sendable {
         all.compactMap { if case .droppedFrames(_, let o, let n) = $0 { return (o, n) } else { return nil } }
     }
 
+    /// Whether the session's `stopped` event arrived: it follows every output's last event.
+    var hasStopped: Bool { all.contains { if case .stopped = $0 { true } else { false } } }
+
     func cancel() { task.withLock { $0?.cancel() } }
+}
+
+/// Stops `session` and waits for its `stopped` event, so that every event before it (the last
+/// segment's `segmentFinished`, a final drop report) is in `log` when the test reads it.
+func stopAndDrain(_ session: CaptureSession, _ log: EventLog, sourceLocation: SourceLocation = #_sourceLocation) async {
+    await session.stop()
+    #expect(await waitUntil(seconds: 30) { log.hasStopped }, "the session's stopped event never came", sourceLocation: sourceLocation)
 }
 
 /// Polls `condition` every 50 ms until it holds or `seconds` pass; returns whether it held.
@@ -109,4 +119,14 @@ func expectContiguous(_ decoded: [DecodedRecording], sourceLocation: SourceLocat
         break
     }
     return seqs
+}
+
+/// A recording's time in its name as README.md documents it (UTC, `20261122T065700Z`), made
+/// without the code under test.
+func documentedStamp(_ wallNanos: Int64) -> String {
+    let formatter = DateFormatter()
+    formatter.locale = Locale(identifier: "en_US_POSIX")
+    formatter.timeZone = TimeZone(identifier: "UTC")
+    formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
+    return formatter.string(from: Date(timeIntervalSince1970: Double(wallNanos / 1_000_000_000)))
 }

@@ -4,7 +4,7 @@ import Foundation
 import Media
 import Testing
 
-@Suite struct TimelapseOutputTests {
+@Suite(.timeLimit(.minutes(2))) struct TimelapseOutputTests {
     /// Each still must be the first frame captured at or after its aligned instant.
     private func expectAligned(_ stills: [StillInfo], frames: [FrameLog.Entry], intervalNanos: Int64) {
         let wallBySequence = Dictionary(frames.map { ($0.sequence, $0.wallNanos) }, uniquingKeysWith: { a, _ in a })
@@ -19,7 +19,7 @@ import Testing
             if let previous = wallBySequence[still.frameSequence - 1] {
                 #expect(previous < still.shotWallNanos, "an earlier frame was already past the instant")
             }
-            #expect(still.path.hasSuffix("-\(RecordingPaths.utcStamp(still.shotWallNanos).stamp).jpg"))
+            #expect(still.path.hasSuffix("-\(documentedStamp(still.shotWallNanos)).jpg"))
         }
         let instants = stills.map(\.shotWallNanos).sorted()
         for (a, b) in zip(instants, instants.dropFirst()) {
@@ -36,7 +36,7 @@ import Testing
             format: .size(width: 320, height: 240, pixelFormat: .yuyv422), fps: 10,
             outputs: [(timelapse, .init()), (frames.output, .init())])
         #expect(await waitUntil(seconds: 20) { log.stills.count >= 3 })
-        await session.stop()
+        await stopAndDrain(session, log)
         let stills = log.stills
         expectAligned(stills, frames: frames.all, intervalNanos: 1_000_000_000)
         #expect(timelapse.skippedShotCount == 0)
@@ -58,7 +58,7 @@ import Testing
             format: .size(width: 320, height: 240, pixelFormat: .mjpeg), fps: 10,
             outputs: [(timelapse, .init()), (frames.output, .init())])
         #expect(await waitUntil(seconds: 20) { log.stills.count >= 2 })
-        await session.stop()
+        await stopAndDrain(session, log)
         let bySequence = Dictionary(frames.all.map { ($0.sequence, $0.bytes!) }, uniquingKeysWith: { a, _ in a })
         let repair = try JPEGRepair()
         #expect(!log.stills.isEmpty)
@@ -80,7 +80,7 @@ import Testing
             format: .size(width: 320, height: 240, pixelFormat: .mjpeg), fps: 10,
             outputs: [(timelapse, ConnectionSettings(rotation: .clockwise270))])
         #expect(await waitUntil(seconds: 20) { log.stills.count >= 1 })
-        await session.stop()
+        await stopAndDrain(session, log)
         let still = try #require(log.stills.first)
         let decoded = try RecordingInspector.decode(still.path, rotation: .clockwise270)
         #expect(decoded.width == 240 && decoded.height == 320)

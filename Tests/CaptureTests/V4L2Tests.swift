@@ -49,7 +49,7 @@ import Testing
     }
 }
 
-@Suite struct V4L2CaptureTests {
+@Suite(.timeLimit(.minutes(3))) struct V4L2CaptureTests {
     private func camera(_ kernel: EmulatedV4L2) throws -> CaptureDevice {
         try #require(V4L2Discovery(system: kernel).devices().first)
     }
@@ -65,7 +65,7 @@ import Testing
             device: camera(kernel), format: .size(width: 320, height: 240, pixelFormat: format), fps: 30,
             outputs: [(movie, .init()), (timelapse, .init())])
         #expect(await waitUntil(seconds: 20) { log.segments.count >= 3 && log.stills.count >= 2 })
-        await session.stop()
+        await stopAndDrain(session, log)
         let files = RecordingInspector.files(under: dir.path, endingWith: ".mp4")
         let decoded = try files.map { try RecordingInspector.decode($0) }
         for d in decoded {
@@ -121,8 +121,17 @@ import Testing
             device: camera(kernel), format: .size(width: 320, height: 240, pixelFormat: .mjpeg), fps: 30,
             outputs: [(movie, .init()), (frames.output, .init())])
         #expect(await waitUntil(seconds: 20) { frames.count >= 30 && log.drops.contains { $0.output.hasPrefix("camera") } })
-        await session.stop()
-        #expect(log.drops.contains { $0.output == "camera (corrupt: \(reason))" })
+        // Stop the camera's frames: every broken one it made is then dequeued, and its drop
+        // report (at most a second later) must count exactly those, no fewer and no more.
+        kernel.wedge(emulated, true)
+        func reported() -> Int { log.drops.filter { $0.output.hasPrefix("camera") }.map(\.count).reduce(0, +) }
+        let settled = await waitUntil(seconds: 20) { reported() == kernel.corruptFrames(of: emulated) }
+        await stopAndDrain(session, log)
+        let made = kernel.corruptFrames(of: emulated)
+        #expect(settled && reported() == made, "reported \(reported()) corrupt frames, the camera made \(made)")
+        // Every fourth frame is broken: thirty good ones came with about ten broken ones.
+        #expect(made >= 5, "\(session.capturedFrameCount) good, \(made) corrupt")
+        #expect(log.drops.allSatisfy { !$0.output.hasPrefix("camera") || $0.output == "camera (corrupt: \(reason))" })
         let decoded = try RecordingInspector.files(under: dir.path, endingWith: ".mkv").map { try RecordingInspector.decode($0) }
         let seqs = decoded.flatMap(\.sequences).compactMap { $0 }
         #expect(seqs.count == decoded.flatMap(\.sequences).count, "every recorded frame decodes")
@@ -130,9 +139,27 @@ import Testing
         #expect(seqs.count == movie.receivedFrameCount)
     }
 
+    /// Corrupt frames are reported once a second; those since the last report must be reported
+    /// when the session stops, not lost with it.
+    @Test func corruptFramesSinceTheLastReportAreReportedAtStop() async throws {
+        let emulated = EmulatedCamera()
+        emulated.corruption = (.errorFlag, 2)
+        let kernel = EmulatedV4L2([emulated])
+        let (session, log) = try startSession(
+            device: camera(kernel), format: .size(width: 160, height: 120, pixelFormat: .mjpeg), fps: 30, outputs: [])
+        func reported() -> Int { log.drops.filter { $0.output.hasPrefix("camera") }.map(\.count).reduce(0, +) }
+        // Just after a report, as soon as more corrupt frames have been read: stop.
+        #expect(await waitUntil(seconds: 20) { reported() > 0 })
+        #expect(await waitUntil(seconds: 20) { kernel.corruptFrames(of: emulated) > reported() })
+        await stopAndDrain(session, log)
+        #expect(reported() == kernel.corruptFrames(of: emulated), "\(kernel.corruptFrames(of: emulated) - reported()) corrupt frame(s) never reported")
+    }
+
     @Test(arguments: [
         (EBUSY, "the camera is in use by another program (VIDIOC_S_FMT"),
-        (EACCES, "add the user to the video group"),
+        (EACCES, "/dev/video0: permission denied (open); add the user to the video group (sudo usermod -aG video $USER, then log in again)"),
+        (EPERM, "/dev/video0: permission denied (open); add the user to the video group"),
+        (ENOENT, "/dev/video0: no such camera (open: No such file or directory); run `vigil devices` to list cameras"),
     ])
     func openErrorsNameTheirCauseWhileOtherCamerasRecord(errno code: Int32, message: String) async throws {
         let good = EmulatedCamera(node: "/dev/video2", stableName: "usb-Good-video-index0")
@@ -153,6 +180,26 @@ import Testing
         let before = frames.count
         #expect(await waitUntil(seconds: 10) { frames.count > before + 10 })
         await other.stop()
+        #expect(kernel.openFileCount == 0)
+    }
+
+    /// A driver that reports POLLHUP or POLLERR while the node is still there: the session ends
+    /// as a disconnect (so the supervisor reopens the camera) and says which poll event it was.
+    @Test(arguments: [(Int16(POLLHUP), "/dev/video0 stopped responding (poll reported hang-up): unplugged?"),
+                      (Int16(POLLERR), "/dev/video0 stopped responding (poll reported an error): unplugged?")])
+    func pollErrorsEndTheSessionAsADisconnectNamingTheEvent(events: Int16, reason: String) async throws {
+        let emulated = EmulatedCamera()
+        let kernel = EmulatedV4L2([emulated])
+        let frames = FrameLog()
+        let (session, log) = try startSession(
+            device: camera(kernel), format: .size(width: 160, height: 120, pixelFormat: .mjpeg), fps: 30, outputs: [(frames.output, .init())])
+        #expect(await waitUntil(seconds: 10) { frames.count >= 5 })
+        kernel.reportOnPoll(emulated, events)
+        #expect(await waitUntil(seconds: 10) { log.hasStopped }, "the session did not end")
+        let interruptions = log.all.compactMap { if case .interrupted(_, let r) = $0 { return r } else { return nil } }
+        #expect(interruptions == [reason])
+        #expect(log.errors.isEmpty, "a disconnect is not reported as a failure: \(log.errors)")
+        #expect(!session.isRunning)
         #expect(kernel.openFileCount == 0)
     }
 

@@ -4,7 +4,7 @@ import Foundation
 import Recorder
 import Testing
 
-@Suite struct DeviceListingTests {
+@Suite(.timeLimit(.minutes(2))) struct DeviceListingTests {
     @Test func listingShowsIdentityFormatsControlsAndProblems() throws {
         let good = EmulatedCamera()
         let locked = EmulatedCamera(node: "/dev/video2", card: "Locked Camera", bus: "usb-2", stableName: nil)

@@ -6,8 +6,8 @@ import Media
 import Synchronization
 import Testing
 
-@Suite struct ExportTests {
-    /// Records about 4.5 s of 1 s segments into an indexed root; returns the frames seen (sequence, wall time).
+@Suite(.timeLimit(.minutes(2))) struct ExportTests {
+    /// Records at least four 1 s segments into an indexed root; returns the frames seen (sequence, wall time).
     private func record(into root: String) async throws -> (StorageKeeper, [(UInt32, Int64)]) {
         let events = RecorderEvents()
         let keeper = try StorageKeeper.open(root: root, policy: RetentionPolicy(), events: events)
@@ -21,10 +21,15 @@ import Testing
             plans: [CameraPlan(cameraID: "synthetic-0", format: .size(width: 160, height: 120, pixelFormat: .yuyv422), frameRate: 15,
                                outputs: [(movie, .init()), (frames, .init())])],
             source: SyntheticDeviceSource(count: 1), events: events)
+        let log = RecorderLog(events)
         let run = Task.detached { await supervisor.run() }
-        try await Task.sleep(nanoseconds: 4_500_000_000)
+        // Four finished segments: the exports span the second to the fourth.
+        #expect(await poll(seconds: 30) { log.count("segment_finalized") >= 4 })
         run.cancel()
         await run.value
+        // Read the index only once it holds every segment announced so far (events reach it
+        // through a stream).
+        #expect(await poll(seconds: 10) { (try? keeper.index.entries(kind: .segment).count) == log.count("segment_finalized") })
         keeper.stop()
         return (keeper, seen.all)
     }

@@ -4,7 +4,7 @@ import Foundation
 import Recorder
 import Testing
 
-@Suite struct RecorderServiceTests {
+@Suite(.timeLimit(.minutes(3))) struct RecorderServiceTests {
     @Test func twoJobsOnOneCameraOpenItOnceAndBothRecord() async throws {
         let devices = try TemporaryDirectory("vigil-dev")
         let dir = try TemporaryDirectory("vigil-run")
@@ -52,7 +52,7 @@ import Testing
     }
 }
 
-@Suite struct BuiltInDefaultTests {
+@Suite(.timeLimit(.minutes(3))) struct BuiltInDefaultTests {
     @Test func withoutAConfigurationACameraPluggedInLaterIsRecordedToo() async throws {
         let devices = try TemporaryDirectory("vigil-dev")
         let dir = try TemporaryDirectory("vigil-default")

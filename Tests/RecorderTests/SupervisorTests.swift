@@ -16,6 +16,11 @@ final class RecorderLog: Sendable {
     private func append(_ e: RecorderEvent) { events.withLock { $0.append(e) } }
     var all: [RecorderEvent] { events.withLock { $0 } }
     func count(_ name: String) -> Int { all.filter { $0.name == name }.count }
+    /// Waits until every session started has been reported stopped: the supervisor emits that
+    /// after the session's last events (the final segment), so then the log holds them all.
+    func settle(seconds: Double = 10) async -> Bool {
+        await poll(seconds: seconds) { self.count("session_stopped") == self.count("session_started") }
+    }
     var reattachSeconds: [Double] {
         all.compactMap { if case .cameraFound(_, _, let s) = $0 { return s } else { return nil } }
     }
@@ -30,7 +35,7 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
     return await condition()
 }
 
-@Suite struct SupervisorTests {
+@Suite(.timeLimit(.minutes(5))) struct SupervisorTests {
     private let cameraID = "v4l2:usb-Vigil_Emulated_Camera_SN0001-video-index0"
 
     private func setUp() throws -> (TemporaryDirectory, TemporaryDirectory, EmulatedHotplug, EmulatedCamera) {
@@ -78,6 +83,7 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
         #expect(await poll(seconds: 10) { delivered.withLock { $0.count } >= before + 10 })
         run.cancel()
         await run.value
+        #expect(await log.settle(), "the last sessions' events never arrived")
 
         #expect(Set(nodes.dropFirst()) == ["\(devices.path)/video0", "\(devices.path)/video2"])
         let latencies = log.reattachSeconds.sorted()
@@ -204,7 +210,7 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
     }
 }
 
-@Suite struct DeviceMonitorTests {
+@Suite(.timeLimit(.minutes(2))) struct DeviceMonitorTests {
     @Test func nodesAppearingAndVanishingInTheDirectoryAreReported() async throws {
         let dir = try TemporaryDirectory("vigil-dev")
         defer { dir.remove() }
@@ -246,7 +252,7 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
     }
 }
 
-@Suite struct EventHookTests {
+@Suite(.timeLimit(.minutes(2))) struct EventHookTests {
     @Test func hooksRunWithTheEventInTheirEnvironment() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
@@ -347,7 +353,7 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
     }
 }
 
-@Suite struct SyntheticSupervisionTests {
+@Suite(.timeLimit(.minutes(2))) struct SyntheticSupervisionTests {
     /// A camera being opened (after a plug event) when shutdown begins: `run()` waits for the
     /// open to finish and closes it, so no session outlives the supervisor and no `.partial` stays.
     @Test(.timeLimit(.minutes(1))) func aCameraOpeningDuringShutdownIsClosedBeforeRunReturns() async throws {
@@ -428,30 +434,66 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
         #expect(await supervisor.status().allSatisfy { !$0.isRecording })
     }
 
+    /// An unplug costs exactly the shots whose instants passed while the camera was away: the
+    /// stills on disk have one hole, its instants are the ones counted as skipped, and the log
+    /// warns of each of them.
     @Test func timelapseSkipsTheShotsAnUnplugCostsAndSaysSo() async throws {
+        let captured = CapturedLog.shared
         let storage = try TemporaryDirectory("vigil-rec")
         defer { storage.remove() }
         let source = SyntheticDeviceSource(count: 1)
         let timelapse = try TimelapseOutput(.init(storageRoot: storage.path, intervalSeconds: 1))
         let events = RecorderEvents()
         let log = RecorderLog(events)
+        // A name of its own, so that the warnings of this camera are told apart from other tests'.
+        let name = "skip-\(getpid())-\(Clock.monotonicNanos())"
         let supervisor = Supervisor(
-            plans: [CameraPlan(cameraID: "synthetic-0", format: .size(width: 160, height: 120, pixelFormat: .yuyv422), frameRate: 15,
-                               outputs: [(timelapse, .init())])],
+            plans: [CameraPlan(cameraID: name, matches: { $0.id == "synthetic-0" }, format: .size(width: 160, height: 120, pixelFormat: .yuyv422),
+                               frameRate: 15, outputs: [(timelapse, .init())])],
             source: source, events: events)
         let run = Task.detached { await supervisor.run() }
         #expect(await poll(seconds: 10) { log.count("still_saved") >= 2 })
         source.cameras[0].faults.unplug()
         #expect(await poll(seconds: 10) { log.count("camera_lost") == 1 })
+        // Away for at least two whole instants (the cause of the hole, not an assertion's wait).
         try await Task.sleep(nanoseconds: 2_600_000_000)
         source.cameras[0].faults.replug()
         let stillsBefore = log.count("still_saved")
         #expect(await poll(seconds: 10) { log.count("still_saved") >= stillsBefore + 2 })
         run.cancel()
         await run.value
-        #expect(timelapse.skippedShotCount >= 2)
+        #expect(await log.settle(), "the last session's events never arrived")
+
         let paths = log.all.compactMap { if case .stillSaved(_, let p, _) = $0 { return p } else { return nil } }
         #expect(Set(paths).count == paths.count, "a shot was taken twice")
         #expect(paths == paths.sorted(), "shots out of order")
+        // The instants on disk, from the documented names CAMERA-YYYYMMDDTHHMMSSZ.jpg.
+        let files = RecordingInspector.files(under: storage.path, endingWith: ".jpg")
+        #expect(files == paths.sorted())
+        let seconds = try files.map { try #require(Self.utcSeconds(ofStill: $0, camera: name), "\($0)") }
+        let first = try #require(seconds.first), last = try #require(seconds.last)
+        let missed = Set(first...last).subtracting(seconds).sorted()
+        // One unplug, one hole of at least the two instants it certainly covered.
+        #expect(missed.count >= 2, "stills at \(seconds)")
+        if let a = missed.first, let b = missed.last { #expect(b - a + 1 == missed.count, "more than one hole: \(missed)") }
+        #expect(timelapse.skippedShotCount == missed.count, "skipped \(timelapse.skippedShotCount), missing on disk \(missed)")
+        let warned = captured.messages(.warning, containing: "camera \(name): timelapse skipped ").compactMap { message in
+            Int(message.split(separator: "timelapse skipped ").last!.prefix { $0.isNumber })
+        }
+        #expect(warned.reduce(0, +) == missed.count, "warnings: \(warned)")
+    }
+
+    /// Seconds since 1970 of a still named `CAMERA-YYYYMMDDTHHMMSSZ.jpg`.
+    static func utcSeconds(ofStill path: String, camera: String) -> Int? {
+        let name = path.split(separator: "/").last.map(String.init) ?? ""
+        guard name.hasPrefix(camera + "-"), name.hasSuffix("Z.jpg") else { return nil }
+        let stamp = Array(name.dropFirst(camera.count + 1).dropLast(5))
+        guard stamp.count == 15, stamp[8] == "T" else { return nil }
+        func number(_ r: Range<Int>) -> Int32? { Int32(String(stamp[r])) }
+        guard let y = number(0..<4), let mo = number(4..<6), let d = number(6..<8),
+              let h = number(9..<11), let mi = number(11..<13), let s = number(13..<15) else { return nil }
+        var t = tm()
+        t.tm_year = y - 1900; t.tm_mon = mo - 1; t.tm_mday = d; t.tm_hour = h; t.tm_min = mi; t.tm_sec = s
+        return Int(timegm(&t))
     }
 }

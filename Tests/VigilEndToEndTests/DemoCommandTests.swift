@@ -49,7 +49,7 @@ func waitForExit(_ process: Process, seconds: Double) async -> Bool {
     await waitUntil(seconds: seconds) { !process.isRunning }
 }
 
-@Suite struct DemoCommandTests {
+@Suite(.timeLimit(.minutes(3))) struct DemoCommandTests {
     @Test func demoRecordsPlayableSegmentsAndStillsAndExitsCleanly() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }

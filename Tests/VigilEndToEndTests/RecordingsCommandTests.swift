@@ -2,7 +2,7 @@ import CaptureTesting
 import Foundation
 import Testing
 
-@Suite struct RecordingsCommandTests {
+@Suite(.timeLimit(.minutes(2))) struct RecordingsCommandTests {
     @Test func recordingsListsWhatADemoRecordedAndExportJoinsIt() throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }

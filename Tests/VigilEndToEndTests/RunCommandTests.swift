@@ -34,7 +34,7 @@ private func configuration(root: String, bFramesPerSecond: Int, bTimelapse: Bool
 
 private func text(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
 
-@Suite struct RunCommandTests {
+@Suite(.timeLimit(.minutes(3))) struct RunCommandTests {
     @Test func withoutAConfigurationItRecordsTheSyntheticCameraAndSaysSo() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }

@@ -2,7 +2,7 @@ import CaptureTesting
 import Foundation
 import Testing
 
-@Suite struct TimelapseCommandTests {
+@Suite(.timeLimit(.minutes(2))) struct TimelapseCommandTests {
     @Test func buildsAVideoFromADemosStillsSkippingACorruptOne() throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }

@@ -105,6 +105,8 @@ final class CaptureThread: @unchecked Sendable {
     private func run() {
         var lastDropReport = Clock.monotonicNanos()
         defer {
+            // Corrupt frames since the last report are counted too, not lost with the session.
+            reportCorruptFrames()
             stream.close()
             // A commit waiting for a switch must not hang if capture ended.
             if let request = pendingSwitch.withLock({ p -> FormatSwitch? in
@@ -158,13 +160,16 @@ final class CaptureThread: @unchecked Sendable {
             if now - lastDropReport >= 1_000_000_000 {
                 lastDropReport = now
                 for c in connections.withLock({ $0 }) { c.output.reportDrops() }
-                if corruptFrames > 0 {
-                    logger.warning("camera \(device.id): dropped \(corruptFrames) corrupt frame(s): \(lastCorruptReason)")
-                    events.emit(.droppedFrames(camera: device.id, output: "camera (corrupt: \(lastCorruptReason))", count: corruptFrames))
-                    corruptFrames = 0
-                }
+                reportCorruptFrames()
             }
         }
+    }
+
+    private func reportCorruptFrames() {
+        guard corruptFrames > 0 else { return }
+        logger.warning("camera \(device.id): dropped \(corruptFrames) corrupt frame(s): \(lastCorruptReason)")
+        events.emit(.droppedFrames(camera: device.id, output: "camera (corrupt: \(lastCorruptReason))", count: corruptFrames))
+        corruptFrames = 0
     }
 
     /// Hands the frame to every enabled output that wants it; the last holder recycles it.

@@ -80,6 +80,9 @@ public final class EmulatedCamera: @unchecked Sendable {
     public var dequeueFailure: (errno: Int32, frames: Int)?
     /// A wedged camera stays open and streaming but delivers no frame (a stalled device).
     public var isWedged = false
+    /// Events `poll` reports on an open file although the camera stays plugged in (POLLERR
+    /// alone, POLLHUP alone), as a failing driver may; set with `EmulatedV4L2.reportOnPoll`.
+    var pollFault: Int16?
     /// Frames are JPEG-encoded once and reused in turn (for benchmarks: the emulator's own cost
     /// stays a memory copy). 0 paints and encodes every frame.
     public var precomputedFrames = 0
@@ -87,6 +90,8 @@ public final class EmulatedCamera: @unchecked Sendable {
     var isPlugged = true
     /// Frames this camera has produced since it was created: the number painted into each frame.
     var framesProduced: UInt64 = 0
+    /// Frames broken by `corruption` that a reader dequeued (read it with `EmulatedV4L2.corruptFrames(of:)`).
+    var corruptFramesDequeued = 0
 
     public init(
         node: String = "/dev/video0", card: String = "Emulated USB Camera", bus: String = "usb-0000:00:14.0-1",

@@ -53,6 +53,19 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
         }
     }
 
+    /// Makes `poll` on the camera's open files report `events` (nil: normal again).
+    public func reportOnPoll(_ camera: EmulatedCamera, _ events: Int16?) {
+        lock.withLock {
+            camera.pollFault = events
+            lock.broadcast()
+        }
+    }
+
+    /// How many frames broken by `camera`'s `corruption` a reader has dequeued so far.
+    public func corruptFrames(of camera: EmulatedCamera) -> Int {
+        lock.withLock { camera.corruptFramesDequeued }
+    }
+
     /// Stops (or resumes) a camera's frames without closing anything.
     public func wedge(_ camera: EmulatedCamera, _ on: Bool) {
         lock.withLock {
@@ -128,6 +141,7 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
         while true {
             guard let file = files[fd] else { return (-EBADF, 0) }
             if !file.camera.isPlugged { return (1, Int16(POLLERR | POLLHUP)) }
+            if let fault = file.camera.pollFault { return (1, fault) }
             produceDueFrames(file)
             if file.buffers.contains(where: { $0.state == .done }) { return (1, Int16(POLLIN)) }
             let now = Date()
@@ -261,6 +275,7 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
             b.pointee.length = UInt32(buffer.length)
             b.pointee.m.offset = UInt32(buffer.offset)
             file.dequeuedFrames += 1
+            if buffer.isCorrupt { camera.corruptFramesDequeued += 1 }
             if let limit = camera.unplugAfterFrames, file.dequeuedFrames >= limit {
                 camera.unplugAfterFrames = nil
                 camera.isPlugged = false

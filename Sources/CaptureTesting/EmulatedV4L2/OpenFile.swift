@@ -18,6 +18,8 @@ final class OpenFile {
         var bytesUsed = 0
         var flags: UInt32 = 0
         var sequence: UInt32 = 0
+        /// Broken on purpose by the camera's `corruption`.
+        var isCorrupt = false
         var timestampNanos: Int64 = 0
     }
 
@@ -122,7 +124,8 @@ final class OpenFile {
         camera.framesProduced += 1
         var used = paint(number, into: buffers[i].kernelView, capacity: buffers[i].length)
         var flags: UInt32 = 0
-        if let corruption = camera.corruption, corruption.every > 0, (number + 1) % UInt64(corruption.every) == 0 {
+        let isCorrupt = camera.corruption.map { $0.every > 0 && (number + 1) % UInt64($0.every) == 0 } ?? false
+        if isCorrupt, let corruption = camera.corruption {
             switch corruption.kind {
             case .errorFlag: flags |= UInt32(V4L2_BUF_FLAG_ERROR)
             case .empty: used = 0
@@ -131,6 +134,7 @@ final class OpenFile {
         }
         buffers[i].bytesUsed = used
         buffers[i].flags = flags
+        buffers[i].isCorrupt = isCorrupt
         buffers[i].sequence = sequence
         buffers[i].timestampNanos = timestampNanos
         buffers[i].state = .done

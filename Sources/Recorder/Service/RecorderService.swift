@@ -18,6 +18,9 @@ public final class RecorderService: @unchecked Sendable {
         /// Where USB cameras are found (default: the machine's V4L2 devices).
         public var deviceSource: (any DeviceSource)?
         public var notifier = SystemdNotifier()
+        /// The time by which jobs due at a local time of day (`daily_video.at`) are started;
+        /// a test moves it past that time instead of waiting for the night.
+        public var clock: @Sendable () -> Date = { Date() }
 
         public init(configurationPath: String? = nil, dataDirectory: String? = nil, durationSeconds: Double? = nil) {
             self.configurationPath = configurationPath
@@ -133,7 +136,7 @@ public final class RecorderService: @unchecked Sendable {
                 let daily = jobs.values.compactMap { job in
                     job.camera.timelapse?.dailyVideo.map { DailyVideos.Job(camera: job.camera.name, video: $0) }
                 }
-                dailyVideos.tick(daily, root: root, timeZone: configuration.timeZone, storage: storage)
+                dailyVideos.tick(daily, root: root, timeZone: configuration.timeZone, storage: storage, now: options.clock())
             }
             if let display, now - lastDisplay >= 1_000_000_000 {
                 lastDisplay = now
