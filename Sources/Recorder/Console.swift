@@ -17,8 +17,8 @@ public enum Console {
 
     public static func line(_ text: String) { write(text + "\n") }
 
-    /// A message for standard error (errors of the command line).
-    public static func error(_ text: String) { write(text.hasSuffix("\n") ? text : text + "\n", to: STDERR_FILENO) }
+    /// Text for standard error (errors of the command line, progress bars), as it is.
+    public static func error(_ text: String) { write(text, to: STDERR_FILENO) }
 
     /// A process that writes to a pipe whose reader has gone gets EPIPE from `write` instead of
     /// being killed by SIGPIPE. Called once at start-up, before anything is written.

@@ -30,14 +30,14 @@ struct CheckConfig: ParsableCommand {
         do {
             configuration = try ConfigurationLoader.load(path: file)
         } catch {
-            FileHandle.standardError.write(Data("\(error)\n\(file): \(error.diagnostics.count) error(s)\n".utf8))
+            Console.error("\(error)\n\(file): \(error.diagnostics.count) error(s)\n")
             throw ExitCode.failure
         }
         let present = V4L2Discovery(system: LinuxV4L2(deviceDirectory: deviceDirectory)).devices()
             + SyntheticDeviceSource(count: 8).devices()
         let problems = configuration.problems(with: present)
         guard problems.isEmpty else {
-            FileHandle.standardError.write(Data((problems.map(\.description) + ["\(file): \(problems.count) error(s)"]).joined(separator: "\n").utf8 + [10]))
+            Console.error((problems.map(\.description) + ["\(file): \(problems.count) error(s)"]).joined(separator: "\n") + "\n")
             throw ExitCode.failure
         }
         print("\(file): OK")

@@ -93,7 +93,7 @@ struct Demo: AsyncParsableCommand {
             let available = devices.isEmpty ? [] : V4L2Discovery().devices()
             selected = try devices.map { try CameraSelection.find($0, in: available) }
         } catch {
-            FileHandle.standardError.write(Data("vigil: \(error)\n".utf8))
+            Console.error("vigil: \(error)\n")
             throw ExitCode.failure
         }
         var options = DemoRecorder.Options(
@@ -109,7 +109,7 @@ struct Demo: AsyncParsableCommand {
         do {
             try await DemoRecorder(options: options).run(until: stop)
         } catch {
-            FileHandle.standardError.write(Data("vigil: \(error)\n".utf8))
+            Console.error("vigil: \(error)\n")
             throw ExitCode.failure
         }
     }

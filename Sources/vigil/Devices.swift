@@ -24,6 +24,6 @@ struct Devices: ParsableCommand {
     func run() throws {
         global.bootstrap()
         let listing = DeviceListing(discovery: V4L2Discovery(system: LinuxV4L2(deviceDirectory: deviceDirectory)))
-        FileHandle.standardOutput.write(Data((json ? try listing.json() : listing.text()).utf8))
+        Console.write((json ? try listing.json() : listing.text()))
     }
 }

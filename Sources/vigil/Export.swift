@@ -50,8 +50,8 @@ struct Export: ParsableCommand {
             let segments = try index.entries(camera: camera, kind: .segment, from: start, to: end)
             guard !segments.isEmpty else {
                 let cameras = (try? index.cameras()) ?? []
-                FileHandle.standardError.write(Data(("vigil: no recordings of camera \(camera) between \(from) and \(to) in \(root)"
-                    + (cameras.contains(camera) ? "; `vigil recordings --camera \(camera)` lists what exists" : "; cameras: \(cameras.joined(separator: ", "))") + "\n").utf8))
+                Console.error(("vigil: no recordings of camera \(camera) between \(from) and \(to) in \(root)"
+                    + (cameras.contains(camera) ? "; `vigil recordings --camera \(camera)` lists what exists" : "; cameras: \(cameras.joined(separator: ", "))") + "\n"))
                 throw ExitCode.failure
             }
             let bar = ProgressBar("export \(camera)")
@@ -65,7 +65,7 @@ struct Export: ParsableCommand {
         } catch let exit as ExitCode {
             throw exit
         } catch {
-            FileHandle.standardError.write(Data("vigil: \(error)\n".utf8))
+            Console.error("vigil: \(error)\n")
             throw ExitCode.failure
         }
     }

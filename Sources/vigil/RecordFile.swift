@@ -58,7 +58,7 @@ struct RecordFile: AsyncParsableCommand {
                 encoder: EncoderSettings(preset: preset, rateControl: .crf(crf), threads: threads)
             ).run()
         } catch {
-            FileHandle.standardError.write(Data("vigil: \(error)\n".utf8))
+            Console.error("vigil: \(error)\n")
             throw ExitCode.failure
         }
     }

@@ -45,7 +45,7 @@ struct Recordings: ParsableCommand {
         global.bootstrap()
         let root = try storage.root()
         guard FileManager.default.fileExists(atPath: "\(root)/\(RecordingIndex.fileName)") else {
-            FileHandle.standardError.write(Data("vigil: no recordings index in \(root) (\(RecordingIndex.fileName)); pass the recordings directory with --data DIR or --config FILE\n".utf8))
+            Console.error("vigil: no recordings index in \(root) (\(RecordingIndex.fileName)); pass the recordings directory with --data DIR or --config FILE\n")
             throw ExitCode.failure
         }
         do {
@@ -54,7 +54,7 @@ struct Recordings: ParsableCommand {
                 from: try from.map { try timeOption("--from", $0, end: false) }, to: try to.map { try timeOption("--to", $0, end: true) })
             print(json ? try listing.json() : listing.text(), terminator: "")
         } catch {
-            FileHandle.standardError.write(Data("vigil: \(error)\n".utf8))
+            Console.error("vigil: \(error)\n")
             throw ExitCode.failure
         }
     }

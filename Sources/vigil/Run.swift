@@ -45,7 +45,7 @@ struct Run: AsyncParsableCommand {
             let service = try RecorderService(options: .init(configurationPath: config, dataDirectory: data, durationSeconds: duration))
             try await service.run(until: stop, control: control)
         } catch {
-            FileHandle.standardError.write(Data("vigil: \(error)\n".utf8))
+            Console.error("vigil: \(error)\n")
             throw ExitCode.failure
         }
     }

@@ -47,7 +47,7 @@ struct Timelapse: ParsableCommand {
             let root = try storage.root()
             let start = TimelapseBuilder.stills(root: root, camera: camera, from: try timeOption("--from", from, end: false), to: try timeOption("--to", to, end: true))
             guard !start.isEmpty else {
-                FileHandle.standardError.write(Data("vigil: no stills of camera \(camera) between \(from) and \(to) under \(root); `ls \(root)` shows the cameras\n".utf8))
+                Console.error("vigil: no stills of camera \(camera) between \(from) and \(to) under \(root); `ls \(root)` shows the cameras\n")
                 throw ExitCode.failure
             }
             let bar = ProgressBar("timelapse \(camera)")
@@ -57,7 +57,7 @@ struct Timelapse: ParsableCommand {
                 print("Wrote \(output): \(summary.frames) frames, \(String(format: "%.1f", seconds)) s at \(fps) fps"
                     + (summary.skipped > 0 ? "; \(summary.skipped) unreadable still(s) skipped" : ""))
             } catch {
-                FileHandle.standardError.write(Data("vigil: \(error)\n".utf8))
+                Console.error("vigil: \(error)\n")
                 throw ExitCode.failure
             }
         }
@@ -76,7 +76,7 @@ struct StorageOptions: ParsableArguments {
         if let data { return data }
         if let config {
             do { return try ConfigurationLoader.load(path: config).storageRoot } catch {
-                FileHandle.standardError.write(Data("\(error)\n".utf8))
+                Console.error("\(error)\n")
                 throw ExitCode.failure
             }
         }

@@ -22,6 +22,6 @@ public final class ProgressBar {
         let filled = Int(fraction * 30)
         let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: 30 - filled)
         let line = String(format: "%@ [%@] %3.0f%% %d/%d%@", label, bar, fraction * 100, progress.done, progress.total, eta)
-        FileHandle.standardError.write(Data((isTerminal ? "\r\u{1B}[K" + line + (finished ? "\n" : "") : line + "\n").utf8))
+        Console.error((isTerminal ? "\r\u{1B}[K" + line + (finished ? "\n" : "") : line + "\n"))
     }
 }

@@ -62,7 +62,7 @@ public enum TimelapseBuilder {
                 try data.withUnsafeBytes { try decoder.decode($0, into: decoded) }
             } catch {
                 skipped += 1
-                FileHandle.standardError.write(Data("vigil: skipped \(path): \(error)\n".utf8))
+                Console.error("vigil: skipped \(path): \(error)\n")
                 continue
             }
             if target == nil {
