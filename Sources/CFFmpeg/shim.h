@@ -20,6 +20,12 @@ static inline int cffmpeg_errno_from_error(int e) { return AVUNERROR(e); }
 static inline int64_t cffmpeg_nopts_value(void) { return AV_NOPTS_VALUE; }
 static inline int cffmpeg_qp2lambda(void) { return FF_QP2LAMBDA; }
 
+static inline int cffmpeg_error_exit(void) { return AVERROR_EXIT; }
+static inline int cffmpeg_error_http_unauthorized(void) { return AVERROR_HTTP_UNAUTHORIZED; }
+static inline int cffmpeg_error_http_forbidden(void) { return AVERROR_HTTP_FORBIDDEN; }
+static inline int cffmpeg_error_http_not_found(void) { return AVERROR_HTTP_NOT_FOUND; }
+static inline uint32_t cffmpeg_tag_hvc1(void) { return MKTAG('h', 'v', 'c', '1'); }
+
 static inline void cffmpeg_error_string(int errnum, char *buf, size_t size) {
     av_strerror(errnum, buf, size);
 }

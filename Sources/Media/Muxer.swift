@@ -39,6 +39,8 @@ public final class Muxer: @unchecked Sendable {
         stream = st
         avcodec_parameters_copy(st.pointee.codecpar, description.parameters)
         st.pointee.codecpar.pointee.codec_tag = 0
+        // Safari and Apple players play H.265 in MP4 only when tagged `hvc1` (FFmpeg's default is `hev1`).
+        if container == .fragmentedMP4 && description.isHEVC { st.pointee.codecpar.pointee.codec_tag = cffmpeg_tag_hvc1() }
         st.pointee.time_base = sourceTimeBase
         // Push every packet to the file at once: what a crash can lose is only the open fragment.
         ctx.pointee.flags |= AVFMT_FLAG_FLUSH_PACKETS

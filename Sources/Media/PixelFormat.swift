@@ -10,18 +10,22 @@ public enum PixelFormat: String, Sendable, Hashable, CaseIterable, CustomStringC
     case yuv420p
     /// Motion JPEG: each frame is a JPEG image.
     case mjpeg
+    /// H.264 packets (Annex B), from an RTSP camera or a UVC H.264 camera: recorded as they are.
+    case h264
+    /// H.265/HEVC packets (Annex B), from an RTSP camera: recorded as they are (`hvc1`).
+    case hevc
 
     public var description: String { rawValue }
 
     /// Compressed formats can be recorded without decoding (stream copy).
-    public var isCompressed: Bool { self == .mjpeg }
+    public var isCompressed: Bool { self == .mjpeg || self == .h264 || self == .hevc }
 
     /// Bytes of one uncompressed frame, nil for compressed formats.
     public func frameByteCount(width: Int, height: Int) -> Int? {
         switch self {
         case .yuyv422: return width * height * 2
         case .nv12, .yuv420p: return width * height * 3 / 2
-        case .mjpeg: return nil
+        case .mjpeg, .h264, .hevc: return nil
         }
     }
 
@@ -30,7 +34,7 @@ public enum PixelFormat: String, Sendable, Hashable, CaseIterable, CustomStringC
         case .yuyv422: return AV_PIX_FMT_YUYV422
         case .nv12: return AV_PIX_FMT_NV12
         case .yuv420p: return AV_PIX_FMT_YUV420P
-        case .mjpeg: return AV_PIX_FMT_NONE
+        case .mjpeg, .h264, .hevc: return AV_PIX_FMT_NONE
         }
     }
 }

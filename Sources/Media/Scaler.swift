@@ -33,7 +33,7 @@ public final class Scaler: @unchecked Sendable {
             planes[2] = base + width * height + (width / 2) * (height / 2)
             strides[1] = Int32(width / 2)
             strides[2] = Int32(width / 2)
-        case .mjpeg:
+        case .mjpeg, .h264, .hevc:
             break
         }
         try destination.makeWritable()

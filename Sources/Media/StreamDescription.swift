@@ -1,4 +1,5 @@
 internal import CFFmpeg
+import Glibc
 
 /// Codec parameters of one video stream, as a muxer needs them. Owns its `AVCodecParameters`.
 public final class StreamDescription: @unchecked Sendable {
@@ -23,6 +24,35 @@ public final class StreamDescription: @unchecked Sendable {
         var p: UnsafeMutablePointer<AVCodecParameters>? = parameters
         avcodec_parameters_free(&p)
     }
+
+    /// Whether the parameter sets (SPS/PPS/VPS) are known: an MP4 header needs them.
+    public var hasParameterSets: Bool { parameters.pointee.extradata_size > 0 }
+
+    /// This description with `bytes` (a keyframe in Annex B, its parameter sets inside) as its
+    /// parameter sets, for a camera whose SDP carried none: the MP4 muxer picks the SPS/PPS
+    /// (and VPS) out of it when it writes `avcC`/`hvcC`.
+    public func withParameterSets(from bytes: UnsafeRawBufferPointer) -> StreamDescription {
+        let copy = StreamDescription(copying: parameters)
+        let p = copy.parameters
+        av_freep(&p.pointee.extradata)
+        let padding = Int(AV_INPUT_BUFFER_PADDING_SIZE)
+        if let data = av_mallocz(bytes.count + padding)?.assumingMemoryBound(to: UInt8.self), let base = bytes.baseAddress {
+            data.update(from: base.assumingMemoryBound(to: UInt8.self), count: bytes.count)
+            p.pointee.extradata = data
+            p.pointee.extradata_size = Int32(bytes.count)
+        }
+        return copy
+    }
+
+    /// Whether both describe the same stream: same codec, size and parameter sets.
+    public func matches(_ other: StreamDescription) -> Bool {
+        let a = parameters.pointee, b = other.parameters.pointee
+        guard a.codec_id == b.codec_id, a.width == b.width, a.height == b.height, a.extradata_size == b.extradata_size else { return false }
+        guard a.extradata_size > 0 else { return true }
+        return memcmp(a.extradata, b.extradata, Int(a.extradata_size)) == 0
+    }
+
+    var isHEVC: Bool { parameters.pointee.codec_id == AV_CODEC_ID_HEVC }
 
     public var width: Int { Int(parameters.pointee.width) }
     public var height: Int { Int(parameters.pointee.height) }

@@ -82,9 +82,19 @@ public protocol CaptureStream: AnyObject {
     func apply(controls: [ControlSetting]) throws
     /// Stops streaming and releases everything. Safe to call more than once.
     func close()
+    /// For streams whose reads can block beyond `timeoutNanos` (network): called from another
+    /// thread on stop so that a blocked read returns at once.
+    var abortHandle: (any AbortHandle)? { get }
+}
+
+/// Makes a stream's blocking calls return at once; safe from any thread.
+public protocol AbortHandle: Sendable {
+    func abort()
 }
 
 extension CaptureStream {
+    public var abortHandle: (any AbortHandle)? { nil }
+
     public func apply(controls: [ControlSetting]) throws {
         if let first = controls.first { throw SessionError.invalidSetting("this camera has no control \(first.key)") }
     }
@@ -96,6 +106,12 @@ public enum ReadResult: Sendable, Equatable {
     case timeout
     /// The camera delivered a broken frame (error flag, empty, truncated JPEG); it was dropped.
     case corrupt(String)
+    /// The stream was lost (stall, connection closed, refused …) and the camera is being
+    /// reconnected; also reported when a camera cannot be reached at start. The reason names
+    /// the cause. Open recordings end here.
+    case interrupted(String)
+    /// The stream is back after `interrupted`.
+    case resumed
 }
 
 /// A control value to set.

@@ -85,6 +85,8 @@ public enum Preset: String, Sendable, Hashable, CaseIterable, CustomStringConver
         case .yuyv422: return 1
         case .nv12: return 2
         case .yuv420p: return 3
+        // Chosen by name only: a preset never picks H.264 over MJPEG.
+        case .h264, .hevc: return 4
         }
     }
 }

@@ -16,6 +16,16 @@ public final class CapturedFrame: @unchecked Sendable {
     public internal(set) var monotonicNanos: Int64 = 0
     /// Capture time on the wall clock (Unix epoch), in nanoseconds.
     public internal(set) var wallNanos: Int64 = 0
+    /// Whether a decoder can start here (always for raw and MJPEG frames).
+    public internal(set) var isKeyframe = true
+    /// For H.264/H.265 packets: the stream they belong to (codec, size, parameter sets); a new
+    /// object means new parameters (a reconnect or a changed camera setting).
+    public internal(set) var stream: StreamDescription?
+    /// The camera's timing broke before this frame (timestamps went back, repeated or jumped):
+    /// a recording ends before it and the next one starts at a keyframe.
+    public internal(set) var followsDiscontinuity = false
+    /// Not a frame: the stream was lost here. Outputs close what they have open.
+    public internal(set) var marksStreamLoss = false
 
     private let holders = Atomic<Int>(0)
     private unowned(unsafe) let pool: FramePool
@@ -37,10 +47,20 @@ public final class CapturedFrame: @unchecked Sendable {
         storage = .allocate(byteCount: capacity, alignment: 64)
     }
 
+    /// Grows the buffer keeping its first `count` bytes (a frame assembled from several packets).
+    func reserve(_ capacity: Int, keeping count: Int) {
+        guard capacity > storage.count else { return }
+        let larger = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 64)
+        larger.baseAddress!.copyMemory(from: storage.baseAddress!, byteCount: count)
+        storage.deallocate()
+        storage = larger
+    }
+
     /// Frame metadata set by a device backend after filling `storage`.
     public func setContents(
         byteCount: Int, format: PixelFormat, width: Int, height: Int,
-        sequence: UInt64, monotonicNanos: Int64, wallNanos: Int64
+        sequence: UInt64, monotonicNanos: Int64, wallNanos: Int64,
+        keyframe: Bool = true, stream: StreamDescription? = nil, followsDiscontinuity: Bool = false
     ) {
         precondition(byteCount <= storage.count)
         self.byteCount = byteCount
@@ -50,6 +70,16 @@ public final class CapturedFrame: @unchecked Sendable {
         self.sequence = sequence
         self.monotonicNanos = monotonicNanos
         self.wallNanos = wallNanos
+        self.isKeyframe = keyframe
+        self.stream = stream
+        self.followsDiscontinuity = followsDiscontinuity
+        marksStreamLoss = false
+    }
+
+    /// Turns this (empty) frame into the marker of a lost stream.
+    func markStreamLoss(monotonicNanos: Int64, wallNanos: Int64) {
+        setContents(byteCount: 0, format: format, width: 0, height: 0, sequence: 0, monotonicNanos: monotonicNanos, wallNanos: wallNanos)
+        marksStreamLoss = true
     }
 
     func setHolders(_ count: Int) { holders.store(count, ordering: .releasing) }

@@ -39,6 +39,10 @@ public class CaptureOutput: @unchecked Sendable, CustomStringConvertible {
     /// Worker thread: the session stopped; close files and drain encoders.
     func finish() {}
 
+    /// Worker thread: the camera's stream was lost (it is being reconnected); close what
+    /// cannot continue across the gap.
+    func streamLost() {}
+
     /// Validates the output against the format the session is about to use.
     func validate(format: DeviceFormat, settings: ConnectionSettings) throws(SessionError) {}
 
@@ -57,6 +61,10 @@ public class CaptureOutput: @unchecked Sendable, CustomStringConvertible {
                     name: "vigil-\(context.cameraID)-\(name)", capacity: queueCapacity,
                     dropsLateFrames: dropsLateFrames
                 ) { [unowned self] frame, settings in
+                    if frame.marksStreamLoss {
+                        streamLost()
+                        return
+                    }
                     counters.withLock { $0.received += 1 }
                     process(frame, settings)
                 }
@@ -80,6 +88,13 @@ public class CaptureOutput: @unchecked Sendable, CustomStringConvertible {
             }
             return false
         }
+    }
+
+    /// Capture thread: tells the worker, in order with the frames, that the stream was lost.
+    /// Waits for room in the queue (once per loss) so the marker is never dropped.
+    func enqueueStreamLoss(_ marker: CapturedFrame, _ settings: ConnectionSettings) -> Bool {
+        guard let worker = state.withLock({ $0.worker }) else { return false }
+        return worker.enqueue(marker, settings, waitsForRoom: true) == .queued
     }
 
     /// Reports drops since the last call (the session calls this about once a second).

@@ -37,11 +37,11 @@ final class OutputWorker: @unchecked Sendable {
     }
 
     /// Queues a frame. Unless it was queued, the caller releases the frame.
-    func enqueue(_ frame: CapturedFrame, _ settings: ConnectionSettings) -> Admission {
+    func enqueue(_ frame: CapturedFrame, _ settings: ConnectionSettings, waitsForRoom: Bool = false) -> Admission {
         condition.lock()
         defer { condition.unlock() }
         while count == ring.count && !stopping {
-            if dropsLateFrames { return .dropped }
+            if dropsLateFrames && !waitsForRoom { return .dropped }
             condition.wait()
         }
         if stopping { return .closed }

@@ -10,7 +10,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     public enum Encoding: Sendable, Equatable {
         /// Encode to H.264 with libx264.
         case h264(EncoderSettings)
-        /// Copy the camera's compressed frames (MJPEG) into the file without decoding.
+        /// Copy the camera's compressed frames (MJPEG, H.264, H.265) into the file without decoding.
         case streamCopy
     }
 
@@ -18,7 +18,10 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         public var storageRoot: String
         public var segmentSeconds: Int
         public var encoding: Encoding
+        /// The container for MJPEG and encoded video; H.264/H.265 copied from the camera go into
+        /// fragmented MP4 unless a container was chosen.
         public var container: Container
+        private let containerWasChosen: Bool
         /// Frames that may wait for the encoder before late ones are dropped.
         public var queueCapacity: Int
         /// Drop frames when the encoder falls behind (live cameras) or wait (files, benchmarks).
@@ -36,9 +39,15 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
             self.segmentSeconds = segmentSeconds
             self.encoding = encoding
             self.container = container ?? (encoding == .streamCopy ? .matroska : .fragmentedMP4)
+            containerWasChosen = container != nil
             self.queueCapacity = queueCapacity
             self.dropsLateFrames = dropsLateFrames
             self.schedule = schedule
+        }
+
+        /// The container a segment of frames in `format` goes into.
+        func container(for format: PixelFormat) -> Container {
+            (format == .h264 || format == .hevc) && !containerWasChosen ? .fragmentedMP4 : container
         }
     }
 
@@ -60,6 +69,12 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     private var paths: RecordingPaths?
     private let status = StatusBox()
     private var gate: ScheduleGate
+    /// Stream copy: a new segment is due and starts at the next keyframe.
+    private var cutPending = false
+    /// Frames copied from the camera before a segment could start at a keyframe (reported).
+    private var framesBeforeKeyframe = 0
+    /// The MJPEG description of the current size (a camera's MJPEG frames carry none).
+    private var mjpegStream: StreamDescription?
 
     public init(_ settings: Settings) throws(SessionError) {
         guard settings.segmentSeconds >= 1 else {
@@ -80,6 +95,8 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
                 throw .streamCopyNeedsCompressedSource(output: "the movie output", format: format.pixelFormat)
             }
             if connection.transforms { throw .streamCopyCannotTransform(output: "the movie output") }
+        } else if format.pixelFormat == .h264 || format.pixelFormat == .hevc {
+            throw .invalidSetting("the camera sends \(format.pixelFormat): record it with codec = \"copy\" (Vigil does not decode video to encode it again)")
         }
     }
 
@@ -126,23 +143,67 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         currentSlot = .min
         lastPTS = .min
         originMonotonic = nil
+        cutPending = false
     }
+
+    /// The connection to a network camera was lost: its segment ends with the last frame that
+    /// arrived; the next starts at the first keyframe after the reconnect.
+    override func streamLost() { finish() }
 
     // MARK: - Stream copy
 
+    /// Copies a compressed frame as it is. A segment starts only at a keyframe: when a new
+    /// segment is due (a wall-clock boundary, new stream parameters, a break in the camera's
+    /// timing) frames go on into the old segment until the next keyframe, which opens the new
+    /// one, so no frame is lost or repeated at a boundary.
     private func copy(_ frame: CapturedFrame, startsSegment: Bool) throws {
-        guard JPEGCheck.looksComplete(frame.bytes) else {
+        if frame.format == .mjpeg && !JPEGCheck.looksComplete(frame.bytes) {
             logger.warning("camera \(paths?.cameraID ?? "?"): dropped a truncated or corrupt MJPEG frame (\(frame.byteCount) bytes)")
             return
         }
-        let pts = nextPTS(for: frame)
-        if startsSegment {
+        let stream = frame.stream ?? mjpegDescription(width: frame.width, height: frame.height)
+        if let open = segment, open.stream !== stream, !open.stream.matches(stream) {
+            // The old segment cannot take packets of other parameters.
             closeSegment()
-            try openSegment(stream: StreamDescription(mjpegWidth: frame.width, height: frame.height), startPTS: pts, wallNanos: frame.wallNanos)
+            cutPending = true
         }
-        packet.borrow(frame.bytes, pts: pts, keyframe: true)
+        if frame.followsDiscontinuity {
+            // The camera's timestamps broke: end here, and time the next segment afresh.
+            closeSegment()
+            originMonotonic = nil
+            lastPTS = .min
+        }
+        if startsSegment || frame.followsDiscontinuity { cutPending = true }
+        if cutPending && frame.isKeyframe {
+            cutPending = false
+            let pts = nextPTS(for: frame)
+            closeSegment()
+            try openSegment(stream: stream, container: settings.container(for: frame.format), startPTS: pts, wallNanos: frame.wallNanos)
+            if framesBeforeKeyframe > 0 {
+                logger.notice("camera \(paths?.cameraID ?? "?"): \(framesBeforeKeyframe) frame(s) before the first keyframe could not start a segment and were skipped")
+                framesBeforeKeyframe = 0
+            }
+            try write(frame, pts: pts)
+            return
+        }
+        guard segment != nil else {
+            if cutPending { framesBeforeKeyframe += 1 }
+            return
+        }
+        try write(frame, pts: nextPTS(for: frame))
+    }
+
+    private func write(_ frame: CapturedFrame, pts: Int64) throws {
+        packet.borrow(frame.bytes, pts: pts, keyframe: frame.isKeyframe)
         defer { packet.unref() }
         try write(packet, pts: pts, wallNanos: frame.wallNanos)
+    }
+
+    private func mjpegDescription(width: Int, height: Int) -> StreamDescription {
+        if let d = mjpegStream, d.width == width, d.height == height { return d }
+        let d = StreamDescription(mjpegWidth: width, height: height)
+        mjpegStream = d
+        return d
     }
 
     // MARK: - H.264
@@ -202,11 +263,12 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         return pts
     }
 
-    private func openSegment(stream: StreamDescription, startPTS: Int64, wallNanos: Int64) throws {
+    private func openSegment(stream: StreamDescription, container: Container? = nil, startPTS: Int64, wallNanos: Int64) throws {
         restartAfterFailureAt = nil
         guard let paths else { return }
-        let path = try paths.segment(startingAt: wallNanos, extension: settings.container.fileExtension)
-        segment = try SegmentFile(finalPath: path, container: settings.container, stream: stream, startPTS: startPTS, firstFrameWallNanos: wallNanos)
+        let container = container ?? settings.container
+        let path = try paths.segment(startingAt: wallNanos, extension: container.fileExtension)
+        segment = try SegmentFile(finalPath: path, container: container, stream: stream, startPTS: startPTS, firstFrameWallNanos: wallNanos)
         status.path = path + RecordingPaths.partialSuffix
         if let cameraID = context?.cameraID { emit(.segmentStarted(camera: cameraID, path: path, startWallNanos: wallNanos)) }
     }

@@ -22,6 +22,8 @@ final class CaptureThread: @unchecked Sendable {
     private let frameCounter: SharedCounter
     private let pool = FramePool()
     private let stopRequested = Atomic<Bool>(false)
+    /// The current stream's abort handle, used by `stop()` from another thread.
+    private let abortHandle: Mutex<(any AbortHandle)?>
     private let endedSignal = DispatchSemaphore(value: 0)
     private let endedFlag = Atomic<Bool>(false)
     private let onEnd: @Sendable () -> Void
@@ -66,6 +68,7 @@ final class CaptureThread: @unchecked Sendable {
         self.events = events
         self.frameCounter = frameCounter
         self.onEnd = onEnd
+        abortHandle = Mutex(stream.abortHandle)
         takers.reserveCapacity(16)
     }
 
@@ -80,6 +83,7 @@ final class CaptureThread: @unchecked Sendable {
 
     func stop() {
         stopRequested.store(true, ordering: .releasing)
+        abortHandle.withLock { $0 }?.abort()
         waitUntilEnded()
     }
 
@@ -155,6 +159,14 @@ final class CaptureThread: @unchecked Sendable {
                 frame.release()
                 corruptFrames += 1
                 lastCorruptReason = reason
+            case .interrupted(let reason):
+                logger.warning("camera \(device.id) interrupted: \(reason); reconnecting")
+                events.emit(.interrupted(camera: device.id, reason: reason))
+                announceStreamLoss(frame)
+            case .resumed:
+                frame.release()
+                logger.notice("camera \(device.id) is back")
+                events.emit(.interruptionEnded(camera: device.id))
             }
             let now = Clock.monotonicNanos()
             if now - lastDropReport >= 1_000_000_000 {
@@ -163,6 +175,18 @@ final class CaptureThread: @unchecked Sendable {
                 reportCorruptFrames()
             }
         }
+    }
+
+    /// Hands a stream-loss marker (made from `frame`) to every connected output, in order
+    /// with the frames before it, so open segments end where the stream ended.
+    private func announceStreamLoss(_ frame: CapturedFrame) {
+        frame.markStreamLoss(monotonicNanos: Clock.monotonicNanos(), wallNanos: Clock.wallNanos())
+        takers.removeAll(keepingCapacity: true)
+        connections.withLock { current in takers.append(contentsOf: current) }
+        frame.setHolders(takers.count + 1)
+        for c in takers where !c.output.enqueueStreamLoss(frame, c.settings) { frame.release() }
+        takers.removeAll(keepingCapacity: true)
+        frame.release()
     }
 
     private func reportCorruptFrames() {
@@ -191,12 +215,14 @@ final class CaptureThread: @unchecked Sendable {
             stream.close()
             do {
                 stream = try device.backend.open(format: newFormat, frameRate: request.frameRate)
+                abortHandle.withLock { $0 = stream.abortHandle }
                 format = newFormat
                 frameRate = request.frameRate
             } catch {
                 request.error = .deviceFailed(camera: device.id, reason: "refused \(newFormat): \(error)")
                 do {
                     stream = try device.backend.open(format: format, frameRate: frameRate)
+                    abortHandle.withLock { $0 = stream.abortHandle }
                 } catch {
                     events.emit(.runtimeError(camera: device.id, message: "could not reopen \(format): \(error)"))
                     stopRequested.store(true, ordering: .releasing)

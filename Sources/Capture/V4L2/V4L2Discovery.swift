@@ -52,6 +52,7 @@ public struct V4L2Discovery: Sendable {
         switch fourcc {
         case CV4L2_PIX_FMT_YUYV: return .yuyv422
         case CV4L2_PIX_FMT_MJPEG, CV4L2_PIX_FMT_JPEG: return .mjpeg
+        case CV4L2_PIX_FMT_H264: return .h264
         case CV4L2_PIX_FMT_NV12: return .nv12
         case CV4L2_PIX_FMT_YUV420: return .yuv420p
         default: return nil
@@ -65,6 +66,9 @@ public struct V4L2Discovery: Sendable {
         case .mjpeg: return CV4L2_PIX_FMT_MJPEG
         case .nv12: return CV4L2_PIX_FMT_NV12
         case .yuv420p: return CV4L2_PIX_FMT_YUV420
+        case .h264: return CV4L2_PIX_FMT_H264
+        // No USB camera sends H.265 through V4L2's UVC driver.
+        case .hevc: return 0
         }
     }
 

@@ -1,0 +1,47 @@
+import Media
+
+/// A network camera (RTSP H.264/H.265 or HTTP MJPEG) as a capture device. Opening never
+/// blocks: the stream connects on its capture thread, and reconnects there on its own (see
+/// `NetworkStream`), so a camera that is down at start is a session that waits, not an error.
+public struct NetworkCamera: CaptureDeviceBackend {
+    public struct Settings: Sendable {
+        public var transport: NetworkSource.Transport
+        /// Longest wait for a connection, its description or a server's answer.
+        public var connectTimeoutNanos: Int64
+        /// No video for this long (or two keyframe intervals, if longer) is a stall.
+        public var minimumStallNanos: Int64
+
+        public init(transport: NetworkSource.Transport = .tcp, connectTimeoutNanos: Int64 = 10_000_000_000, minimumStallNanos: Int64 = 10_000_000_000) {
+            self.transport = transport
+            self.connectTimeoutNanos = connectTimeoutNanos
+            self.minimumStallNanos = minimumStallNanos
+        }
+    }
+
+    /// The full address, credentials included: it never leaves this value (descriptions redact it).
+    let url: String
+    public let settings: Settings
+
+    public init(url: String, settings: Settings = Settings()) {
+        self.url = url
+        self.settings = settings
+    }
+
+    /// A device for `url`. Its one format says what the camera is expected to send (HTTP:
+    /// MJPEG, RTSP: H.264 or H.265, whichever arrives); its size is the camera's own (0×0 here).
+    public static func device(id: String, url: String, settings: Settings = Settings()) -> CaptureDevice {
+        let address = redactedAddress(url)
+        let expected: PixelFormat = url.lowercased().hasPrefix("http") ? .mjpeg : .h264
+        return CaptureDevice(
+            id: id, name: "Network camera \(address)",
+            formats: [DeviceFormat(pixelFormat: expected, width: 0, height: 0, frameRates: 1...120)],
+            details: DeviceDetails(node: address, driver: url.lowercased().hasPrefix("http") ? "http" : "rtsp"),
+            backend: NetworkCamera(url: url, settings: settings))
+    }
+
+    public func open(format: DeviceFormat, frameRate: Double) throws -> any CaptureStream {
+        NetworkStream(url: url, settings: settings)
+    }
+}
+
+extension NetworkInterrupt: AbortHandle {}

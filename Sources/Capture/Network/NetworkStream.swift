@@ -1,0 +1,198 @@
+import Logging
+import Media
+
+/// The capture side of a network camera, driven by its session's capture thread: connects,
+/// reads packets as frames (no decoding), notices stalls, and reconnects on the same ladder as
+/// a USB camera (about 1 s, 5 s, 10 s, then 60 s, with jitter), also when the camera is down
+/// at start. A lost connection is torn down completely before the next attempt.
+final class NetworkStream: CaptureStream {
+    private let url: String
+    private let address: String
+    private let settings: NetworkCamera.Settings
+    private let interrupt = NetworkInterrupt()
+    private var source: NetworkSource?
+    private var packet = Packet()
+    /// The packet read after a frame's last one (it starts the next frame).
+    private var held = Packet()
+    private var heldTimes: (pts: Int64?, dts: Int64?)?
+    /// A failure met while looking for the end of a frame, reported after that frame.
+    private var pendingFailure: NetworkFailure?
+    private var ladder = RetryLadder()
+    private var nextAttempt: Int64 = 0
+    /// The last loss reported to the session (nil while connected and reported as such).
+    private var reportedLoss: NetworkFailure?
+    /// The stream frames belong to (its parameter sets may come from the first keyframe).
+    private var stream: StreamDescription?
+    private var format: PixelFormat = .h264
+    private var clock = CameraClock()
+    private var lastVideoArrival: Int64 = 0
+    private var lastKeyframeArrival: Int64?
+    private var keyframeInterval: Int64 = 0
+    private var sequence: UInt64 = 0
+    private let logger = Logger(label: "vigil.network")
+
+    /// A first guess; frames grow (once) when a camera sends larger packets.
+    let maximumFrameBytes = 512 * 1024
+    var abortHandle: (any AbortHandle)? { interrupt }
+
+    init(url: String, settings: NetworkCamera.Settings) {
+        self.url = url
+        address = redactedAddress(url)
+        self.settings = settings
+    }
+
+    /// No video for this long is a stall: `max(minimum, two keyframe intervals)`.
+    var stallLimitNanos: Int64 { max(settings.minimumStallNanos, 2 * keyframeInterval) }
+
+    func readFrame(into frame: CapturedFrame, timeoutNanos: Int64) throws -> ReadResult {
+        if interrupt.isAborted { return .timeout }
+        guard let source else { return connectWhenDue(timeoutNanos: timeoutNanos) }
+        if reportedLoss != nil {
+            reportedLoss = nil
+            return .resumed
+        }
+        if let failure = pendingFailure {
+            pendingFailure = nil
+            return failure == .aborted ? .timeout : lose(failure)
+        }
+        var times: (pts: Int64?, dts: Int64?)
+        if let next = heldTimes {
+            swap(&packet, &held)
+            heldTimes = nil
+            times = next
+        } else {
+            do {
+                times = try source.read(into: packet, deadlineNanos: lastVideoArrival + stallLimitNanos)
+            } catch {
+                return error.failure == .aborted ? .timeout : lose(stallOr(error.failure))
+            }
+        }
+        let arrival = Clock.monotonicNanos()
+        let arrivalWall = Clock.wallNanos()
+        lastVideoArrival = arrival
+        var byteCount = append(packet, to: frame, at: 0)
+        var keyframe = format == .mjpeg || packet.isKeyframe
+        packet.unref()
+        // One picture can arrive as several packets with one timestamp (slices, parameter sets
+        // sent before each slice): they are one frame. The packet after them is kept for the next.
+        while format != .mjpeg {
+            let next: (pts: Int64?, dts: Int64?)
+            do {
+                next = try source.read(into: held, deadlineNanos: lastVideoArrival + stallLimitNanos)
+            } catch {
+                pendingFailure = stallOr(error.failure)
+                break
+            }
+            if let t = next.dts ?? next.pts, let current = times.dts ?? times.pts, t != current {
+                heldTimes = next
+                break
+            }
+            byteCount += append(held, to: frame, at: byteCount)
+            keyframe = keyframe || held.isKeyframe
+            if times.dts == nil && times.pts == nil { times = next }
+            held.unref()
+        }
+        if keyframe && format != .mjpeg {
+            if let last = lastKeyframeArrival { keyframeInterval = arrival - last }
+            lastKeyframeArrival = arrival
+            // A camera whose SDP carried no SPS/PPS: take them from its first keyframe.
+            if stream?.hasParameterSets == false { stream = stream?.withParameterSets(from: UnsafeRawBufferPointer(rebasing: frame.storage[..<byteCount])) }
+        }
+        let time = clock.place(cameraTicks: times.dts ?? times.pts, arrivalMonotonic: arrival, arrivalWall: arrivalWall)
+        frame.setContents(
+            byteCount: byteCount, format: format, width: stream?.width ?? 0, height: stream?.height ?? 0,
+            sequence: sequence, monotonicNanos: time.monotonic, wallNanos: time.wall,
+            keyframe: keyframe, stream: format == .mjpeg ? nil : stream, followsDiscontinuity: time.discontinuity)
+        sequence += 1
+        return .frame
+    }
+
+    /// Copies a packet's bytes into `frame` at `offset`; returns how many.
+    private func append(_ packet: Packet, to frame: CapturedFrame, at offset: Int) -> Int {
+        let bytes = packet.bytes
+        frame.reserve(offset + bytes.count, keeping: offset)
+        if let base = bytes.baseAddress { (frame.storage.baseAddress! + offset).copyMemory(from: base, byteCount: bytes.count) }
+        return bytes.count
+    }
+
+    /// A read that reached its deadline means no video for the stall limit.
+    private func stallOr(_ failure: NetworkFailure) -> NetworkFailure {
+        failure == .timeout ? .stalled(seconds: Double(stallLimitNanos) / 1e9) : failure
+    }
+
+    /// Tears the connection down and schedules the next attempt.
+    private func lose(_ failure: NetworkFailure) -> ReadResult {
+        source = nil
+        stream = nil
+        heldTimes = nil
+        held.unref()
+        clock = CameraClock()
+        lastKeyframeArrival = nil
+        keyframeInterval = 0
+        return retryLater(after: failure)
+    }
+
+    private func connectWhenDue(timeoutNanos: Int64) -> ReadResult {
+        let now = Clock.monotonicNanos()
+        if now < nextAttempt {
+            Clock.sleep(untilMonotonic: min(nextAttempt, now + timeoutNanos))
+            return .timeout
+        }
+        do {
+            let connection = try NetworkSource(url: url, transport: settings.transport, timeoutNanos: settings.connectTimeoutNanos, interrupt: interrupt)
+            guard let format = connection.format else {
+                return retryLater(after: .other("sends \(connection.stream.codecName), which Vigil records only as H.264, H.265 or MJPEG"))
+            }
+            self.format = format
+            stream = connection.stream
+            source = connection
+            ladder.reset()
+            lastVideoArrival = Clock.monotonicNanos()
+            logger.info("\(address): connected, \(connection.stream.codecName) \(connection.stream.width)x\(connection.stream.height)")
+            return .timeout
+        } catch {
+            if error.failure == .aborted { return .timeout }
+            return retryLater(after: error.failure)
+        }
+    }
+
+    private func retryLater(after failure: NetworkFailure) -> ReadResult {
+        ladder.recordFailure()
+        let delay = ladder.nextDelaySeconds * Double.random(in: 0.8...1.2)
+        nextAttempt = Clock.monotonicNanos() + Int64(delay * 1e9)
+        // Said once per outage, and again when the cause changes; each attempt is logged.
+        logger.debug("\(address): \(failure); next attempt in \(String(format: "%.1f", delay)) s")
+        guard reportedLoss != failure else { return .timeout }
+        reportedLoss = failure
+        return .interrupted("\(address): \(failure)")
+    }
+
+    func close() {
+        interrupt.abort()
+        source = nil
+    }
+}
+
+/// Places camera timestamps on Vigil's clocks: the first packet is anchored to its arrival
+/// time; later packets are spaced by the camera's timestamps. A timestamp that goes back,
+/// repeats, or drifts more than `jumpLimitNanos` from its arrival re-anchors and is flagged,
+/// so a recording ends there. Packets without timestamps (MJPEG over HTTP) take their arrival.
+struct CameraClock {
+    static let jumpLimitNanos: Int64 = 3_000_000_000
+    private var anchor: (camera: Int64, monotonic: Int64, wall: Int64)?
+    private var lastCamera: Int64?
+
+    mutating func place(cameraTicks: Int64?, arrivalMonotonic: Int64, arrivalWall: Int64) -> (monotonic: Int64, wall: Int64, discontinuity: Bool) {
+        guard let cameraTicks else { return (arrivalMonotonic, arrivalWall, false) }
+        let camera = cameraTicks * 100_000 / 9  // 1/90000 s → ns
+        var discontinuity = false
+        if let a = anchor, let last = lastCamera {
+            let mapped = a.monotonic + (camera - a.camera)
+            discontinuity = camera <= last || abs(mapped - arrivalMonotonic) > Self.jumpLimitNanos
+        }
+        if anchor == nil || discontinuity { anchor = (camera, arrivalMonotonic, arrivalWall) }
+        lastCamera = camera
+        let offset = camera - anchor!.camera
+        return (anchor!.monotonic + offset, anchor!.wall + offset, discontinuity)
+    }
+}

@@ -1,0 +1,193 @@
+internal import CFFmpeg
+import Glibc
+import Synchronization
+
+/// Why a network stream could not be opened or stopped delivering, named the way a user can act on it.
+public enum NetworkFailure: Sendable, Equatable, CustomStringConvertible {
+    case refused
+    case timeout
+    case unreachable
+    case unauthorized
+    case forbidden
+    case notFound
+    case ended
+    case stalled(seconds: Double)
+    /// Stopped on purpose (session stop): not a camera fault.
+    case aborted
+    case other(String)
+
+    public var description: String {
+        switch self {
+        case .refused: return "connection refused"
+        case .timeout: return "timed out"
+        case .unreachable: return "host unreachable"
+        case .unauthorized: return "401 unauthorized (wrong user or password)"
+        case .forbidden: return "403 forbidden"
+        case .notFound: return "404 not found (wrong path)"
+        case .ended: return "stream ended"
+        case .stalled(let s): return "stall: no video for \(Int(s.rounded())) s"
+        case .aborted: return "stopped"
+        case .other(let m): return m
+        }
+    }
+}
+
+/// A network stream failed; `address` is already redacted.
+public struct NetworkError: Error, Sendable, CustomStringConvertible {
+    public let address: String
+    public let failure: NetworkFailure
+    public var description: String { "\(address): \(failure)" }
+}
+
+/// `rtsp://user:secret@host/path` → `rtsp://***@host/path`: the only form of a camera address
+/// that may appear in a log, an event, an error or a listing.
+public func redactedAddress(_ url: String) -> String {
+    let characters = Array(url)
+    var start = 0
+    while start + 2 < characters.count, !(characters[start] == ":" && characters[start + 1] == "/" && characters[start + 2] == "/") {
+        start += 1
+    }
+    guard start + 2 < characters.count else { return url }
+    let authority = start + 3
+    var end = authority
+    while end < characters.count, !"/?#".contains(characters[end]) { end += 1 }
+    guard let at = characters[authority..<end].lastIndex(of: "@") else { return url }
+    return String(characters[..<authority]) + "***" + String(characters[at...])
+}
+
+/// Deadline and abort flag read by FFmpeg's `interrupt_callback` during every blocking call
+/// (open, stream info, read): a call returns `AVERROR_EXIT` once the deadline passes or `abort()`
+/// is called from another thread, so no network call can hang a capture thread or a stop.
+public final class NetworkInterrupt: Sendable {
+    private let deadline = Atomic<Int64>(.max)
+    private let aborted = Atomic<Bool>(false)
+
+    public init() {}
+
+    /// Makes every blocking call return at once, now and from now on.
+    public func abort() { aborted.store(true, ordering: .releasing) }
+    public var isAborted: Bool { aborted.load(ordering: .acquiring) }
+
+    func arm(until monotonicNanos: Int64) { deadline.store(monotonicNanos, ordering: .releasing) }
+
+    var hasExpired: Bool { NetworkInterrupt.now() >= deadline.load(ordering: .acquiring) }
+
+    fileprivate var shouldStop: Bool { isAborted || hasExpired }
+
+    static func now() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    }
+}
+
+private let interruptCallback: @convention(c) (UnsafeMutableRawPointer?) -> Int32 = { opaque in
+    guard let opaque else { return 0 }
+    return Unmanaged<NetworkInterrupt>.fromOpaque(opaque).takeUnretainedValue().shouldStop ? 1 : 0
+}
+
+/// One connection to a network camera (RTSP or HTTP MJPEG) through libavformat, reading the
+/// video stream's packets as they arrive, without decoding. Used by one thread.
+public final class NetworkSource: @unchecked Sendable {
+    public enum Transport: String, Sendable { case tcp, udp }
+
+    private var context: UnsafeMutablePointer<AVFormatContext>?
+    private let streamIndex: Int32
+    private let timeBase: AVRational
+    private let interrupt: NetworkInterrupt
+    /// Redacted address for messages.
+    public let address: String
+    /// The video stream's codec parameters (SPS/PPS in `extradata` when the SDP carries them).
+    public let stream: StreamDescription
+    /// What the camera sends, or nil for a codec Vigil cannot record without decoding.
+    public let format: PixelFormat?
+    /// The camera's nominal frame rate, when it says.
+    public let frameRate: Double?
+
+    /// Connects and reads the stream's description; gives up after `timeoutNanos` or on `interrupt.abort()`.
+    public init(url: String, transport: Transport = .tcp, timeoutNanos: Int64, interrupt: NetworkInterrupt) throws(NetworkError) {
+        address = redactedAddress(url)
+        self.interrupt = interrupt
+        guard let ctx = avformat_alloc_context() else { throw NetworkError(address: address, failure: .other("out of memory")) }
+        ctx.pointee.interrupt_callback.callback = interruptCallback
+        ctx.pointee.interrupt_callback.opaque = Unmanaged.passUnretained(interrupt).toOpaque()
+        var options: OpaquePointer? = nil
+        defer { av_dict_free(&options) }
+        let micros = String(max(timeoutNanos / 1000, 100_000))
+        if url.hasPrefix("rtsp") {
+            av_dict_set(&options, "rtsp_transport", transport.rawValue, 0)
+            // FFmpeg 5.1: the RTSP socket timeout (µs); `rw_timeout` does not reach RTSP's TCP.
+            av_dict_set(&options, "timeout", micros, 0)
+        } else {
+            av_dict_set(&options, "rw_timeout", micros, 0)
+        }
+        // Enough to find the codec and size; a camera's first keyframe arrives within a GOP.
+        av_dict_set(&options, "analyzeduration", "2000000", 0)
+        interrupt.arm(until: NetworkInterrupt.now() + timeoutNanos)
+        var opened: UnsafeMutablePointer<AVFormatContext>? = ctx
+        var status = avformat_open_input(&opened, url, nil, &options)
+        guard status >= 0, let opened else {
+            // avformat_open_input frees the context on failure.
+            throw NetworkError(address: address, failure: Self.failure(status, interrupt))
+        }
+        context = opened
+        status = avformat_find_stream_info(opened, nil)
+        let index = status >= 0 ? av_find_best_stream(opened, AVMEDIA_TYPE_VIDEO, -1, -1, nil, 0) : status
+        guard index >= 0 else {
+            avformat_close_input(&context)
+            throw NetworkError(address: address, failure: status < 0 ? Self.failure(status, interrupt) : .other("no video stream"))
+        }
+        streamIndex = index
+        let st = opened.pointee.streams[Int(index)]!
+        timeBase = st.pointee.time_base
+        stream = StreamDescription(copying: st.pointee.codecpar)
+        switch st.pointee.codecpar.pointee.codec_id {
+        case AV_CODEC_ID_H264: format = .h264
+        case AV_CODEC_ID_HEVC: format = .hevc
+        case AV_CODEC_ID_MJPEG: format = .mjpeg
+        default: format = nil
+        }
+        let rate = st.pointee.avg_frame_rate.den > 0 ? st.pointee.avg_frame_rate : st.pointee.r_frame_rate
+        frameRate = rate.den > 0 && rate.num > 0 ? Double(rate.num) / Double(rate.den) : nil
+    }
+
+    deinit { avformat_close_input(&context) }
+
+    /// Reads the next video packet (other streams, e.g. audio, are skipped), waiting at most
+    /// until `deadlineNanos` on the monotonic clock. Its times are rescaled to 1/90000 s (nil
+    /// when the camera sent none, as MJPEG over HTTP does).
+    public func read(into packet: Packet, deadlineNanos: Int64) throws(NetworkError) -> (pts: Int64?, dts: Int64?) {
+        guard let ctx = context else { throw NetworkError(address: address, failure: .ended) }
+        interrupt.arm(until: deadlineNanos)
+        while true {
+            packet.unref()
+            let status = av_read_frame(ctx, packet.packet)
+            if status < 0 { throw NetworkError(address: address, failure: Self.failure(status, interrupt)) }
+            let p = packet.packet
+            guard p.pointee.stream_index == streamIndex else { continue }
+            let target = VideoEncoder.timeBase.av
+            let none = cffmpeg_nopts_value()
+            let pts = p.pointee.pts == none ? nil : av_rescale_q(p.pointee.pts, timeBase, target)
+            let dts = p.pointee.dts == none ? nil : av_rescale_q(p.pointee.dts, timeBase, target)
+            return (pts, dts)
+        }
+    }
+
+    /// Maps FFmpeg's answer to a cause a user can act on.
+    static func failure(_ status: Int32, _ interrupt: NetworkInterrupt) -> NetworkFailure {
+        if status == cffmpeg_error_exit() || interrupt.isAborted || interrupt.hasExpired {
+            return interrupt.isAborted ? .aborted : .timeout
+        }
+        switch status {
+        case cffmpeg_error_eof(): return .ended
+        case cffmpeg_error_http_unauthorized(): return .unauthorized
+        case cffmpeg_error_http_forbidden(): return .forbidden
+        case cffmpeg_error_http_not_found(): return .notFound
+        case cffmpeg_error_from_errno(ECONNREFUSED): return .refused
+        case cffmpeg_error_from_errno(ETIMEDOUT): return .timeout
+        case cffmpeg_error_from_errno(EHOSTUNREACH), cffmpeg_error_from_errno(ENETUNREACH): return .unreachable
+        case cffmpeg_error_from_errno(ECONNRESET), cffmpeg_error_from_errno(EPIPE): return .ended
+        default: return .other(MediaError.describe(status))
+        }
+    }
+}

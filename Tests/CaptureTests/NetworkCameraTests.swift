@@ -1,0 +1,251 @@
+@testable import Capture
+import CaptureTesting
+import Foundation
+import Media
+import Testing
+
+/// Network cameras against real servers on loopback: gst-rtsp-server (H.264, H.265) and an
+/// HTTP multipart MJPEG server. Segments are 1 s, keyframes every 1/3 s, 160x120 at 15 fps.
+@Suite(.serialized, .timeLimit(.minutes(2))) struct NetworkCameraTests {
+    /// Short limits so that stalls and retries happen within a test.
+    static let fast = NetworkCamera.Settings(connectTimeoutNanos: 2_000_000_000, minimumStallNanos: 1_500_000_000)
+
+    func record(_ url: String, settings: NetworkCamera.Settings = fast, into dir: TemporaryDirectory) throws -> (CaptureSession, EventLog, SegmentedMovieOutput) {
+        let movie = try SegmentedMovieOutput(.init(storageRoot: dir.path, segmentSeconds: 1, encoding: .streamCopy))
+        let device = NetworkCamera.device(id: "porch", url: url, settings: settings)
+        let (session, log) = try startSession(device: device, format: .preset(.high), fps: 15, outputs: [(movie, .init())])
+        return (session, log, movie)
+    }
+
+    /// Every segment decodes without errors, starts with a keyframe, holds every frame it counted,
+    /// and follows the one before it by one frame interval (no frame lost or repeated at a cut).
+    func expectPlayableAndContiguous(_ log: EventLog, codec: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let segments = log.segments.sorted { $0.firstFrameWallNanos < $1.firstFrameWallNanos }
+        #expect(!segments.isEmpty, sourceLocation: sourceLocation)
+        for s in segments {
+            #expect(RecordingInspector.ffprobeProblem(s.path) == nil, "\(s.path) does not decode", sourceLocation: sourceLocation)
+            let decoded = try RecordingInspector.decode(s.path)
+            #expect(decoded.startsWithKeyframe, "\(s.path) does not start with a keyframe", sourceLocation: sourceLocation)
+            #expect(decoded.sequences.count == s.frameCount, "\(s.path): \(decoded.sequences.count) frames decode of \(s.frameCount)", sourceLocation: sourceLocation)
+            #expect(decoded.codec == codec && decoded.width == 160 && decoded.height == 120, sourceLocation: sourceLocation)
+        }
+        return
+    }
+
+    /// Segments cut within one run of the stream: the next starts one frame interval (1/15 s)
+    /// after the last frame of the one before, on a keyframe after the wall-clock boundary.
+    func expectGapless(_ segments: [SegmentInfo], sourceLocation: SourceLocation = #_sourceLocation) {
+        for (a, b) in zip(segments, segments.dropFirst()) {
+            let gap = b.firstFrameWallNanos - a.lastFrameWallNanos
+            #expect(gap > 0 && gap < 100_000_000, "\(a.path) → \(b.path): \(gap / 1_000_000) ms between frames", sourceLocation: sourceLocation)
+        }
+    }
+
+    func steady(codec: String, probeCodec: String, tag: String) async throws {
+        let server = try TestServer.rtsp(codec: codec)
+        defer { server.stop() }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let (session, log, movie) = try record(server.url(), into: dir)
+        #expect(await waitUntil(seconds: 30) { log.segments.count >= 3 })
+        await stopAndDrain(session, log)
+        #expect(RecordingInspector.files(under: dir.path, endingWith: ".partial").isEmpty)
+        let segments = log.segments.sorted { $0.firstFrameWallNanos < $1.firstFrameWallNanos }
+        try expectPlayableAndContiguous(log, codec: probeCodec)
+        expectGapless(segments)
+        for s in segments {
+            #expect(s.path.hasSuffix(".mp4"))
+            #expect(SegmentProbe.codecTag(s.path) == tag, "\(s.path) is tagged \(SegmentProbe.codecTag(s.path))")
+        }
+        // The first frames before the first keyframe are all a segment cannot hold.
+        #expect(segments.map(\.frameCount).reduce(0, +) + 5 >= movie.receivedFrameCount)
+        #expect(!log.all.contains { if case .interrupted = $0 { true } else { false } })
+    }
+
+    @Test func recordsH264WithoutDecoding() async throws {
+        try await steady(codec: "h264", probeCodec: "h264", tag: "avc1")
+    }
+
+    @Test func recordsH265TaggedHvc1() async throws {
+        try await steady(codec: "h265", probeCodec: "hevc", tag: "hvc1")
+    }
+
+    @Test func stallIsNoticedAndRecovered() async throws {
+        let server = try TestServer.rtsp()
+        defer { server.stop() }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let (session, log, _) = try record(server.url(), into: dir)
+        #expect(await waitUntil(seconds: 30) { log.segments.count >= 1 })
+        server.signal(SIGSTOP)
+        #expect(await waitUntil(seconds: 20) { log.interruptions.contains { $0.contains("stall") } }, "\(log.interruptions)")
+        // The segment open at the stall was finalized then, not at the end.
+        let finishedAtStall = log.segments.count
+        #expect(RecordingInspector.files(under: dir.path, endingWith: ".partial").isEmpty)
+        try await Task.sleep(nanoseconds: 1_000_000_000)
+        server.signal(SIGCONT)
+        #expect(await waitUntil(seconds: 40) { log.resumptions >= 1 })
+        #expect(await waitUntil(seconds: 30) { log.segments.count >= finishedAtStall + 2 })
+        await stopAndDrain(session, log)
+        try expectPlayableAndContiguous(log, codec: "h264")
+    }
+
+    @Test func serverKilledAndRestartedOnTheSamePort() async throws {
+        var server = try TestServer.rtsp()
+        let port = server.port
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let (session, log, _) = try record(server.url(), into: dir)
+        #expect(await waitUntil(seconds: 30) { log.segments.count >= 1 })
+        server.stop()
+        #expect(await waitUntil(seconds: 20) { !log.interruptions.isEmpty })
+        server = try TestServer.rtsp(port: port)
+        defer { server.stop() }
+        #expect(await waitUntil(seconds: 40) { log.resumptions >= 1 }, "\(log.interruptions)")
+        let before = log.segments.count
+        #expect(await waitUntil(seconds: 30) { log.segments.count >= before + 2 })
+        await stopAndDrain(session, log)
+        try expectPlayableAndContiguous(log, codec: "h264")
+    }
+
+    @Test func cameraDownAtStartIsRetried() async throws {
+        let port = TestServer.freePort()
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let (session, log, _) = try record("rtsp://127.0.0.1:\(port)/cam", into: dir)
+        #expect(await waitUntil(seconds: 20) { log.interruptions.contains { $0.contains("refused") } }, "\(log.interruptions)")
+        let server = try TestServer.rtsp(port: port)
+        defer { server.stop() }
+        #expect(await waitUntil(seconds: 40) { log.resumptions >= 1 })
+        #expect(await waitUntil(seconds: 30) { log.segments.count >= 2 })
+        await stopAndDrain(session, log)
+        try expectPlayableAndContiguous(log, codec: "h264")
+    }
+
+    @Test func wrongPasswordIsNamedAndNeverShown() async throws {
+        let server = try TestServer.rtsp(user: "viewer", password: "right-secret")
+        defer { server.stop() }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let (session, log, _) = try record(server.url(user: "viewer", password: "wrong-secret"), into: dir)
+        #expect(await waitUntil(seconds: 20) { log.interruptions.contains { $0.contains("401") } }, "\(log.interruptions)")
+        await stopAndDrain(session, log)
+        #expect(log.segments.isEmpty)
+        for event in log.all { #expect(!event.description.contains("secret"), "\(event)") }
+        #expect(log.interruptions.allSatisfy { $0.contains("rtsp://***@127.0.0.1") })
+        #expect(!session.device!.description.contains("secret") && !session.device!.name.contains("secret"))
+    }
+
+    @Test func rightPasswordRecords() async throws {
+        let server = try TestServer.rtsp(user: "viewer", password: "right-secret")
+        defer { server.stop() }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let (session, log, _) = try record(server.url(user: "viewer", password: "right-secret"), into: dir)
+        #expect(await waitUntil(seconds: 30) { log.segments.count >= 1 })
+        await stopAndDrain(session, log)
+        try expectPlayableAndContiguous(log, codec: "h264")
+    }
+
+    /// A stop while a connection attempt waits on a server that never answers returns at once
+    /// (the attempt's own deadline is a minute away).
+    @Test func stopWhileReconnecting() async throws {
+        let server = try TestServer.rtsp()
+        defer { server.stop() }
+        server.signal(SIGSTOP)
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let patient = NetworkCamera.Settings(connectTimeoutNanos: 60_000_000_000, minimumStallNanos: 60_000_000_000)
+        let (session, log, _) = try record(server.url(), settings: patient, into: dir)
+        try await Task.sleep(nanoseconds: 500_000_000)
+        let stopped = Task { await session.stop() }
+        #expect(await waitUntil(seconds: 20) { log.hasStopped }, "stop waited for the connection attempt")
+        await stopped.value
+        #expect(log.segments.isEmpty)
+    }
+
+    func makeJPEGs(in dir: TemporaryDirectory) -> [String] {
+        let pattern = "\(dir.path)/frame%d.jpg"
+        let r = RecordingInspector.run("/usr/bin/env", [
+            "ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=160x120:rate=15", "-frames:v", "15", pattern])
+        #expect(r.status == 0, "\(r.errorOutput)")
+        return (1...15).map { "\(dir.path)/frame\($0).jpg" }
+    }
+
+    @Test func recordsHTTPMJPEGAsIs() async throws {
+        let jpegDir = try TemporaryDirectory()
+        defer { jpegDir.remove() }
+        let server = try TestServer.mjpeg(jpegs: makeJPEGs(in: jpegDir))
+        defer { server.stop() }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let (session, log, movie) = try record(server.mjpegURL, into: dir)
+        #expect(await waitUntil(seconds: 30) { log.segments.count >= 3 })
+        await stopAndDrain(session, log)
+        try expectPlayableAndContiguous(log, codec: "mjpeg")
+        let segments = log.segments.sorted { $0.firstFrameWallNanos < $1.firstFrameWallNanos }
+        expectGapless(segments)
+        #expect(segments.allSatisfy { $0.path.hasSuffix(".mkv") })
+        #expect(segments.map(\.frameCount).reduce(0, +) == movie.receivedFrameCount)
+    }
+
+    @Test func mjpegConnectionClosedMidFrame() async throws {
+        let jpegDir = try TemporaryDirectory()
+        defer { jpegDir.remove() }
+        let server = try TestServer.mjpeg(jpegs: makeJPEGs(in: jpegDir), cutAfter: 20)
+        defer { server.stop() }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let (session, log, _) = try record(server.mjpegURL, into: dir)
+        // Each connection ends inside its 21st frame; the camera is reconnected each time.
+        #expect(await waitUntil(seconds: 30) { log.resumptions >= 2 }, "\(log.interruptions)")
+        await stopAndDrain(session, log)
+        #expect(log.interruptions.contains { $0.contains("stream ended") }, "\(log.interruptions)")
+        try expectPlayableAndContiguous(log, codec: "mjpeg")
+    }
+}
+
+extension EventLog {
+    var interruptions: [String] {
+        all.compactMap { if case .interrupted(_, let r) = $0 { return r } else { return nil } }
+    }
+    var resumptions: Int {
+        all.filter { if case .interruptionEnded = $0 { true } else { false } }.count
+    }
+}
+
+@Suite struct NetworkAddressTests {
+    @Test func credentialsAreRedacted() {
+        #expect(redactedAddress("rtsp://user:pa@ss@10.0.0.2:554/stream1") == "rtsp://***@10.0.0.2:554/stream1")
+        #expect(redactedAddress("http://admin@cam/video.mjpg?x=a@b") == "http://***@cam/video.mjpg?x=a@b")
+        #expect(redactedAddress("rtsp://cam/stream@1") == "rtsp://cam/stream@1")
+        #expect(redactedAddress("not a url") == "not a url")
+    }
+
+    /// A repeated, backwards or jumping camera timestamp closes the segment (flagged); a steady
+    /// one is spaced by the camera; a jump of more than 3 s against arrival re-anchors.
+    @Test func cameraClockFlagsRepeatsBackwardsAndJumps() {
+        var clock = CameraClock()
+        let arrival: Int64 = 1_000_000_000_000
+        var flags: [Bool] = []
+        // 90 kHz ticks: 6000 = 1/15 s. Arrivals follow the camera except where noted.
+        let steps: [(ticks: Int64, arrivalOffset: Int64)] = [
+            (0, 0), (6000, 66_666_666), (12000, 133_333_333),
+            (12000, 200_000_000),  // repeated
+            (6000, 266_666_666),  // backwards
+            (12000, 333_333_333),
+            (12000 + 90000 * 10, 400_000_000),  // jumps 10 s ahead of arrival
+        ]
+        var placed: [Int64] = []
+        for s in steps {
+            let t = clock.place(cameraTicks: s.ticks, arrivalMonotonic: arrival + s.arrivalOffset, arrivalWall: 0)
+            flags.append(t.discontinuity)
+            placed.append(t.monotonic - arrival)
+        }
+        #expect(flags == [false, false, false, true, true, false, true])
+        #expect(placed[1] == 66_666_666 && placed[2] == 133_333_333)
+        #expect(placed[6] == 400_000_000)
+        // No timestamps (MJPEG over HTTP): the arrival time.
+        #expect(clock.place(cameraTicks: nil, arrivalMonotonic: 42, arrivalWall: 7) == (42, 7, false))
+    }
+}

@@ -1,0 +1,51 @@
+#!/usr/bin/python3
+"""A real RTSP camera on loopback for Vigil's tests and benchmarks (gst-rtsp-server).
+
+Run with Debian's /usr/bin/python3 (it has `gi`). Prints "PORT <n>" once it listens.
+  rtsp-server.py [--port N] [--codec h264|h265] [--size WxH] [--fps N] [--gop N]
+                 [--user U --password P]
+The stream is at rtsp://127.0.0.1:PORT/cam (every client shares one live encoder)."""
+import argparse, sys
+import gi
+gi.require_version("Gst", "1.0")
+gi.require_version("GstRtspServer", "1.0")
+from gi.repository import Gst, GstRtspServer, GLib
+
+p = argparse.ArgumentParser()
+p.add_argument("--port", type=int, default=0)
+p.add_argument("--codec", choices=["h264", "h265"], default="h264")
+p.add_argument("--size", default="320x240")
+p.add_argument("--fps", type=int, default=15)
+p.add_argument("--gop", type=int, default=15, help="keyframe interval in frames")
+p.add_argument("--user")
+p.add_argument("--password")
+a = p.parse_args()
+w, h = a.size.split("x")
+Gst.init(None)
+if a.codec == "h264":
+    enc = f"x264enc tune=zerolatency speed-preset=ultrafast bframes=0 key-int-max={a.gop} ! rtph264pay name=pay0 pt=96 config-interval=-1"
+else:
+    enc = f"x265enc tune=zerolatency speed-preset=ultrafast key-int-max={a.gop} ! rtph265pay name=pay0 pt=96 config-interval=-1"
+launch = (f"( videotestsrc is-live=true pattern=ball ! video/x-raw,width={w},height={h},framerate={a.fps}/1 "
+          f"! {enc} )")
+server = GstRtspServer.RTSPServer()
+server.set_address("127.0.0.1")
+server.set_service(str(a.port))
+factory = GstRtspServer.RTSPMediaFactory()
+factory.set_launch(launch)
+factory.set_shared(True)
+if a.user:
+    auth = GstRtspServer.RTSPAuth()
+    token = GstRtspServer.RTSPToken()
+    token.set_string(GstRtspServer.RTSP_TOKEN_MEDIA_FACTORY_ROLE, "user")
+    auth.add_basic(GstRtspServer.RTSPAuth.make_basic(a.user, a.password), token)
+    server.set_auth(auth)
+    perms = GstRtspServer.RTSPPermissions()
+    perms.add_permission_for_role("user", GstRtspServer.RTSP_PERM_MEDIA_FACTORY_ACCESS, True)
+    perms.add_permission_for_role("user", GstRtspServer.RTSP_PERM_MEDIA_FACTORY_CONSTRUCT, True)
+    factory.set_permissions(perms)
+server.get_mount_points().add_factory("/cam", factory)
+if server.attach(None) == 0:
+    sys.exit("could not listen")
+print(f"PORT {server.get_bound_port()}", flush=True)
+GLib.MainLoop().run()
