@@ -186,7 +186,8 @@ public final class NetworkSource: @unchecked Sendable {
         case cffmpeg_error_from_errno(ECONNREFUSED): return .refused
         case cffmpeg_error_from_errno(ETIMEDOUT): return .timeout
         case cffmpeg_error_from_errno(EHOSTUNREACH), cffmpeg_error_from_errno(ENETUNREACH): return .unreachable
-        case cffmpeg_error_from_errno(ECONNRESET), cffmpeg_error_from_errno(EPIPE): return .ended
+        // EIO: an HTTP body cut short (a server that closed the connection mid-frame).
+        case cffmpeg_error_from_errno(ECONNRESET), cffmpeg_error_from_errno(EPIPE), cffmpeg_error_from_errno(EIO): return .ended
         default: return .other(MediaError.describe(status))
         }
     }

@@ -72,9 +72,10 @@ final class NetworkStream: CaptureStream {
         lastVideoArrival = arrival
         var byteCount = append(packet, to: frame, at: 0)
         var keyframe = format == .mjpeg || packet.isKeyframe
+        var hasSlice = format == .mjpeg || AccessUnit.startsPicture(packet.bytes, format: format) != nil
         packet.unref()
-        // One picture can arrive as several packets with one timestamp (slices, parameter sets
-        // sent before each slice): they are one frame. The packet after them is kept for the next.
+        // One picture can arrive as several packets (slices, parameter sets sent before each
+        // slice): they are one frame. The packet that starts the next picture is kept for it.
         while format != .mjpeg {
             let next: (pts: Int64?, dts: Int64?)
             do {
@@ -83,10 +84,12 @@ final class NetworkStream: CaptureStream {
                 pendingFailure = stallOr(error.failure)
                 break
             }
-            if let t = next.dts ?? next.pts, let current = times.dts ?? times.pts, t != current {
+            let starts = AccessUnit.startsPicture(held.bytes, format: format)
+            if hasSlice && starts == true {
                 heldTimes = next
                 break
             }
+            hasSlice = hasSlice || starts != nil
             byteCount += append(held, to: frame, at: byteCount)
             keyframe = keyframe || held.isKeyframe
             if times.dts == nil && times.pts == nil { times = next }
