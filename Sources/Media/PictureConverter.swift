@@ -10,6 +10,8 @@ public final class PictureConverter: @unchecked Sendable {
     private let scaler = Scaler()
     private var decoder: VideoDecoder?
     private var decoded: Picture?
+    private var runDecoder: VideoDecoder?
+    private var runStream: StreamDescription?
     private var upright: Picture?
     private var transformed: Picture?
 
@@ -36,11 +38,31 @@ public final class PictureConverter: @unchecked Sendable {
         } else {
             try scaler.convert(raw: bytes, format: format, width: width, height: height, into: target)
         }
+        return try oriented(target, rotation: rotation, mirrored: mirrored)
+    }
+
+    private func oriented(_ target: Picture, rotation: Rotation, mirrored: Bool) throws(MediaError) -> Picture {
         guard rotation != .none || mirrored else { return target }
-        let size = rotation.size(width: width, height: height)
+        let size = rotation.size(width: target.width, height: target.height)
         let out = try reuse(&transformed, width: size.width, height: size.height)
         try PictureTransform.apply(target, rotation: rotation, mirrored: mirrored, into: out)
         return out
+    }
+
+    /// The picture of the last of `frames`, a run of H.264/H.265 frames from a keyframe: only
+    /// these are decoded.
+    public func picture(
+        decodingRun frames: [UnsafeRawBufferPointer], of stream: StreamDescription, rotation: Rotation, mirrored: Bool
+    ) throws(MediaError) -> Picture {
+        if runDecoder == nil || runStream !== stream {
+            runDecoder = try VideoDecoder(stream: stream)
+            runStream = stream
+        }
+        if decoded == nil { decoded = try Picture() }
+        try runDecoder!.decodeRun(frames, into: decoded!)
+        let target = try reuse(&upright, width: decoded!.width, height: decoded!.height)
+        try scaler.convert(decoded!, into: target)
+        return try oriented(target, rotation: rotation, mirrored: mirrored)
     }
 
     private func reuse(_ slot: inout Picture?, width: Int, height: Int) throws(MediaError) -> Picture {

@@ -20,6 +20,9 @@ public enum PixelFormat: String, Sendable, Hashable, CaseIterable, CustomStringC
     /// Compressed formats can be recorded without decoding (stream copy).
     public var isCompressed: Bool { self == .mjpeg || self == .h264 || self == .hevc }
 
+    /// H.264 or H.265: frames depend on the ones before them back to a keyframe.
+    public var isVideoCodec: Bool { self == .h264 || self == .hevc }
+
     /// Bytes of one uncompressed frame, nil for compressed formats.
     public func frameByteCount(width: Int, height: Int) -> Int? {
         switch self {

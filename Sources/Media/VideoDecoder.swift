@@ -4,12 +4,44 @@ internal import CFFmpeg
 public final class VideoDecoder: @unchecked Sendable {
     let context: UnsafeMutablePointer<AVCodecContext>
     private let packet = Packet()
+    private var runScratch: Picture?
 
     public convenience init(format: PixelFormat) throws(MediaError) {
         guard format == .mjpeg else {
             throw MediaError(operation: "VideoDecoder", message: "\(format) is not compressed; convert it instead")
         }
         try self.init(codecID: AV_CODEC_ID_MJPEG, parameters: nil)
+    }
+
+    /// A decoder for a camera's H.264/H.265 stream (its parameter sets included).
+    public convenience init(stream: StreamDescription) throws(MediaError) {
+        try self.init(codecID: stream.parameters.pointee.codec_id, parameters: stream.parameters)
+    }
+
+    /// Decodes a run of frames that starts at a keyframe, and nothing else: `picture` ends up
+    /// holding the last one (a still from a compressed stream).
+    public func decodeRun(_ frames: [UnsafeRawBufferPointer], into picture: Picture) throws(MediaError) {
+        avcodec_flush_buffers(context)
+        if runScratch == nil { runScratch = try Picture() }
+        let scratch = runScratch!
+        var decoded = false
+        // A failed receive empties its frame: pictures land in `scratch` and move to `picture`.
+        func drain() throws(MediaError) {
+            while try receive(into: scratch) == .ok {
+                av_frame_unref(picture.frame)
+                av_frame_move_ref(picture.frame, scratch.frame)
+                decoded = true
+            }
+        }
+        for (index, bytes) in frames.enumerated() {
+            try packet.copy(bytes, pts: Int64(index))
+            defer { packet.unref() }
+            _ = try send(packet)
+            try drain()
+        }
+        _ = try send(nil)
+        try drain()
+        guard decoded else { throw MediaError(operation: "decode frame", message: "the decoder returned no picture") }
     }
 
     init(codecID: AVCodecID, parameters: UnsafePointer<AVCodecParameters>?) throws(MediaError) {

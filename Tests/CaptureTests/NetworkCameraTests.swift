@@ -164,6 +164,26 @@ import Testing
         #expect(log.segments.isEmpty)
     }
 
+    /// Stills from H.264 and H.265: each decodes from the run of frames since its keyframe.
+    @Test(arguments: ["h264", "h265"]) func stillsFromACompressedStream(codec: String) async throws {
+        let server = try TestServer.rtsp(codec: codec)
+        defer { server.stop() }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let timelapse = try TimelapseOutput(.init(storageRoot: dir.path, intervalSeconds: 1))
+        let device = NetworkCamera.device(id: "porch", url: server.url(), settings: Self.fast)
+        let (session, log) = try startSession(device: device, format: .preset(.high), fps: 15, outputs: [(timelapse, .init())])
+        #expect(await waitUntil(seconds: 30) { log.stills.count >= 3 })
+        await stopAndDrain(session, log)
+        #expect(log.errors.isEmpty, "\(log.errors)")
+        for still in log.stills {
+            #expect(RecordingInspector.ffprobeProblem(still.path) == nil)
+            let decoded = try RecordingInspector.decode(still.path)
+            #expect(decoded.width == 160 && decoded.height == 120)
+            #expect(still.frameWallNanos >= still.shotWallNanos)
+        }
+    }
+
     func makeJPEGs(in dir: TemporaryDirectory) -> [String] {
         let pattern = "\(dir.path)/frame%d.jpg"
         let r = RecordingInspector.run("/usr/bin/env", [

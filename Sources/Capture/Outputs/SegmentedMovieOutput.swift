@@ -47,7 +47,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
 
         /// The container a segment of frames in `format` goes into.
         func container(for format: PixelFormat) -> Container {
-            (format == .h264 || format == .hevc) && !containerWasChosen ? .fragmentedMP4 : container
+            format.isVideoCodec && !containerWasChosen ? .fragmentedMP4 : container
         }
     }
 
@@ -95,7 +95,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
                 throw .streamCopyNeedsCompressedSource(output: "the movie output", format: format.pixelFormat)
             }
             if connection.transforms { throw .streamCopyCannotTransform(output: "the movie output") }
-        } else if format.pixelFormat == .h264 || format.pixelFormat == .hevc {
+        } else if format.pixelFormat.isVideoCodec {
             throw .invalidSetting("the camera sends \(format.pixelFormat): record it with codec = \"copy\" (Vigil does not decode video to encode it again)")
         }
     }

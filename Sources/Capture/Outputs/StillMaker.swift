@@ -25,6 +25,19 @@ final class StillMaker {
         let picture = try converter.picture(
             from: frame.bytes, format: frame.format, width: frame.width, height: frame.height,
             rotation: connection.rotation, mirrored: connection.isMirrored)
+        return try encode(picture, quality: quality, body)
+    }
+
+    /// The JPEG of the last frame of `run` (H.264/H.265 frames from a keyframe): only the run is decoded.
+    func jpeg<R>(
+        ofRun run: [UnsafeRawBufferPointer], stream: StreamDescription, _ connection: ConnectionSettings, quality: Int,
+        _ body: (UnsafeRawBufferPointer, _ width: Int, _ height: Int) throws -> R
+    ) throws -> R {
+        let picture = try converter.picture(decodingRun: run, of: stream, rotation: connection.rotation, mirrored: connection.isMirrored)
+        return try encode(picture, quality: quality, body)
+    }
+
+    private func encode<R>(_ picture: Picture, quality: Int, _ body: (UnsafeRawBufferPointer, _ width: Int, _ height: Int) throws -> R) throws -> R {
         if encoder == nil || encoder!.width != picture.width || encoder!.height != picture.height || encoder!.quality != quality {
             encoder = try JPEGEncoder(width: picture.width, height: picture.height, quality: quality)
         }

@@ -33,6 +33,8 @@ public final class TimelapseOutput: CaptureOutput, @unchecked Sendable {
     private let skipped = Atomic<Int>(0)
     private let stills = StillMaker()
     private var paths: RecordingPaths?
+    /// H.264/H.265 (worker thread): the frames since the last keyframe, still compressed.
+    private var run = CompressedRun()
 
     public init(_ settings: Settings) throws(SessionError) {
         guard settings.intervalSeconds >= 1 else {
@@ -45,7 +47,8 @@ public final class TimelapseOutput: CaptureOutput, @unchecked Sendable {
         intervalNanos = Int64(settings.intervalSeconds) * 1_000_000_000
         lateness = min(intervalNanos / 2, 2_000_000_000)
         gate = ScheduleGate(settings.schedule)
-        super.init(name: "timelapse", queueCapacity: 2, dropsLateFrames: true)
+        // Room for a camera's H.264 frames while a still is decoded (raw frames are queued only at shots).
+        super.init(name: "timelapse", queueCapacity: 30, dropsLateFrames: true)
     }
 
     /// Shots that could not be taken (no frame near their instant).
@@ -54,7 +57,15 @@ public final class TimelapseOutput: CaptureOutput, @unchecked Sendable {
     /// The aligned instant a frame captured at `wallNanos` stands for.
     func shotInstant(_ wallNanos: Int64) -> Int64 { wallNanos / intervalNanos * intervalNanos }
 
+    /// H.264/H.265 frames all go to the worker, which keeps the run since the last keyframe and
+    /// decides shots there (a still needs that run); other frames only at their instants.
     override func accepts(_ frame: CapturedFrame) -> Bool {
+        frame.format.isVideoCodec || isShot(frame)
+    }
+
+    /// Whether `frame` stands for the next aligned instant. Called by one thread: the capture
+    /// thread for raw and MJPEG frames, the worker for H.264/H.265.
+    private func isShot(_ frame: CapturedFrame) -> Bool {
         let wall = frame.wallNanos
         let instant = shotInstant(wall)
         guard let next = nextShotNanos else {
@@ -87,10 +98,24 @@ public final class TimelapseOutput: CaptureOutput, @unchecked Sendable {
         guard let context else { return }
         if paths == nil { paths = RecordingPaths(root: settings.storageRoot, cameraID: context.cameraID) }
         let instant = shotInstant(frame.wallNanos)
+        var compressed = false
+        if frame.format.isVideoCodec {
+            let usable = run.add(frame)
+            guard isShot(frame) else { return }
+            guard usable, frame.stream != nil else {
+                skipped.add(1, ordering: .relaxed)
+                logger.warning("camera \(context.cameraID): timelapse skipped a shot: no keyframe since a frame was lost")
+                return
+            }
+            compressed = true
+        }
         do {
             let path = try paths!.still(at: instant)
-            try stills.jpeg(of: frame, connection, quality: settings.quality) { bytes, _, _ in
-                try DurableFile.write(bytes, to: path)
+            let write = { (bytes: UnsafeRawBufferPointer, _: Int, _: Int) in try DurableFile.write(bytes, to: path) }
+            if compressed {
+                try run.withFrames { try stills.jpeg(ofRun: $0, stream: frame.stream!, connection, quality: settings.quality, write) }
+            } else {
+                try stills.jpeg(of: frame, connection, quality: settings.quality, write)
             }
             emit(.stillSaved(camera: context.cameraID, StillInfo(
                 path: path, shotWallNanos: instant, frameWallNanos: frame.wallNanos, frameSequence: frame.sequence)))
@@ -105,5 +130,47 @@ public final class TimelapseOutput: CaptureOutput, @unchecked Sendable {
 
     /// The cadence survives a session stopping: after a reattach the shots missed meanwhile are
     /// counted as skipped, never taken late or twice.
-    override func finish() {}
+    override func finish() { run.reset() }
+
+    override func streamLost() { run.reset() }
+}
+
+/// The H.264/H.265 frames since the last keyframe, kept compressed in one reused buffer.
+struct CompressedRun {
+    private var bytes: [UInt8] = []
+    private var ends: [Int] = []
+    private var lastSequence: UInt64?
+    private var intact = false
+
+    /// Adds a frame; false while the run is unusable (no keyframe yet, or a frame was dropped since).
+    mutating func add(_ frame: CapturedFrame) -> Bool {
+        if frame.isKeyframe {
+            bytes.removeAll(keepingCapacity: true)
+            ends.removeAll(keepingCapacity: true)
+            intact = true
+        } else if let last = lastSequence, frame.sequence != last &+ 1 {
+            intact = false
+        }
+        lastSequence = frame.sequence
+        guard intact else { return false }
+        bytes.append(contentsOf: frame.bytes)
+        ends.append(bytes.count)
+        return true
+    }
+
+    mutating func reset() {
+        intact = false
+        lastSequence = nil
+    }
+
+    func withFrames<R>(_ body: ([UnsafeRawBufferPointer]) throws -> R) rethrows -> R {
+        try bytes.withUnsafeBytes { all in
+            var start = 0
+            let frames = ends.map { end in
+                defer { start = end }
+                return UnsafeRawBufferPointer(rebasing: all[start..<end])
+            }
+            return try body(frames)
+        }
+    }
 }
