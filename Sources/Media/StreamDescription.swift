@@ -20,6 +20,17 @@ public final class StreamDescription: @unchecked Sendable {
         parameters.pointee.format = AV_PIX_FMT_YUVJ422P.rawValue
     }
 
+    /// An H.264/H.265 stream whose parameter sets are not known yet (a USB camera sends them
+    /// in-band; see `withParameterSets(from:)`).
+    public init(videoCodec format: PixelFormat, width: Int, height: Int) {
+        parameters = avcodec_parameters_alloc()!
+        parameters.pointee.codec_type = AVMEDIA_TYPE_VIDEO
+        parameters.pointee.codec_id = format == .hevc ? AV_CODEC_ID_HEVC : AV_CODEC_ID_H264
+        parameters.pointee.width = Int32(width)
+        parameters.pointee.height = Int32(height)
+        parameters.pointee.format = AV_PIX_FMT_YUV420P.rawValue
+    }
+
     deinit {
         var p: UnsafeMutablePointer<AVCodecParameters>? = parameters
         avcodec_parameters_free(&p)

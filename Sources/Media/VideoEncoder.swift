@@ -20,6 +20,9 @@ public struct EncoderSettings: Sendable, Equatable {
     /// veryfast). Frames inside the encoder are not on disk yet, so this bounds, with the open
     /// fragment, what a crash or power cut can cost.
     public var lookaheadSeconds: Double? = 0.25
+    /// SPS/PPS before every keyframe in the packets (as a UVC H.264 camera sends them) instead
+    /// of only in the stream header.
+    public var parameterSetsInBand = false
 
     public init(preset: String = "veryfast", rateControl: RateControl = .crf(23), keyframeIntervalSeconds: Double = 2, threads: Int = 0) {
         self.preset = preset
@@ -73,7 +76,7 @@ public final class VideoEncoder: @unchecked Sendable {
         ctx.pointee.max_b_frames = 0
         ctx.pointee.thread_count = Int32(settings.threads)
         // Muxers such as MP4 want SPS/PPS in the stream header.
-        ctx.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER
+        if !settings.parameterSetsInBand { ctx.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
         var options: OpaquePointer? = nil
         av_dict_set(&options, "preset", settings.preset, 0)
         // A forced keyframe must be an IDR so each segment decodes on its own.

@@ -54,6 +54,40 @@ import Testing
         try #require(V4L2Discovery(system: kernel).devices().first)
     }
 
+    /// A UVC H.264 camera (`pixel_format = "h264"`): packets go into the segments as they are,
+    /// each segment starts at a keyframe, every frame is kept across boundaries, and stills
+    /// decode from the keyframe before their instant.
+    @Test func h264CameraIsRecordedWithoutDecoding() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let kernel = EmulatedV4L2([EmulatedCamera(formats: [EmulatedCamera.Format(.h264, sizes: [(320, 240)], frameRates: [15])])])
+        let device = try camera(kernel)
+        #expect(device.formats == [DeviceFormat(pixelFormat: .h264, width: 320, height: 240, frameRates: 15...15)])
+        let movie = try SegmentedMovieOutput(.init(storageRoot: dir.path, segmentSeconds: 1, encoding: .streamCopy))
+        let timelapse = try TimelapseOutput(.init(storageRoot: dir.path, intervalSeconds: 1))
+        let (session, log) = try startSession(
+            device: device, format: .size(width: 320, height: 240, pixelFormat: .h264), fps: 15,
+            outputs: [(movie, .init()), (timelapse, .init())])
+        #expect(await waitUntil(seconds: 20) { log.segments.count >= 3 && log.stills.count >= 2 })
+        await stopAndDrain(session, log)
+        let files = RecordingInspector.files(under: dir.path, endingWith: ".mp4")
+        #expect(files.count >= 4 && files == log.segments.map(\.path).sorted())
+        let decoded = try files.map { try RecordingInspector.decode($0) }
+        for d in decoded {
+            #expect(d.startsWithKeyframe)
+            #expect(d.codec == "h264" && d.width == 320 && d.height == 240)
+            #expect(RecordingInspector.ffprobeProblem(d.path) == nil)
+        }
+        let seqs = expectContiguous(decoded)
+        #expect(seqs.first == 0)
+        #expect(movie.droppedFrameCount == 0 && seqs.count == movie.receivedFrameCount)
+        for still in log.stills {
+            let picture = try RecordingInspector.decode(still.path)
+            #expect(picture.sequences.count == 1 && picture.sequences[0] != nil)
+        }
+        #expect(log.errors.isEmpty, "\(log.errors)")
+    }
+
     @Test(arguments: [PixelFormat.mjpeg, .yuyv422])
     func captureIntoSegmentsAndStillsKeepsEveryFrame(format: PixelFormat) async throws {
         let dir = try TemporaryDirectory()

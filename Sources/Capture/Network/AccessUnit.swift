@@ -10,14 +10,7 @@ enum AccessUnit {
     static func startsPicture(_ bytes: UnsafeRawBufferPointer, format: PixelFormat) -> Bool? {
         var i = 0
         let n = bytes.count
-        while i + 3 < n {
-            // A start code 00 00 01 (a four-byte one ends the same way).
-            guard bytes[i] == 0, bytes[i + 1] == 0, bytes[i + 2] == 1 else {
-                i += 1
-                continue
-            }
-            let header = i + 3
-            i = header
+        while let header = nextUnit(bytes, from: &i) {
             if format == .hevc {
                 guard header + 2 < n else { return nil }
                 let type = (bytes[header] >> 1) & 0x3F
@@ -29,6 +22,29 @@ enum AccessUnit {
                 // Slices: first_mb_in_slice is ue(v), and 0 is coded as a single 1 bit.
                 if type >= 1 && type <= 5 { return bytes[header + 1] & 0x80 != 0 }
             }
+        }
+        return nil
+    }
+
+    /// Whether `bytes` (Annex B) holds an IDR/IRAP picture a decoder can start from.
+    static func isKeyframe(_ bytes: UnsafeRawBufferPointer, format: PixelFormat) -> Bool {
+        var i = 0
+        while let header = nextUnit(bytes, from: &i) {
+            let type = format == .hevc ? (bytes[header] >> 1) & 0x3F : bytes[header] & 0x1F
+            if format == .hevc ? (16...21).contains(type) : type == 5 { return true }
+        }
+        return false
+    }
+
+    /// The offset of the next NAL unit's header after a start code 00 00 01 (a four-byte one
+    /// ends the same way), from `i` on; nil at the end.
+    private static func nextUnit(_ bytes: UnsafeRawBufferPointer, from i: inout Int) -> Int? {
+        while i + 3 < bytes.count {
+            if bytes[i] == 0, bytes[i + 1] == 0, bytes[i + 2] == 1 {
+                i += 3
+                return i
+            }
+            i += 1
         }
         return nil
     }

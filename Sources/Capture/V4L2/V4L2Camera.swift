@@ -26,11 +26,16 @@ final class V4L2Stream: CaptureStream {
     private var streaming = false
     private(set) var maximumFrameBytes = 0
     private var disconnected: String?
+    /// H.264 cameras: the stream the frames belong to (parameter sets from the first keyframe).
+    private var compressedStream: StreamDescription?
     private let logger = Logger(label: "vigil.v4l2")
 
     static let bufferCount: UInt32 = 4
 
     init(system: any V4L2System, node: String, format: DeviceFormat, frameRate: Double) throws {
+        if format.pixelFormat.isVideoCodec {
+            compressedStream = StreamDescription(videoCodec: format.pixelFormat, width: format.width, height: format.height)
+        }
         self.system = system
         self.node = node
         self.format = format
@@ -154,8 +159,13 @@ final class V4L2Stream: CaptureStream {
         let used = Int(b.bytesused)
         if used == 0 { return .corrupt("empty frame") }
         let source = UnsafeRawBufferPointer(start: buffers[Int(b.index)].address, count: min(used, buffers[Int(b.index)].length))
+        var keyframe = true
         if format.pixelFormat == .mjpeg {
             guard JPEGCheck.looksComplete(source) else { return .corrupt("truncated or corrupt MJPEG frame") }
+        } else if format.pixelFormat.isVideoCodec {
+            // UVC H.264: packets as they are; the first keyframe brings the SPS/PPS an MP4 header needs.
+            keyframe = AccessUnit.isKeyframe(source, format: format.pixelFormat)
+            if keyframe && compressedStream?.hasParameterSets == false { compressedStream = compressedStream?.withParameterSets(from: source) }
         } else if let expected = format.pixelFormat.frameByteCount(width: format.width, height: format.height), used < expected {
             return .corrupt("short frame: \(used) of \(expected) bytes")
         }
@@ -168,7 +178,8 @@ final class V4L2Stream: CaptureStream {
         frame.setContents(
             byteCount: source.count, format: format.pixelFormat, width: format.width, height: format.height,
             sequence: UInt64(b.sequence), monotonicNanos: stamped,
-            wallNanos: Clock.wallNanos() - (nowMonotonic - stamped))
+            wallNanos: Clock.wallNanos() - (nowMonotonic - stamped),
+            keyframe: keyframe, stream: compressedStream)
         return .frame
     }
 

@@ -190,7 +190,7 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
             let f = camera.formats[Int(d.pointee.index)]
             d.pointee.pixelformat = V4L2Discovery.fourcc(f.pixelFormat)
             d.pointee.flags = f.pixelFormat.isCompressed ? UInt32(V4L2_FMT_FLAG_COMPRESSED) : 0
-            Self.copy(f.pixelFormat == .mjpeg ? "Motion-JPEG" : "YUYV 4:2:2", into: &d.pointee.description)
+            Self.copy(f.pixelFormat == .mjpeg ? "Motion-JPEG" : f.pixelFormat == .h264 ? "H.264" : "YUYV 4:2:2", into: &d.pointee.description)
             return 0
         case CV4L2_VIDIOC_ENUM_FRAMESIZES:
             let e = argument.assumingMemoryBound(to: v4l2_frmsizeenum.self)
@@ -219,7 +219,7 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
             f.pointee.fmt.pix.height = UInt32(file.height)
             f.pointee.fmt.pix.pixelformat = V4L2Discovery.fourcc(file.pixelFormat)
             f.pointee.fmt.pix.field = V4L2_FIELD_NONE.rawValue
-            f.pointee.fmt.pix.bytesperline = file.pixelFormat == .mjpeg ? 0 : UInt32(file.width * 2)
+            f.pointee.fmt.pix.bytesperline = file.pixelFormat.isCompressed ? 0 : UInt32(file.width * 2)
             f.pointee.fmt.pix.sizeimage = UInt32(file.frameBytes)
             return 0
         case CV4L2_VIDIOC_G_PARM, CV4L2_VIDIOC_S_PARM:

@@ -37,6 +37,7 @@ final class OpenFile {
     private var ticket: UInt64 = 0
     private var painterCache: (painter: PatternPainter, yuyv: UnsafeMutableRawBufferPointer, jpeg: JPEGEncoder, picture: Picture, scaler: Scaler)?
     private var precomputed: [Data] = []
+    private var h264Frames: [Data] = []
 
     /// Path prefix of the shared-memory files backing the buffers.
     private let memoryPrefix: String
@@ -59,7 +60,7 @@ final class OpenFile {
     var intervalNanos: Int64 { Int64(1_000_000_000 / frameRate) }
 
     /// A buffer big enough for any frame of this format (MJPEG frames vary in size).
-    var frameBytes: Int { pixelFormat == .mjpeg ? width * height * 2 + 65536 : width * height * 2 }
+    var frameBytes: Int { pixelFormat.isCompressed ? width * height * 2 + 65536 : width * height * 2 }
 
     func nextQueueTicket() -> UInt64 {
         ticket += 1
@@ -142,6 +143,11 @@ final class OpenFile {
 
     private func paint(_ number: UInt64, into target: UnsafeMutableRawPointer, capacity: Int) -> Int {
         let wall = Capture.Clock.wallNanos()
+        if pixelFormat == .h264 {
+            let packet = h264Frame(number)
+            packet.withUnsafeBytes { target.copyMemory(from: $0.baseAddress!, byteCount: min($0.count, capacity)) }
+            return min(packet.count, capacity)
+        }
         if pixelFormat != .mjpeg {
             PatternPainter(width: width, height: height).paint(into: target, sequence: number, wallNanos: wall)
             return width * height * 2
@@ -157,6 +163,38 @@ final class OpenFile {
         let jpeg = encodeJPEG(number, wall: wall)
         jpeg.withUnsafeBytes { target.copyMemory(from: $0.baseAddress!, byteCount: min($0.count, capacity)) }
         return min(jpeg.count, capacity)
+    }
+
+    /// Frame `number` as a UVC H.264 camera sends it: Annex B, SPS/PPS before each keyframe
+    /// (one every 10 frames). Encoded once, then repeated; the pattern carries `number % count`.
+    private func h264Frame(_ number: UInt64) -> Data {
+        if h264Frames.isEmpty {
+            let count = max(camera.precomputedFrames, 300)
+            var settings = EncoderSettings(preset: "ultrafast", keyframeIntervalSeconds: 10 / frameRate)
+            settings.parameterSetsInBand = true
+            let encoder = try! VideoEncoder(width: width, height: height, framesPerSecond: frameRate, settings: settings)
+            let yuyv = UnsafeMutableRawBufferPointer.allocate(byteCount: width * height * 2, alignment: 64)
+            defer { yuyv.deallocate() }
+            let picture = try! Picture(width: width, height: height)
+            let painter = PatternPainter(width: width, height: height)
+            let scaler = Scaler()
+            let packet = Packet()
+            func drain() {
+                while (try? encoder.receive(into: packet)) == .ok {
+                    h264Frames.append(Data(packet.bytes))
+                    packet.unref()
+                }
+            }
+            for n in 0..<count {
+                painter.paint(into: yuyv.baseAddress!, sequence: UInt64(n), wallNanos: 0)
+                try! scaler.convert(raw: UnsafeRawBufferPointer(yuyv), format: .yuyv422, width: width, height: height, into: picture)
+                _ = try! encoder.send(picture, pts: Int64(n) * 6000, keyframe: false)
+                drain()
+            }
+            try! encoder.sendEndOfStream()
+            drain()
+        }
+        return h264Frames[Int(number % UInt64(h264Frames.count))]
     }
 
     /// `noisy` adds sensor-like noise to the lower half, so frames are as large as a real

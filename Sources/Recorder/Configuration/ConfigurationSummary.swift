@@ -1,5 +1,6 @@
 import Capture
 import Foundation
+import Media
 
 extension Configuration {
     /// What `vigil check-config` prints for a valid file: cameras, their jobs and schedules,
@@ -54,10 +55,11 @@ extension Configuration {
 }
 
 extension CameraMatch {
-    /// As written in the file.
+    /// As written in the file, but never with a camera's password.
     var text: String {
         switch self {
-        case .id(let s), .node(let s), .url(let s), .name(let s): return "device \"\(s)\""
+        case .id(let s), .node(let s), .name(let s): return "device \"\(s)\""
+        case .url(let s): return "url \"\(redactedAddress(s))\""
         }
     }
 }

@@ -1,4 +1,5 @@
 import Capture
+import Media
 import Foundation
 import Logging
 import Synchronization
@@ -169,7 +170,7 @@ public final class RecorderService: @unchecked Sendable {
     /// Builds a camera's outputs and plan; a camera that cannot be set up is reported and left out.
     private func makeJobs(_ camera: CameraConfig, reusing previous: CameraJobs?) -> CameraJobs? {
         if case .url(let url) = camera.match {
-            logger.error("camera \(camera.name): network cameras (\(url)) are not supported yet; it is not recorded")
+            logger.error("camera \(camera.name): network cameras (\(redactedAddress(url))) are not supported yet; it is not recorded")
             return nil
         }
         do {
