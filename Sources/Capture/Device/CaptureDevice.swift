@@ -41,6 +41,8 @@ public final class CaptureDevice: Sendable, CustomStringConvertible {
 
     /// The device format for a request and frame rate, or an error that lists what exists.
     public func resolve(_ request: FormatRequest, frameRate: Double) throws(SessionError) -> DeviceFormat {
+        // A network camera sends what it is set to send (its one format is 0x0): any request takes it.
+        if formats.count == 1, formats[0].width == 0, formats[0].height == 0 { return formats[0] }
         let format: DeviceFormat?
         switch request {
         case .preset(let preset):

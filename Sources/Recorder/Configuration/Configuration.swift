@@ -51,7 +51,7 @@ public enum CameraMatch: Sendable, Equatable {
     case id(String)
     /// A device node ("/dev/video0"); it may change when the camera is replugged.
     case node(String)
-    /// A network camera ("rtsp://…"): kept, not recorded yet.
+    /// A network camera ("rtsp://…", "http://…/video.mjpg").
     case url(String)
     /// The device's product name ("HD Pro Webcam C920").
     case name(String)

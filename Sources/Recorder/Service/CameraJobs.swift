@@ -85,8 +85,9 @@ struct CameraJobs {
         case .id(let id): return { $0.id == id }
         case .node(let node): return { $0.details.node == node }
         case .name(let name): return { $0.name == name }
-        // Network cameras are not recorded yet: nothing matches.
-        case .url: return { _ in false }
+        case .url(let url):
+            let id = NetworkCamera.deviceID(for: url)
+            return { $0.id == id }
         }
     }
 }

@@ -1,5 +1,4 @@
 import Capture
-import Media
 import Foundation
 import Logging
 import Synchronization
@@ -69,7 +68,8 @@ public final class RecorderService: @unchecked Sendable {
         configuration.fileMode.apply()
         try StorageCheck.ensureWritable(root)
         let synthetic = syntheticSource()
-        let source = MergedDeviceSource([options.deviceSource ?? V4L2DeviceSource()] + (synthetic.map { [$0] } ?? []))
+        let source = MergedDeviceSource(
+            [options.deviceSource ?? V4L2DeviceSource()] + (synthetic.map { [$0] } ?? []) + [networkSource()])
         // A camera that is present must be able to do what the file asks, or nothing starts.
         let problems = configuration.problems(with: source.devices())
         guard problems.isEmpty else {
@@ -169,10 +169,6 @@ public final class RecorderService: @unchecked Sendable {
 
     /// Builds a camera's outputs and plan; a camera that cannot be set up is reported and left out.
     private func makeJobs(_ camera: CameraConfig, reusing previous: CameraJobs?) -> CameraJobs? {
-        if case .url(let url) = camera.match {
-            logger.error("camera \(camera.name): network cameras (\(redactedAddress(url))) are not supported yet; it is not recorded")
-            return nil
-        }
         do {
             let made = try CameraJobs(camera, environment: environment, reusing: previous)
             jobs[camera.name] = made
@@ -188,6 +184,14 @@ public final class RecorderService: @unchecked Sendable {
     private func discoveredCameras(_ devices: [CaptureDevice]) -> [CameraConfig] {
         guard configuration.discoversAllCameras else { return [] }
         return devices.map { CameraConfig.discovered($0.id) }
+    }
+
+    /// The network cameras the configuration names (`device = "rtsp://…"`). Those added by a
+    /// later reload are not found until the next start.
+    private func networkSource() -> NetworkDeviceSource {
+        NetworkDeviceSource(urls: configuration.cameras.compactMap { camera in
+            if case .url(let url) = camera.match { return url } else { return nil }
+        })
     }
 
     /// Synthetic test cameras: those the configuration names (`synthetic-N`), or one when the
