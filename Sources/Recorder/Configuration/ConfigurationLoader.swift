@@ -321,7 +321,7 @@ struct ConfigurationDecoder {
         let size = string(&r, "size")
         var pixelFormat: PixelFormat?
         if let f = string(&r, "pixel_format") {
-            let capture: [PixelFormat] = [.mjpeg, .yuyv422, .nv12, .yuv420p]
+            let capture: [PixelFormat] = [.mjpeg, .yuyv422, .nv12, .yuv420p, .h264]
             if let p = PixelFormat(rawValue: f.value), capture.contains(p) { pixelFormat = p } else {
                 report(f.line, "unknown pixel_format \"\(f.value)\"\(Suggestion.phrase(for: f.value, among: capture.map(\.rawValue)))", fix: "use mjpeg or yuyv422")
             }

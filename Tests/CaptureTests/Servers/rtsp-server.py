@@ -3,8 +3,9 @@
 
 Run with Debian's /usr/bin/python3 (it has `gi`). Prints "PORT <n>" once it listens.
   rtsp-server.py [--port N] [--codec h264|h265] [--size WxH] [--fps N] [--gop N]
-                 [--user U --password P]
-The stream is at rtsp://127.0.0.1:PORT/cam (every client shares one live encoder)."""
+                 [--user U --password P] [--mounts N]
+The stream is at rtsp://127.0.0.1:PORT/cam (every client shares one live encoder); with
+--mounts N, at /cam0 … /camN-1 as well, each its own camera (its own encoder)."""
 import argparse, sys
 import gi
 gi.require_version("Gst", "1.0")
@@ -19,6 +20,7 @@ p.add_argument("--fps", type=int, default=15)
 p.add_argument("--gop", type=int, default=15, help="keyframe interval in frames")
 p.add_argument("--user")
 p.add_argument("--password")
+p.add_argument("--mounts", type=int, default=0)
 a = p.parse_args()
 w, h = a.size.split("x")
 Gst.init(None)
@@ -44,7 +46,14 @@ if a.user:
     perms.add_permission_for_role("user", GstRtspServer.RTSP_PERM_MEDIA_FACTORY_ACCESS, True)
     perms.add_permission_for_role("user", GstRtspServer.RTSP_PERM_MEDIA_FACTORY_CONSTRUCT, True)
     factory.set_permissions(perms)
+def make_factory():
+    f = GstRtspServer.RTSPMediaFactory()
+    f.set_launch(launch)
+    f.set_shared(True)
+    return f
 server.get_mount_points().add_factory("/cam", factory)
+for n in range(a.mounts):
+    server.get_mount_points().add_factory(f"/cam{n}", make_factory())
 if server.attach(None) == 0:
     sys.exit("could not listen")
 print(f"PORT {server.get_bound_port()}", flush=True)
