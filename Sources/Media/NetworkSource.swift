@@ -103,6 +103,8 @@ public final class NetworkSource: @unchecked Sendable {
     public let format: PixelFormat?
     /// The camera's nominal frame rate, when it says.
     public let frameRate: Double?
+    /// The codec of the camera's audio, if it sends any (Vigil does not record it).
+    public let audioCodec: String?
 
     /// Connects and reads the stream's description; gives up after `timeoutNanos` or on `interrupt.abort()`.
     public init(url: String, transport: Transport = .tcp, timeoutNanos: Int64, interrupt: NetworkInterrupt) throws(NetworkError) {
@@ -147,6 +149,8 @@ public final class NetworkSource: @unchecked Sendable {
         case AV_CODEC_ID_MJPEG: format = .mjpeg
         default: format = nil
         }
+        let audio = av_find_best_stream(opened, AVMEDIA_TYPE_AUDIO, -1, -1, nil, 0)
+        audioCodec = audio >= 0 ? String(cString: avcodec_get_name(opened.pointee.streams[Int(audio)]!.pointee.codecpar.pointee.codec_id)) : nil
         let rate = st.pointee.avg_frame_rate.den > 0 ? st.pointee.avg_frame_rate : st.pointee.r_frame_rate
         frameRate = rate.den > 0 && rate.num > 0 ? Double(rate.num) / Double(rate.den) : nil
     }

@@ -10,6 +10,10 @@ struct Devices: ParsableCommand {
             The id is stable: it comes from the camera's USB serial (/dev/v4l/by-id) when it has
             one, else from its USB port, so a camera keeps its id when it is replugged or its
             /dev/video number changes. Use it with `vigil demo --device`.
+
+            With --url, connects to a network camera instead and says what it sends (codec,
+            size, frame rate, keyframe interval, audio), or why it cannot be reached (refused,
+            timed out, 401, 404, …). The password is never printed.
             """
     )
 
@@ -19,10 +23,22 @@ struct Devices: ParsableCommand {
     @Option(help: "Directory holding the device nodes.")
     var deviceDirectory = "/dev"
 
+    @Option(help: "Probe this network camera (rtsp://… or http://…/video.mjpg) instead of listing USB cameras.")
+    var url: String?
+
     @OptionGroup var global: GlobalOptions
 
     func run() throws {
         global.bootstrap()
+        if let url {
+            do {
+                Console.line(try NetworkProbe(url: url).description)
+            } catch {
+                Console.error("vigil: \(error)\n")
+                throw ExitCode.failure
+            }
+            return
+        }
         let listing = DeviceListing(discovery: V4L2Discovery(system: LinuxV4L2(deviceDirectory: deviceDirectory)))
         Console.write((json ? try listing.json() : listing.text()))
     }

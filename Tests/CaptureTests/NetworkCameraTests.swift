@@ -184,6 +184,30 @@ import Testing
         }
     }
 
+    /// `vigil devices --url`: what the camera sends, or why it cannot be reached, never its password.
+    @Test func probeSaysWhatTheCameraSends() throws {
+        let server = try TestServer.rtsp(codec: "h265", user: "viewer", password: "right-secret")
+        defer { server.stop() }
+        let probe = try NetworkProbe(url: server.url(user: "viewer", password: "right-secret"), settings: Self.fast)
+        #expect(probe.codec == "hevc" && probe.width == 160 && probe.height == 120 && probe.isRecordable)
+        #expect(probe.audioCodec == nil)
+        let interval = try #require(probe.keyframeIntervalSeconds)
+        #expect(abs(interval - 5.0 / 15) < 0.01, "keyframe every \(interval) s, the server's GOP is 5 frames at 15 fps")
+        #expect(probe.description.contains("rtsp://***@127.0.0.1") && !probe.description.contains("secret"))
+        do {
+            _ = try NetworkProbe(url: server.url(user: "viewer", password: "wrong-secret"), settings: Self.fast)
+            Issue.record("a wrong password was accepted")
+        } catch {
+            #expect(error.failure == .unauthorized && !error.description.contains("secret"))
+        }
+        do {
+            _ = try NetworkProbe(url: "rtsp://127.0.0.1:\(server.port)/nothing-here", settings: Self.fast)
+            Issue.record("a wrong path was accepted")
+        } catch {
+            #expect(error.failure == .notFound, "\(error)")
+        }
+    }
+
     func makeJPEGs(in dir: TemporaryDirectory) -> [String] {
         let pattern = "\(dir.path)/frame%d.jpg"
         let r = RecordingInspector.run("/usr/bin/env", [

@@ -1,0 +1,46 @@
+import Media
+
+/// What a network camera sends, found by connecting and reading a few seconds of its stream
+/// (`vigil devices --url`): codec, size, frame rate, keyframe interval, audio.
+public struct NetworkProbe: Sendable, CustomStringConvertible {
+    /// The address without credentials.
+    public let address: String
+    public let codec: String
+    public let width: Int
+    public let height: Int
+    public let frameRate: Double?
+    /// Seconds between the two first keyframes (nil if fewer than two arrived in time).
+    public let keyframeIntervalSeconds: Double?
+    public let audioCodec: String?
+    /// Whether Vigil records this stream as it is (H.264, H.265, MJPEG).
+    public let isRecordable: Bool
+
+    /// Connects to `url` and reads until two keyframes arrived or `listenNanos` passed.
+    public init(url: String, settings: NetworkCamera.Settings = NetworkCamera.Settings(), listenNanos: Int64 = 8_000_000_000) throws(NetworkError) {
+        let interrupt = NetworkInterrupt()
+        let source = try NetworkSource(url: url, transport: settings.transport, timeoutNanos: settings.connectTimeoutNanos, interrupt: interrupt)
+        address = source.address
+        codec = source.stream.codecName
+        width = source.stream.width
+        height = source.stream.height
+        frameRate = source.frameRate
+        audioCodec = source.audioCodec
+        isRecordable = source.format != nil
+        var keyframes: [Int64] = []
+        let packet = Packet()
+        let end = Clock.monotonicNanos() + listenNanos
+        while keyframes.count < 2 && source.format != .mjpeg, let times = try? source.read(into: packet, deadlineNanos: end) {
+            if packet.isKeyframe, let t = times.dts ?? times.pts, keyframes.last != t { keyframes.append(t) }
+            packet.unref()
+        }
+        keyframeIntervalSeconds = keyframes.count == 2 ? Double(keyframes[1] - keyframes[0]) / 90_000 : nil
+    }
+
+    public var description: String {
+        var lines = ["\(address)", "  video: \(codec) \(width)x\(height)" + (frameRate.map { " at \(DeviceFormat.rate(($0 * 100).rounded() / 100)) fps" } ?? "")]
+        if let k = keyframeIntervalSeconds { lines.append("  keyframe every \(DeviceFormat.rate((k * 100).rounded() / 100)) s") }
+        lines.append("  audio: " + (audioCodec.map { "\($0) (ignored: Vigil records video only)" } ?? "none"))
+        lines.append(isRecordable ? "  recorded as it is (codec = \"copy\")" : "  Vigil cannot record \(codec) without decoding")
+        return lines.joined(separator: "\n")
+    }
+}
