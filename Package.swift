@@ -42,12 +42,12 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .target(name: "CaptureTesting", dependencies: ["Capture", "Media", "CV4L2"]),
+        // Servers/: the RTSP and MJPEG test servers, run by /usr/bin/python3 from their place here.
+        .target(name: "CaptureTesting", dependencies: ["Capture", "Media", "CV4L2"], exclude: ["Servers"]),
         // Benchmarks that need the emulated V4L2 device (Scripts/bench-v4l2).
         .executableTarget(name: "vigil-bench", dependencies: ["Capture", "CaptureTesting", "Media", "Recorder"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "CaptureTesting"]),
-        // Servers/: the RTSP and MJPEG test servers, run by /usr/bin/python3 from their place here.
-        .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media", "CaptureTesting", "CV4L2"], exclude: ["Servers"]),
+        .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media", "CaptureTesting", "CV4L2"]),
         .testTarget(name: "RecorderTests", dependencies: [
             "Recorder", "Capture", "CaptureTesting", .product(name: "Logging", package: "swift-log"),
         ]),

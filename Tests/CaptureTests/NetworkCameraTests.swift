@@ -42,7 +42,7 @@ import Testing
     }
 
     func steady(codec: String, probeCodec: String, tag: String) async throws {
-        let server = try TestServer.rtsp(codec: codec)
+        let server = try LoopbackCameraServer.rtsp(codec: codec)
         defer { server.stop() }
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
@@ -71,7 +71,7 @@ import Testing
     }
 
     @Test func stallIsNoticedAndRecovered() async throws {
-        let server = try TestServer.rtsp()
+        let server = try LoopbackCameraServer.rtsp()
         defer { server.stop() }
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
@@ -91,7 +91,7 @@ import Testing
     }
 
     @Test func serverKilledAndRestartedOnTheSamePort() async throws {
-        var server = try TestServer.rtsp()
+        var server = try LoopbackCameraServer.rtsp()
         let port = server.port
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
@@ -99,7 +99,7 @@ import Testing
         #expect(await waitUntil(seconds: 30) { log.segments.count >= 1 })
         server.stop()
         #expect(await waitUntil(seconds: 20) { !log.interruptions.isEmpty })
-        server = try TestServer.rtsp(port: port)
+        server = try LoopbackCameraServer.rtsp(port: port)
         defer { server.stop() }
         #expect(await waitUntil(seconds: 40) { log.resumptions >= 1 }, "\(log.interruptions)")
         let before = log.segments.count
@@ -109,12 +109,12 @@ import Testing
     }
 
     @Test func cameraDownAtStartIsRetried() async throws {
-        let port = TestServer.freePort()
+        let port = LoopbackCameraServer.freePort()
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         let (session, log, _) = try record("rtsp://127.0.0.1:\(port)/cam", into: dir)
         #expect(await waitUntil(seconds: 20) { log.interruptions.contains { $0.contains("refused") } }, "\(log.interruptions)")
-        let server = try TestServer.rtsp(port: port)
+        let server = try LoopbackCameraServer.rtsp(port: port)
         defer { server.stop() }
         #expect(await waitUntil(seconds: 40) { log.resumptions >= 1 })
         #expect(await waitUntil(seconds: 30) { log.segments.count >= 2 })
@@ -123,7 +123,7 @@ import Testing
     }
 
     @Test func wrongPasswordIsNamedAndNeverShown() async throws {
-        let server = try TestServer.rtsp(user: "viewer", password: "right-secret")
+        let server = try LoopbackCameraServer.rtsp(user: "viewer", password: "right-secret")
         defer { server.stop() }
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
@@ -137,7 +137,7 @@ import Testing
     }
 
     @Test func rightPasswordRecords() async throws {
-        let server = try TestServer.rtsp(user: "viewer", password: "right-secret")
+        let server = try LoopbackCameraServer.rtsp(user: "viewer", password: "right-secret")
         defer { server.stop() }
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
@@ -150,7 +150,7 @@ import Testing
     /// A stop while a connection attempt waits on a server that never answers returns at once
     /// (the attempt's own deadline is a minute away).
     @Test func stopWhileReconnecting() async throws {
-        let server = try TestServer.rtsp()
+        let server = try LoopbackCameraServer.rtsp()
         defer { server.stop() }
         server.signal(SIGSTOP)
         let dir = try TemporaryDirectory()
@@ -166,7 +166,7 @@ import Testing
 
     /// Stills from H.264 and H.265: each decodes from the run of frames since its keyframe.
     @Test(arguments: ["h264", "h265"]) func stillsFromACompressedStream(codec: String) async throws {
-        let server = try TestServer.rtsp(codec: codec)
+        let server = try LoopbackCameraServer.rtsp(codec: codec)
         defer { server.stop() }
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
@@ -186,7 +186,7 @@ import Testing
 
     /// `vigil devices --url`: what the camera sends, or why it cannot be reached, never its password.
     @Test func probeSaysWhatTheCameraSends() throws {
-        let server = try TestServer.rtsp(codec: "h265", user: "viewer", password: "right-secret")
+        let server = try LoopbackCameraServer.rtsp(codec: "h265", user: "viewer", password: "right-secret")
         defer { server.stop() }
         let probe = try NetworkProbe(url: server.url(user: "viewer", password: "right-secret"), settings: Self.fast)
         #expect(probe.codec == "hevc" && probe.width == 160 && probe.height == 120 && probe.isRecordable)
@@ -219,7 +219,7 @@ import Testing
     @Test func recordsHTTPMJPEGAsIs() async throws {
         let jpegDir = try TemporaryDirectory()
         defer { jpegDir.remove() }
-        let server = try TestServer.mjpeg(jpegs: makeJPEGs(in: jpegDir))
+        let server = try LoopbackCameraServer.mjpeg(jpegs: makeJPEGs(in: jpegDir))
         defer { server.stop() }
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
@@ -236,7 +236,7 @@ import Testing
     @Test func mjpegConnectionClosedMidFrame() async throws {
         let jpegDir = try TemporaryDirectory()
         defer { jpegDir.remove() }
-        let server = try TestServer.mjpeg(jpegs: makeJPEGs(in: jpegDir), cutAfter: 20)
+        let server = try LoopbackCameraServer.mjpeg(jpegs: makeJPEGs(in: jpegDir), cutAfter: 20)
         defer { server.stop() }
         let dir = try TemporaryDirectory()
         defer { dir.remove() }

@@ -1,17 +1,16 @@
-import CaptureTesting
 import Foundation
 import Glibc
 
 /// A test server process (RTSP through gst-rtsp-server, or HTTP MJPEG) on loopback, started
 /// with Debian's /usr/bin/python3 (a pyenv python on PATH lacks `gi`). Killed when the test ends.
-final class TestServer: @unchecked Sendable {
+public final class LoopbackCameraServer: @unchecked Sendable {
     let process = Process()
-    let port: Int
+    public let port: Int
 
     static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Servers").path
 
     /// Starts `script` with `arguments` and waits for its "PORT n" line.
-    init(_ script: String, _ arguments: [String]) throws {
+    public init(_ script: String, _ arguments: [String]) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         process.arguments = ["\(Self.directory)/\(script)"] + arguments
         let out = Pipe()
@@ -27,30 +26,30 @@ final class TestServer: @unchecked Sendable {
         guard let text = String(data: line, encoding: .utf8), text.hasPrefix("PORT "),
               let port = Int(text.dropFirst(5).trimmingCharacters(in: .whitespacesAndNewlines)) else {
             process.terminate()
-            throw TestServerError(message: "\(script) did not start: \(String(decoding: line, as: UTF8.self))")
+            throw LoopbackCameraServerError(message: "\(script) did not start: \(String(decoding: line, as: UTF8.self))")
         }
         self.port = port
     }
 
-    static func rtsp(codec: String = "h264", port: Int = 0, gop: Int = 5, user: String? = nil, password: String? = nil) throws -> TestServer {
+    public static func rtsp(codec: String = "h264", port: Int = 0, gop: Int = 5, user: String? = nil, password: String? = nil) throws -> LoopbackCameraServer {
         var arguments = ["--codec", codec, "--port", "\(port)", "--size", "160x120", "--fps", "15", "--gop", "\(gop)"]
         if let user, let password { arguments += ["--user", user, "--password", password] }
-        return try TestServer("rtsp-server.py", arguments)
+        return try LoopbackCameraServer("rtsp-server.py", arguments)
     }
 
-    static func mjpeg(jpegs: [String], cutAfter: Int = 0) throws -> TestServer {
-        try TestServer("mjpeg-server.py", jpegs + ["--fps", "15", "--cut-after", "\(cutAfter)"])
+    public static func mjpeg(jpegs: [String], cutAfter: Int = 0) throws -> LoopbackCameraServer {
+        try LoopbackCameraServer("mjpeg-server.py", jpegs + ["--fps", "15", "--cut-after", "\(cutAfter)"])
     }
 
-    func url(user: String? = nil, password: String? = nil) -> String {
+    public func url(user: String? = nil, password: String? = nil) -> String {
         let credentials = user.map { "\($0):\(password ?? "")@" } ?? ""
         return "rtsp://\(credentials)127.0.0.1:\(port)/cam"
     }
-    var mjpegURL: String { "http://127.0.0.1:\(port)/video.mjpg" }
+    public var mjpegURL: String { "http://127.0.0.1:\(port)/video.mjpg" }
 
-    func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+    public func signal(_ number: Int32) { kill(process.processIdentifier, number) }
 
-    func stop() {
+    public func stop() {
         guard process.isRunning else { return }
         kill(process.processIdentifier, SIGCONT)
         kill(process.processIdentifier, SIGKILL)
@@ -60,7 +59,7 @@ final class TestServer: @unchecked Sendable {
     deinit { stop() }
 
     /// A loopback port nobody listens on (bound, then released).
-    static func freePort() -> Int {
+    public static func freePort() -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()
@@ -74,14 +73,14 @@ final class TestServer: @unchecked Sendable {
     }
 }
 
-struct TestServerError: Error, CustomStringConvertible {
-    let message: String
-    var description: String { message }
+public struct LoopbackCameraServerError: Error, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
 }
 
 /// The stream tag ffprobe reads in a recording (`hvc1`, `avc1`, …).
-enum SegmentProbe {
-    static func codecTag(_ path: String) -> String {
+public enum SegmentProbe {
+    public static func codecTag(_ path: String) -> String {
         let r = RecordingInspector.run("/usr/bin/env", [
             "ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=codec_tag_string", "-of", "csv=p=0", path])
         return r.output.trimmingCharacters(in: .whitespacesAndNewlines)

@@ -1,0 +1,72 @@
+import CaptureTesting
+import Foundation
+import Testing
+
+/// `vigil run` with network cameras from a configuration file, against gst-rtsp-server on loopback.
+@Suite(.serialized, .timeLimit(.minutes(3))) struct NetworkCameraRunTests {
+    private func configuration(root: String, url: String, lostFile: String) -> String {
+        """
+        [storage]
+        root = "\(root)"
+
+        [hooks]
+        camera_lost = "echo \\"$VIGIL_REASON\\" >> \(lostFile)"
+
+        [cameras.porch]
+        device = "\(url)"
+
+        [[record]]
+        camera = "porch"
+        segment_seconds = 1
+        codec = "copy"
+        """
+    }
+
+    @Test func recordsAnRTSPCameraAndNeverShowsItsPassword() throws {
+        let server = try LoopbackCameraServer.rtsp(user: "viewer", password: "right-secret")
+        defer { server.stop() }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let root = dir.path + "/data"
+        let file = dir.path + "/vigil.toml"
+        try configuration(root: root, url: server.url(user: "viewer", password: "right-secret"), lostFile: dir.path + "/lost.txt")
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let check = VigilBinary.run(["check-config", file])
+        #expect(check.status == 0, "\(check.errorOutput)")
+        #expect(check.output.contains("rtsp://***@127.0.0.1:\(server.port)/cam") && !check.output.contains("secret"), "\(check.output)")
+
+        let run = VigilBinary.run(["run", "--config", file, "--duration", "5", "--log-level", "info"])
+        #expect(run.status == 0, "\(run.errorOutput)")
+        #expect(!(run.output + run.errorOutput).contains("secret"))
+        let segments = RecordingInspector.files(under: root + "/porch/video", endingWith: ".mp4")
+        #expect(segments.count >= 2)
+        for s in segments {
+            #expect(RecordingInspector.ffprobeProblem(s) == nil, "\(s)")
+            #expect(try RecordingInspector.decode(s).startsWithKeyframe)
+        }
+        #expect(RecordingInspector.files(under: root, endingWith: ".partial").isEmpty)
+        let listing = VigilBinary.run(["recordings", "--data", root, "--json"])
+        #expect(listing.status == 0 && listing.output.contains("porch") && !listing.output.contains("secret"))
+        for name in ["vigil-index.sqlite3", "vigil-index.sqlite3-wal"] {
+            guard let index = FileManager.default.contents(atPath: root + "/" + name) else { continue }
+            #expect(index.range(of: Data("secret".utf8)) == nil, "\(name) holds the password")
+        }
+    }
+
+    @Test func aWrongPasswordIsALostCameraWhoseReasonSays401() throws {
+        let server = try LoopbackCameraServer.rtsp(user: "viewer", password: "right-secret")
+        defer { server.stop() }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let lost = dir.path + "/lost.txt"
+        let file = dir.path + "/vigil.toml"
+        try configuration(root: dir.path + "/data", url: server.url(user: "viewer", password: "wrong-secret"), lostFile: lost)
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let run = VigilBinary.run(["run", "--config", file, "--duration", "4", "--log-level", "info"])
+        #expect(run.status == 0, "\(run.errorOutput)")
+        #expect(!(run.output + run.errorOutput).contains("secret"))
+        let reasons = (try? String(contentsOfFile: lost, encoding: .utf8)) ?? ""
+        #expect(reasons.contains("401") && reasons.contains("rtsp://***@127.0.0.1"), "camera_lost hook saw: \(reasons)")
+        #expect(!reasons.contains("secret"))
+    }
+}
