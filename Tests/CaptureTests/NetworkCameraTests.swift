@@ -266,6 +266,33 @@ extension EventLog {
         #expect(redactedAddress("not a url") == "not a url")
     }
 
+    /// Parameter sets sent before keyframes: the first fill in a description without them, a
+    /// repetition (also before each slice of one picture) changes nothing, new ones give a new
+    /// description (and so a new segment).
+    @Test func parameterSetChangesGiveANewStream() {
+        let spsA: [UInt8] = [0, 0, 0, 1, 0x67, 0x42, 0x00, 0x0A]
+        let spsB: [UInt8] = [0, 0, 0, 1, 0x67, 0x42, 0x00, 0x1E]
+        let pps: [UInt8] = [0, 0, 0, 1, 0x68, 0xCE, 0x38, 0x80]
+        let idr: [UInt8] = [0, 0, 0, 1, 0x65, 0x88, 0x84, 0x00]
+        var tracker = ParameterSetTracker()
+        let bare = StreamDescription(videoCodec: .h264, width: 160, height: 120)
+        #expect(!bare.hasParameterSets)
+        func update(_ s: StreamDescription, _ bytes: [UInt8]) -> StreamDescription {
+            bytes.withUnsafeBytes { tracker.update(s, keyframe: $0, format: .h264)! }
+        }
+        let first = update(bare, spsA + pps + idr)
+        #expect(first !== bare && first.hasParameterSets)
+        #expect(update(first, spsA + pps + idr) === first)
+        #expect(update(first, spsA + pps + idr + spsA + pps + idr) === first)
+        #expect(update(first, idr) === first)
+        let changed = update(first, spsB + pps + idr)
+        #expect(changed !== first && !changed.matches(first))
+        // A description that came with its sets (an SDP) keeps them at the first keyframe.
+        var fresh = ParameterSetTracker()
+        let fromSDP = first
+        #expect((spsA + pps + idr).withUnsafeBytes { fresh.update(fromSDP, keyframe: $0, format: .h264) } === fromSDP)
+    }
+
     /// A repeated, backwards or jumping camera timestamp closes the segment (flagged); a steady
     /// one is spaced by the camera; a jump of more than 3 s against arrival re-anchors.
     @Test func cameraClockFlagsRepeatsBackwardsAndJumps() {

@@ -36,6 +36,50 @@ enum AccessUnit {
         return false
     }
 
+    /// Copies the parameter sets (H.264 SPS/PPS, H.265 VPS/SPS/PPS) found in `bytes` into
+    /// `sets`, each once and after a start code (a picture sent in slices may repeat them before
+    /// each slice); `sets` is emptied first and keeps its capacity.
+    static func parameterSets(_ bytes: UnsafeRawBufferPointer, format: PixelFormat, into sets: inout [UInt8]) {
+        sets.removeAll(keepingCapacity: true)
+        var i = 0
+        var current: Int?
+        func close(at end: Int) {
+            guard let start = current else { return }
+            // A unit ends where the next start code begins (its zero bytes are not part of it).
+            var stop = end
+            while stop > start && bytes[stop - 1] == 0 { stop -= 1 }
+            current = nil
+            let unit = bytes[start..<stop]
+            if !contains(sets, unit) {
+                sets.append(contentsOf: [0, 0, 0, 1])
+                sets.append(contentsOf: unit)
+            }
+        }
+        while let header = nextUnit(bytes, from: &i) {
+            close(at: header - 3)
+            let type = format == .hevc ? (bytes[header] >> 1) & 0x3F : bytes[header] & 0x1F
+            let isParameterSet = format == .hevc ? (32...34).contains(type) : type == 7 || type == 8
+            if isParameterSet { current = header }
+        }
+        close(at: bytes.count)
+    }
+
+    /// Whether `sets` already holds `unit` as a whole unit (start code, the bytes, then the end
+    /// or the next start code).
+    private static func contains(_ sets: [UInt8], _ unit: Slice<UnsafeRawBufferPointer>) -> Bool {
+        var i = 0
+        while i + 4 + unit.count <= sets.count {
+            if sets[i] == 0, sets[i + 1] == 0, sets[i + 2] == 0, sets[i + 3] == 1 {
+                let end = i + 4 + unit.count
+                if (end == sets.count || (sets[end] == 0 && end + 3 < sets.count && sets[end + 3] == 1)) && sets[(i + 4)..<end].elementsEqual(unit) {
+                    return true
+                }
+            }
+            i += 1
+        }
+        return false
+    }
+
     /// The offset of the next NAL unit's header after a start code 00 00 01 (a four-byte one
     /// ends the same way), from `i` on; nil at the end.
     private static func nextUnit(_ bytes: UnsafeRawBufferPointer, from i: inout Int) -> Int? {
@@ -47,5 +91,23 @@ enum AccessUnit {
             i += 1
         }
         return nil
+    }
+}
+
+/// Follows the parameter sets a camera sends before its keyframes. The stream description gets
+/// them when it has none (an SDP without them, a USB camera), and is replaced by a new one when
+/// they change, so that the recording starts a new segment with the new parameters.
+struct ParameterSetTracker {
+    private var last: [UInt8] = []
+    private var scratch: [UInt8] = []
+
+    mutating func update(_ stream: StreamDescription?, keyframe: UnsafeRawBufferPointer, format: PixelFormat) -> StreamDescription? {
+        AccessUnit.parameterSets(keyframe, format: format, into: &scratch)
+        guard let stream, !scratch.isEmpty, scratch != last else { return stream }
+        let first = last.isEmpty
+        swap(&last, &scratch)
+        // The first sets seen only fill in what the description lacks; later ones are a change.
+        guard !first || !stream.hasParameterSets else { return stream }
+        return last.withUnsafeBytes { stream.withParameterSets(from: $0) }
     }
 }

@@ -29,6 +29,7 @@ final class NetworkStream: CaptureStream {
     private var lastKeyframeArrival: Int64?
     private var keyframeInterval: Int64 = 0
     private var sequence: UInt64 = 0
+    private var parameterSets = ParameterSetTracker()
     private let logger = Logger(label: "vigil.network")
 
     /// A first guess; frames grow (once) when a camera sends larger packets.
@@ -98,8 +99,7 @@ final class NetworkStream: CaptureStream {
         if keyframe && format != .mjpeg {
             if let last = lastKeyframeArrival { keyframeInterval = arrival - last }
             lastKeyframeArrival = arrival
-            // A camera whose SDP carried no SPS/PPS: take them from its first keyframe.
-            if stream?.hasParameterSets == false { stream = stream?.withParameterSets(from: UnsafeRawBufferPointer(rebasing: frame.storage[..<byteCount])) }
+            stream = parameterSets.update(stream, keyframe: UnsafeRawBufferPointer(rebasing: frame.storage[..<byteCount]), format: format)
         }
         let time = clock.place(cameraTicks: times.dts ?? times.pts, arrivalMonotonic: arrival, arrivalWall: arrivalWall)
         frame.setContents(
@@ -127,6 +127,7 @@ final class NetworkStream: CaptureStream {
     private func lose(_ failure: NetworkFailure) -> ReadResult {
         source = nil
         stream = nil
+        parameterSets = ParameterSetTracker()
         heldTimes = nil
         held.unref()
         clock = CameraClock()

@@ -28,6 +28,7 @@ final class V4L2Stream: CaptureStream {
     private var disconnected: String?
     /// H.264 cameras: the stream the frames belong to (parameter sets from the first keyframe).
     private var compressedStream: StreamDescription?
+    private var parameterSets = ParameterSetTracker()
     private let logger = Logger(label: "vigil.v4l2")
 
     static let bufferCount: UInt32 = 4
@@ -165,7 +166,7 @@ final class V4L2Stream: CaptureStream {
         } else if format.pixelFormat.isVideoCodec {
             // UVC H.264: packets as they are; the first keyframe brings the SPS/PPS an MP4 header needs.
             keyframe = AccessUnit.isKeyframe(source, format: format.pixelFormat)
-            if keyframe && compressedStream?.hasParameterSets == false { compressedStream = compressedStream?.withParameterSets(from: source) }
+            if keyframe { compressedStream = parameterSets.update(compressedStream, keyframe: source, format: format.pixelFormat) }
         } else if let expected = format.pixelFormat.frameByteCount(width: format.width, height: format.height), used < expected {
             return .corrupt("short frame: \(used) of \(expected) bytes")
         }
