@@ -288,7 +288,8 @@ public actor Supervisor: Service {
                 continue
             }
             await start(camera, on: device)
-            due(camera.nextAttempt)
+            // Opened: its first watchdog deadline; failed: its next attempt.
+            due(camera.session != nil ? camera.lastFrameProgress + watchdogNanos + 1 : camera.nextAttempt)
         }
         return earliest
     }
