@@ -218,8 +218,11 @@ actor RecorderControl: Service {
         for job in cameras {
             do {
                 let photo = try await job.photo!.capturePhoto()
-                let path = try RecordingPaths(root: root, cameraID: job.camera.name).snapshot(at: photo.wallNanos)
-                try await RecorderService.controlIO.run { try photo.data.withUnsafeBytes { try DurableFile.write($0, to: path) } }
+                let path = try await RecorderService.controlIO.run { [root, name = job.camera.name] in
+                    let path = try RecordingPaths(root: root, cameraID: name).snapshot(at: photo.wallNanos)
+                    try photo.data.withUnsafeBytes { try DurableFile.write($0, to: path) }
+                    return path
+                }
                 Console.line("Snapshot \(job.camera.name): \(path)")
                 events.emit(.stillSaved(camera: job.camera.name, path: path, shotWallNanos: nil))
             } catch {

@@ -108,6 +108,7 @@ public final class RecorderService: Sendable {
         try await io.run { [root] in try StorageCheck.ensureWritable(root) }
         let synthetic = await io.run { [self] in syntheticSource() }
         let source = MergedDeviceSource([options.deviceSource ?? V4L2DeviceSource()] + (synthetic.map { [$0] } ?? []))
+        let monitor = DeviceMonitorService(source: source)
         let present = await io.run { source.devices() }
         // A camera that is present must be able to do what the file asks, or nothing starts.
         let problems = configuration.problems(with: present)
@@ -133,7 +134,6 @@ public final class RecorderService: Sendable {
             Console.line("  How many days this disk holds is logged once there is a recording rate to go by (after ten minutes).")
         }
 
-        let monitor = DeviceMonitorService(source: source)
         let supervisor = Supervisor(
             plans: plans, source: source, events: events, watchdogSeconds: configuration.watchdogSeconds,
             deviceChanges: monitor.changes())
@@ -168,7 +168,8 @@ public final class RecorderService: Sendable {
             g.group = group
             return g.stopped
         }
-        if stopAtOnce { Task { await group.triggerGracefulShutdown() } }
+        // Remembered by the group and delivered as soon as it runs.
+        if stopAtOnce { await group.triggerGracefulShutdown() }
         try await group.run()
 
         for s in await supervisor.status() {

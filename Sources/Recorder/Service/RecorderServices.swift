@@ -79,10 +79,12 @@ final class HookSlot: Sendable {
 /// monitor's rescan run on the monitor's own thread), handed to every listener (the supervisor,
 /// camera discovery).
 final class DeviceMonitorService: Service {
-    private let source: any DeviceSource
+    private let upstream: AsyncStream<DeviceChange>
     private let listeners = Mutex<[AsyncStream<DeviceChange>.Continuation]>([])
 
-    init(source: any DeviceSource) { self.source = source }
+    /// Subscribes at once: made before the cameras present are listed, so a camera plugged in
+    /// after that list is an event, never a gap between the two.
+    init(source: any DeviceSource) { upstream = source.changes() }
 
     /// The plug events from when the service runs; call it before.
     func changes() -> AsyncStream<DeviceChange> {
@@ -92,7 +94,7 @@ final class DeviceMonitorService: Service {
     }
 
     func run() async {
-        for await change in source.changes().cancelOnGracefulShutdown() {
+        for await change in upstream.cancelOnGracefulShutdown() {
             for listener in listeners.withLock({ $0 }) { listener.yield(change) }
         }
         for listener in listeners.withLock({ $0 }) { listener.finish() }
