@@ -84,8 +84,8 @@ actor RecorderControl: Service {
         }
     }
 
-    private func fileChanged() -> Bool {
-        configurationPath.flatMap(FileStamp.init) != configurationStamp
+    private func fileChanged() async -> Bool {
+        await RecorderService.controlIO.run { [configurationPath] in configurationPath.flatMap(FileStamp.init) } != configurationStamp
     }
 
     // MARK: - Cameras and jobs
@@ -150,7 +150,7 @@ actor RecorderControl: Service {
             logger.notice("reload requested, but vigil runs without a configuration file: nothing to reload")
             return
         }
-        configurationStamp = FileStamp(path)
+        configurationStamp = await RecorderService.controlIO.run { FileStamp(path) }
         notifier.reloading()
         defer { notifier.ready(status: readyStatus) }
         let new: Configuration
@@ -233,7 +233,7 @@ actor RecorderControl: Service {
 }
 
 /// A file's modification time and size, to notice that it changed.
-struct FileStamp: Equatable {
+struct FileStamp: Equatable, Sendable {
     let modified: Int
     let modifiedNanos: Int
     let size: Int64

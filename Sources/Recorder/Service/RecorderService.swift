@@ -108,7 +108,8 @@ public final class RecorderService: Sendable {
         try await io.run { [root] in try StorageCheck.ensureWritable(root) }
         let synthetic = await io.run { [self] in syntheticSource() }
         let source = MergedDeviceSource([options.deviceSource ?? V4L2DeviceSource()] + (synthetic.map { [$0] } ?? []))
-        let monitor = DeviceMonitorService(source: source)
+        // Its subscription lists the device folder (the baseline of "from now on").
+        let monitor = await io.run { DeviceMonitorService(source: source) }
         let present = await io.run { source.devices() }
         // A camera that is present must be able to do what the file asks, or nothing starts.
         let problems = configuration.problems(with: present)

@@ -130,12 +130,21 @@ struct NotifierService: Service {
 struct StatusService: Service {
     let supervisor: Supervisor
     let display: StatusDisplay
+    private let io = BlockingIO("vigil.status")
+
+    init(supervisor: Supervisor, display: StatusDisplay) {
+        self.supervisor = supervisor
+        self.display = display
+    }
 
     func run() async {
         let wakeup = Wakeup()
         await withGracefulShutdownHandler {
             repeat {
-                display.tick(await supervisor.status())
+                let statuses = await supervisor.status()
+                // Written from its own thread: a terminal or pipe that stops reading blocks that
+                // thread, never the cooperative pool.
+                await io.run { [display] in display.tick(statuses) }
             } while await wakeup.sleep(nanos: 1_000_000_000)
         } onGracefulShutdown: {
             wakeup.stop()
