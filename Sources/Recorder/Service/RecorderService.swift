@@ -25,8 +25,9 @@ import UnixSignals
 ///
 /// More services (an HTTP server, network cameras) are more entries in that list.
 ///
-/// SIGINT/SIGTERM (or `stop()`, or the end of `--duration`) shut the group down gracefully, in
-/// the reverse of that order, each service once the one after it has returned: systemd is told,
+/// SIGINT/SIGTERM (through `stop()`, also for a signal during start-up), or the end of
+/// `--duration`, shut the group down gracefully, in the reverse of that order, each service once
+/// the one after it has returned: systemd is told,
 /// every camera stops at once (each finalizing its open segment), the index takes what they
 /// announced, then the last events are logged and their hooks run and are awaited. Nothing
 /// depends on timing.
@@ -103,6 +104,13 @@ public final class RecorderService: Sendable {
 
     /// Records until stopped or the duration ends; throws only when nothing could start.
     public func run() async throws {
+        // SIGINT/SIGTERM are trapped before anything else: one during start-up (a long recovery
+        // scan) stops the recorder as soon as its group runs, cleanly, like one that comes later.
+        let stopSignals = options.handlesSignals ? await UnixSignalsSequence(trapping: .sigterm, .sigint) : nil
+        let stopOnSignal = stopSignals.map { signals in
+            Task { [self] in for await _ in signals { await stop() } }
+        }
+        defer { stopOnSignal?.cancel() }
         let io = Self.controlIO
         configuration.fileMode.apply()
         try await io.run { [root] in try StorageCheck.ensureWritable(root) }
@@ -163,8 +171,7 @@ public final class RecorderService: Sendable {
             services.append(.init(service: DeadlineService(seconds: seconds), successTerminationBehavior: .gracefullyShutdownGroup))
         }
         let group = ServiceGroup(configuration: .init(
-            services: services, gracefulShutdownSignals: options.handlesSignals ? [.sigterm, .sigint] : [],
-            logger: Logger(label: "vigil.services")))
+            services: services, gracefulShutdownSignals: [], logger: Logger(label: "vigil.services")))
         let stopAtOnce = self.group.withLock { g -> Bool in
             g.group = group
             return g.stopped
