@@ -54,8 +54,7 @@ final class DailyVideos: Service {
     }
 
     /// Starts the builds that are due at `now`; returns when the next one is due.
-    @discardableResult
-    func startDue(_ plan: Plan, now: Date) -> Date? {
+    private func startDue(_ plan: Plan, now: Date) -> Date? {
         var earliest: Date?
         for job in plan.jobs {
             let due = state.withLock { $0.next[job.camera] } ?? Self.nextRun(after: now, at: job.video.at, timeZone: plan.timeZone)
