@@ -13,7 +13,9 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.14.0"),
+        // `vigil run` and `vigil demo` are a ServiceGroup: one run() per service, graceful shutdown on SIGTERM.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // C shim over FFmpeg: error macros, AV_NOPTS_VALUE and other things Swift cannot import.
@@ -36,6 +38,8 @@ let package = Package(
         .target(name: "Recorder", dependencies: [
             "Capture", "Media", "CSQLite", "CSpawn",
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "UnixSignals", package: "swift-service-lifecycle"),
         ]),
         .executableTarget(name: "vigil", dependencies: [
             "Recorder", "Capture", "Media",

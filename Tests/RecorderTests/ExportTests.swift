@@ -30,7 +30,7 @@ import Testing
         // Read the index only once it holds every segment announced so far (events reach it
         // through a stream).
         #expect(await poll(seconds: 10) { (try? keeper.index.entries(kind: .segment).count) == log.count("segment_finalized") })
-        keeper.stop()
+        await keeper.stop()
         return (keeper, seen.all)
     }
 

@@ -124,7 +124,7 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
     }
 
     /// Opens a keeper despite the bad index: it knows every file, and indexes what is recorded next.
-    private func openAndRecord(_ root: String, files: Set<String>) throws -> StorageKeeper {
+    private func openAndRecord(_ root: String, files: Set<String>) async throws -> StorageKeeper {
         let events = RecorderEvents()
         let keeper = try StorageKeeper.open(root: root, policy: RetentionPolicy(), events: events)
         #expect(Set(try keeper.index.entries().map(\.path)) == files)
@@ -132,7 +132,7 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
         #expect(try keeper.index.entries(kind: .snapshot).count == 1)
         keeper.start()
         events.emit(.segmentStarted(camera: "porch", path: "\(root)/porch/video/2026-11-23/porch-20261123T000000Z.mp4", startWallNanos: 1))
-        keeper.stop()
+        await keeper.stop()
         #expect(try keeper.index.entries(states: [.writing]).map(\.path) == ["porch/video/2026-11-23/porch-20261123T000000Z.mp4"])
         return keeper
     }
@@ -142,7 +142,7 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
         defer { dir.remove() }
         let indexPath = "\(dir.path)/\(RecordingIndex.fileName)"
         try Data((0..<8192).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }).write(to: URL(fileURLWithPath: indexPath))
-        let keeper = try openAndRecord(dir.path, files: files)
+        let keeper = try await openAndRecord(dir.path, files: files)
         #expect(keeper.index.path == indexPath, "rebuilt in place, not in memory")
         let aside = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasPrefix("\(RecordingIndex.fileName).corrupt-") }
         #expect(aside.count == 1, "the damaged index is kept for a person to look at")
@@ -171,7 +171,7 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: indexPath))
         try handle.truncate(atOffset: UInt64(size / 2))
         try handle.close()
-        let keeper = try openAndRecord(dir.path, files: files)
+        let keeper = try await openAndRecord(dir.path, files: files)
         #expect(keeper.index.path == indexPath)
     }
 
@@ -182,7 +182,7 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
         // (root ignores permissions, so this is how the tests make it unusable).
         let indexPath = "\(dir.path)/\(RecordingIndex.fileName)"
         try FileManager.default.createDirectory(atPath: indexPath, withIntermediateDirectories: false)
-        let keeper = try openAndRecord(dir.path, files: files)
+        let keeper = try await openAndRecord(dir.path, files: files)
         #expect(keeper.index.path == nil)
         var isDirectory: ObjCBool = false
         #expect(FileManager.default.fileExists(atPath: indexPath, isDirectory: &isDirectory) && isDirectory.boolValue, "left alone")
@@ -198,7 +198,7 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
         }
         try setUserVersion(dir.path, 99)
         #expect(throws: RecordingIndex.IndexError.self) { try RecordingIndex(root: dir.path) }
-        let keeper = try openAndRecord(dir.path, files: files)
+        let keeper = try await openAndRecord(dir.path, files: files)
         #expect(keeper.index.path == nil)
         try setUserVersion(dir.path, 1)
         #expect(try RecordingIndex(root: dir.path).entries().map(\.path) == ["x/video/d/x.mp4"], "the newer file was not touched")
@@ -373,7 +373,7 @@ extension QuarantineTests {
 }
 
 @Suite struct KeeperEventTests {
-    @Test func everyEventEmittedBeforeStopIsIndexed() throws {
+    @Test func everyEventEmittedBeforeStopIsIndexed() async throws {
         let dir = try TemporaryDirectory("vigil-keeper-events")
         defer { dir.remove() }
         let events = RecorderEvents()
@@ -386,11 +386,11 @@ extension QuarantineTests {
                 path: path, frameCount: 1, byteCount: 1, firstFrameWallNanos: Int64(n), lastFrameWallNanos: Int64(n), codec: "h264",
                 width: 1, height: 1, isIncomplete: false)))
         }
-        keeper.stop()
+        await keeper.stop()
         #expect(try keeper.index.entries(kind: .segment, states: [.complete]).count == 2000)
     }
 
-    @Test func aSnapshotIsIndexedAsOneAndFoundAgainAtTheNextStart() throws {
+    @Test func aSnapshotIsIndexedAsOneAndFoundAgainAtTheNextStart() async throws {
         let dir = try TemporaryDirectory("vigil-keeper-snapshot")
         defer { dir.remove() }
         let events = RecorderEvents()
@@ -399,7 +399,7 @@ extension QuarantineTests {
         let path = try RecordingPaths(root: dir.path, cameraID: "c").snapshot(at: 1_795_330_620 * second)
         try Data(count: 1234).write(to: URL(fileURLWithPath: path))
         events.emit(.stillSaved(camera: "c", path: path, shotWallNanos: nil))
-        keeper.stop()
+        await keeper.stop()
         let entry = try #require(try keeper.index.entries().first)
         #expect(entry.kind == .snapshot && entry.startNanos == 1_795_330_620 * second && entry.bytes == 1234)
         let again = try StorageKeeper.open(root: dir.path, policy: RetentionPolicy(), events: events)
@@ -441,7 +441,7 @@ struct DiskFullErrnoTests {
         return (try StorageKeeper.open(root: disk.path, policy: policy, events: events), events)
     }
 
-    @Test func aWriteFailingWithENOSPCMakesRoomWhateverItsMessageSays() throws {
+    @Test func aWriteFailingWithENOSPCMakesRoomWhateverItsMessageSays() async throws {
         let small = try SmallDisk("vigil-enospc")
         defer { small.remove() }
         // No floor at all: only the ENOSPC report can start the sweep.
@@ -450,7 +450,7 @@ struct DiskFullErrnoTests {
         let old = try place(keeper, camera: "c", endNanos: 1_795_330_620 * second, bytes: Int(free) - 16_384)
         keeper.start()
         events.emit(.error(camera: "c", message: "recording failed (write: some other wording)", errno: ENOSPC))
-        keeper.stop()
+        await keeper.stop()
         #expect(!exists(small.path, old), "the oldest recording makes room")
     }
 
@@ -475,7 +475,7 @@ struct DiskFullErrnoTests {
         #expect(try keeper.index.entries().map(\.path) == [String(new.dropFirst(small.path.count + 1))])
     }
 
-    @Test func anIndexWriteOnAFullDiskMakesRoomAndIsNotLost() throws {
+    @Test func anIndexWriteOnAFullDiskMakesRoomAndIsNotLost() async throws {
         let small = try SmallDisk("vigil-index-write-full")
         defer { small.remove() }
         // No floor: only the index's own full-disk report can start the sweep.
@@ -488,7 +488,7 @@ struct DiskFullErrnoTests {
         keeper.start()
         let segment = "\(small.path)/c/video/\(RecordingPaths.utcStamp(now).day)/c-\(RecordingPaths.utcStamp(now).stamp).mp4"
         events.emit(.segmentStarted(camera: "c", path: segment, startWallNanos: now))
-        keeper.stop()
+        await keeper.stop()
         #expect(!exists(small.path, old), "the oldest recording made room for the index")
         #expect(try keeper.index.entries().map(\.state) == [.writing], "the new segment is indexed")
     }

@@ -127,7 +127,7 @@ struct FullDiskSweepTests {
         #expect(await poll(seconds: 30) { log.all.dropFirst(firstDeletion).filter { $0.name == "segment_finalized" }.count >= 3 })
         run.cancel()
         await run.value
-        keeper.stop()
+        await keeper.stop()
 
         let finalized = log.all.compactMap { if case .segmentFinalized(_, let info) = $0 { return info } else { return nil } }
         #expect(!FileManager.default.fileExists(atPath: finalized[0].path), "the oldest segment was kept")

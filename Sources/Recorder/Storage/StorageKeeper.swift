@@ -5,20 +5,20 @@ import Logging
 
 /// Keeps a storage root in order while the recorder runs: recovers it at start-up, indexes every
 /// file Vigil writes as it is written, enforces retention (age and bytes per camera, every 30 s)
-/// and the free-space floor (every 2 s, sweeping the oldest recordings when it is crossed, which
-/// is also how a full disk is cleared so recording resumes by itself). All of its work runs on one
-/// serial queue: never on a capture thread or on Swift's cooperative pool.
+/// and the free-space floor (after every file it indexes, and every 30 s for what others write,
+/// sweeping the oldest recordings when it is crossed, which is also how a full disk is cleared so
+/// recording resumes by itself). All of its work runs on its own I/O thread (`io`): never on a
+/// capture thread or on Swift's cooperative pool. `StorageService` drives it in `vigil run`.
 public final class StorageKeeper: @unchecked Sendable {
     public let root: String
     public let index: RecordingIndex
     public let recovery: RecoverySummary
     private var policy: RetentionPolicy
     private let events: RecorderEvents
-    private let queue = DispatchQueue(label: "vigil.storage")
+    /// The keeper's thread: SQLite, statvfs, unlink. Everything below runs there.
+    let io = BlockingIO("vigil.storage")
     private let logger = Logger(label: "vigil.storage")
-    private var timer: DispatchSourceTimer?
     private var subscription: UUID?
-    private var lastRetention: Int64 = 0
     private var lastNothingToFree: Int64?
     private var diskLowReported = false
     /// The first estimate of days left comes after ten minutes of recording, then hourly.
@@ -97,36 +97,31 @@ public final class StorageKeeper: @unchecked Sendable {
         self.events = events
     }
 
-    /// Starts indexing events and enforcing retention. Events are handed to the keeper's queue as
-    /// they are emitted, so `stop()` after the cameras have stopped indexes all of them.
+    /// Starts indexing events. Events are handed to the keeper's thread as they are emitted, so
+    /// `stop()` after the cameras have stopped indexes all of them. Retention and the periodic
+    /// look at free space are `tick()`, which the storage service calls every 30 s.
     public func start() {
-        subscription = events.subscribe { [self] event in queue.async { self.record(event) } }
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now(), repeating: 2.0)
-        timer.setEventHandler { [weak self] in self?.tick() }
-        timer.resume()
-        self.timer = timer
+        subscription = events.subscribe { [self] event in io.enqueue { self.record(event) } }
     }
 
     /// Stops, after every event emitted so far has been indexed.
-    public func stop() {
+    public func stop() async {
         subscription.map(events.unsubscribe)
         subscription = nil
-        timer?.cancel()
-        flush()
+        await flush()
     }
 
-    /// Waits until what was queued is done (every event emitted so far indexed, a sweep finished).
-    public func flush() {
-        queue.sync {}
+    /// Waits until what was handed over is done (every event emitted so far indexed, a sweep finished).
+    public func flush() async {
+        await io.run {}
     }
 
     /// A new retention policy (configuration reload).
-    public func update(_ policy: RetentionPolicy) { queue.async { self.policy = policy } }
+    public func update(_ policy: RetentionPolicy) { io.enqueue { self.policy = policy } }
 
     /// Indexes a file written outside the capture sessions (a daily timelapse video).
     func add(_ entry: RecordingIndex.Entry) {
-        queue.async {
+        io.enqueue {
             do { try self.index.put(entry) } catch { self.logger.error("could not index \(entry.path): \(error)") }
         }
     }
@@ -141,6 +136,13 @@ public final class StorageKeeper: @unchecked Sendable {
     /// a recording) and the write tried once more, so a recording made just before the disk
     /// filled is not left out of the index.
     private func record(_ event: RecorderEvent) {
+        defer {
+            // Vigil's own writes are what fills the disk: the floor is looked at after each one.
+            switch event {
+            case .segmentStarted, .segmentFinalized, .stillSaved: checkFreeSpace(Clock.monotonicNanos())
+            default: break
+            }
+        }
         do {
             do {
                 try addToIndex(event)
@@ -183,14 +185,13 @@ public final class StorageKeeper: @unchecked Sendable {
 
     // MARK: - Retention and free space
 
-    private func tick() {
+    /// Every 30 s (on the keeper's thread): a clock step, the free-space floor (others write to
+    /// the disk too), retention, and now and then how many days the disk holds.
+    func tick() {
         let now = Clock.monotonicNanos()
         noteClock(wall: Clock.wallNanos(), sinceBoot: Self.nanosSinceBoot())
         checkFreeSpace(now)
-        if now - lastRetention >= 30_000_000_000 {
-            lastRetention = now
-            enforceRetention(nowWall: Clock.wallNanos())
-        }
+        enforceRetention(nowWall: Clock.wallNanos())
         if now >= nextDaysReport {
             nextDaysReport = now + 3_600_000_000_000
             if let days = daysOfStorageLeft() {
