@@ -82,7 +82,7 @@ public struct DemoRecorder {
             }
         }
         guard !plans.isEmpty else {
-            throw SessionError.invalidSetting(Array(Set(failures)).sorted().joined(separator: "\n"))
+            throw CaptureError.invalidSetting(Array(Set(failures)).sorted().joined(separator: "\n"))
         }
         for failure in failures { logger.error("not started: \(failure)") }
 

@@ -3,6 +3,7 @@ import CaptureTesting
 import Foundation
 import Media
 @testable import Recorder
+import SystemPackage
 import Testing
 
 private let second: Int64 = 1_000_000_000
@@ -197,7 +198,7 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
                                                bytes: 0, codec: "", width: 0, height: 0, state: .complete))
         }
         try setUserVersion(dir.path, 99)
-        #expect(throws: RecordingIndex.IndexError.self) { try RecordingIndex(root: dir.path) }
+        #expect(throws: RecorderError.self) { try RecordingIndex(root: dir.path) }
         let keeper = try openAndRecord(dir.path, files: files)
         #expect(keeper.index.path == nil)
         try setUserVersion(dir.path, 1)
@@ -444,7 +445,7 @@ struct DiskFullErrnoTests {
         let free = try #require(StorageKeeper.space(small.path)).free
         let old = try place(keeper, camera: "c", endNanos: 1_795_330_620 * second, bytes: Int(free) - 16_384)
         keeper.start()
-        events.emit(.error(camera: "c", message: "recording failed (write: some other wording)", errno: ENOSPC))
+        events.emit(.error(camera: "c", message: "recording failed (write: some other wording)", errno: .noSpace))
         keeper.stop()
         #expect(!exists(small.path, old), "the oldest recording makes room")
     }
@@ -486,5 +487,37 @@ struct DiskFullErrnoTests {
         #expect(try keeper.index.entries(states: [.quarantined]).isEmpty)
         #expect(RecordingInspector.files(under: "\(small.path)/.quarantine", endingWith: ".partial").isEmpty)
         #expect(exists(small.path, segment), "the leftover was enough to make room")
+    }
+}
+
+/// A full disk is recognised by its cause (SQLITE_FULL, ENOSPC), never by a message's text.
+@Suite(.enabled(if: getuid() == 0, "needs root to mount a size-limited tmpfs"))
+struct IndexDiskFullTests {
+    @Test func anIndexWriteOnAFullDiskIsRecognisedAsFull() throws {
+        let small = try SmallDisk("vigil-sqlite-full")
+        defer { small.remove() }
+        let index = try RecordingIndex(root: small.path)
+        // Leave a few blocks, then write rows until SQLite cannot grow its WAL.
+        let free = try #require(StorageKeeper.space(small.path)).free
+        try Data(count: Int(free) - 8192).write(to: URL(fileURLWithPath: "\(small.path)/filler"))
+        let error = #expect(throws: RecorderError.self) {
+            for n in 0..<100_000 {
+                try index.put(RecordingIndex.Entry(
+                    kind: .segment, camera: "c", path: "c/video/2026-11-22/c-\(n)-\(String(repeating: "x", count: 200)).mp4",
+                    startNanos: Int64(n), endNanos: Int64(n), frames: 1, bytes: 1, codec: "h264", width: 1, height: 1, state: .complete))
+            }
+        }
+        #expect(error?.isDiskFull == true, "\(String(describing: error))")
+        #expect(error?.isDamagedIndex == false)
+    }
+}
+
+@Suite struct RecorderErrorTests {
+    /// SQLite's own code for a full disk is enough, with or without the system's errno.
+    @Test func sqliteFullIsADiskFullWhateverTheText() {
+        #expect(RecorderError.index(code: 13 /* SQLITE_FULL */, errno: nil, message: "x", isNewer: false).isDiskFull)
+        #expect(RecorderError.index(code: 10 /* SQLITE_IOERR */, errno: .diskQuotaExceeded, message: "x", isNewer: false).isDiskFull)
+        #expect(!RecorderError.index(code: 10, errno: .ioError, message: "disk is full", isNewer: false).isDiskFull)
+        #expect(!RecorderError.export("the disk is full").isDiskFull)
     }
 }

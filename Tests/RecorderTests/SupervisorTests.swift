@@ -347,9 +347,9 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
     }
 
     @Test func badHookDefinitionsAreRefused() {
-        let error = #expect(throws: EventHooks.HookError.self) { _ = try EventHooks(definitions: ["camera_gone=true"]) }
+        let error = #expect(throws: RecorderError.self) { _ = try EventHooks(definitions: ["camera_gone=true"]) }
         #expect(error?.description.contains("unknown hook event \"camera_gone\"; events are camera_lost") == true)
-        #expect(throws: EventHooks.HookError.self) { _ = try EventHooks(definitions: ["camera_lost"]) }
+        #expect(throws: RecorderError.self) { _ = try EventHooks(definitions: ["camera_lost"]) }
     }
 }
 

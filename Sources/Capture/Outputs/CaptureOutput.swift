@@ -40,7 +40,7 @@ public class CaptureOutput: @unchecked Sendable, CustomStringConvertible {
     func finish() {}
 
     /// Validates the output against the format the session is about to use.
-    func validate(format: DeviceFormat, settings: ConnectionSettings) throws(SessionError) {}
+    func validate(format: DeviceFormat, settings: ConnectionSettings) throws(CaptureError) {}
 
     /// The session this output is attached to, for events and naming.
     var context: OutputContext? { state.withLock { $0.context } }

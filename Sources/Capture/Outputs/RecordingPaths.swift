@@ -1,3 +1,4 @@
+import SystemPackage
 import Foundation
 
 /// Where recordings and stills live under a storage root. Names are in UTC so that they sort
@@ -158,7 +159,7 @@ public enum DurableFile {
     /// fsyncs `path`, renames it to `finalPath` and fsyncs the directory (Moonfire's protocol).
     public static func commit(_ path: String, to finalPath: String) throws {
         try sync(path)
-        guard rename(path, finalPath) == 0 else { throw POSIXError(errno, "rename \(path)") }
+        guard rename(path, finalPath) == 0 else { throw CaptureError.file(operation: "rename", path: path, errno: Errno(rawValue: errno)) }
         try sync(directory(of: finalPath))
     }
 
@@ -170,16 +171,16 @@ public enum DurableFile {
 
     static func sync(_ path: String) throws {
         let fd = open(path, O_RDONLY)
-        guard fd >= 0 else { throw POSIXError(errno, "open \(path)") }
+        guard fd >= 0 else { throw CaptureError.file(operation: "open", path: path, errno: Errno(rawValue: errno)) }
         defer { close(fd) }
-        guard fsync(fd) == 0 else { throw POSIXError(errno, "fsync \(path)") }
+        guard fsync(fd) == 0 else { throw CaptureError.file(operation: "fsync", path: path, errno: Errno(rawValue: errno)) }
     }
 
     /// Writes `bytes` to `path` atomically (temporary file, fsync, rename).
     public static func write(_ bytes: UnsafeRawBufferPointer, to path: String) throws {
         let temporary = path + RecordingPaths.partialSuffix
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)  // the process umask decides who may read
-        guard fd >= 0 else { throw POSIXError(errno, "create \(temporary)") }
+        guard fd >= 0 else { throw CaptureError.file(operation: "create", path: temporary, errno: Errno(rawValue: errno)) }
         var written = 0
         while written < bytes.count {
             let n = Glibc.write(fd, bytes.baseAddress! + written, bytes.count - written)
@@ -188,23 +189,11 @@ public enum DurableFile {
                 if e == EINTR { continue }
                 close(fd)
                 unlink(temporary)
-                throw POSIXError(e, "write \(temporary)")
+                throw CaptureError.file(operation: "write", path: temporary, errno: Errno(rawValue: e))
             }
             written += n
         }
         close(fd)
         try commit(temporary, to: path)
     }
-}
-
-/// An errno with the operation that failed, e.g. "write /x: No space left on device".
-struct POSIXError: Error, CustomStringConvertible {
-    let code: Int32
-    let operation: String
-    init(_ code: Int32, _ operation: String) {
-        self.code = code
-        self.operation = operation
-    }
-    var description: String { "\(operation): \(String(cString: strerror(code)))" }
-    var isDiskFull: Bool { code == ENOSPC || code == EDQUOT }
 }

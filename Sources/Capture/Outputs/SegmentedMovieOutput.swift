@@ -1,3 +1,4 @@
+import SystemPackage
 import Foundation
 import Logging
 import Media
@@ -61,7 +62,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     private let status = StatusBox()
     private var gate: ScheduleGate
 
-    public init(_ settings: Settings) throws(SessionError) {
+    public init(_ settings: Settings) throws(CaptureError) {
         guard settings.segmentSeconds >= 1 else {
             throw .invalidSetting("segment length must be at least 1 second, not \(settings.segmentSeconds)")
         }
@@ -74,7 +75,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     /// The file being written now, if any (for status displays).
     public var currentSegmentPath: String? { status.path }
 
-    override func validate(format: DeviceFormat, settings connection: ConnectionSettings) throws(SessionError) {
+    override func validate(format: DeviceFormat, settings connection: ConnectionSettings) throws(CaptureError) {
         if settings.encoding == .streamCopy {
             guard format.pixelFormat.isCompressed else {
                 throw .streamCopyNeedsCompressedSource(output: "the movie output", format: format.pixelFormat)
@@ -246,14 +247,14 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         let now = Clock.monotonicNanos()
         if let last = lastFailureReport, now - last < 30_000_000_000 { return }
         lastFailureReport = now
-        let code = (error as? MediaError)?.posixErrno ?? (error as? POSIXError)?.code
-        let advice = code == ENOSPC || code == EDQUOT
+        let code = (error as? MediaError)?.errno ?? (error as? CaptureError)?.errno
+        let advice = code?.isDiskFull == true
             ? "the disk is full: free space under \(settings.storageRoot); recording resumes by itself"
             : "recording resumes with a new segment"
         report("recording failed (\(error)); \(advice)", errno: code)
     }
 
-    private func report(_ message: String, errno: Int32? = nil) {
+    private func report(_ message: String, errno: Errno? = nil) {
         let camera = context?.cameraID ?? "?"
         logger.error("camera \(camera): \(message)")
         emit(.runtimeError(camera: camera, message: message, errno: errno))

@@ -1,3 +1,4 @@
+import SystemPackage
 import Foundation
 import Media
 import Synchronization
@@ -34,7 +35,7 @@ public final class TimelapseOutput: CaptureOutput, @unchecked Sendable {
     private let stills = StillMaker()
     private var paths: RecordingPaths?
 
-    public init(_ settings: Settings) throws(SessionError) {
+    public init(_ settings: Settings) throws(CaptureError) {
         guard settings.intervalSeconds >= 1 else {
             throw .invalidSetting("timelapse interval must be at least 1 second, not \(settings.intervalSeconds)")
         }
@@ -95,11 +96,11 @@ public final class TimelapseOutput: CaptureOutput, @unchecked Sendable {
             emit(.stillSaved(camera: context.cameraID, StillInfo(
                 path: path, shotWallNanos: instant, frameWallNanos: frame.wallNanos, frameSequence: frame.sequence)))
         } catch {
-            let diskFull = (error as? POSIXError)?.isDiskFull == true
+            let diskFull = (error as? CaptureError)?.isDiskFull == true
             let message = "timelapse still at \(RecordingPaths.utcStamp(instant).stamp) not saved: \(error)"
                 + (diskFull ? "; free space under \(settings.storageRoot)" : "")
             logger.error("camera \(context.cameraID): \(message)")
-            emit(.runtimeError(camera: context.cameraID, message: message, errno: (error as? POSIXError)?.code))
+            emit(.runtimeError(camera: context.cameraID, message: message, errno: (error as? CaptureError)?.errno))
         }
     }
 

@@ -1,3 +1,4 @@
+import SystemPackage
 import Foundation
 import Logging
 import Synchronization
@@ -33,7 +34,7 @@ final class CaptureThread: @unchecked Sendable {
         let format: DeviceFormat?
         let frameRate: Double
         let controls: [ControlSetting]?
-        var error: SessionError?
+        var error: CaptureError?
         let done = DispatchSemaphore(value: 0)
         init(format: DeviceFormat?, frameRate: Double, controls: [ControlSetting]?) {
             self.format = format
@@ -90,7 +91,7 @@ final class CaptureThread: @unchecked Sendable {
 
     /// Reopens the camera with a new format and/or sets controls; on refusal keeps (or reopens)
     /// the old format and throws.
-    func reconfigure(format: DeviceFormat?, frameRate: Double, controls: [ControlSetting]?) throws(SessionError) {
+    func reconfigure(format: DeviceFormat?, frameRate: Double, controls: [ControlSetting]?) throws(CaptureError) {
         let request = FormatSwitch(format: format, frameRate: frameRate, controls: controls)
         let accepted = pendingSwitch.withLock { p -> Bool in
             guard p.accepting else { return false }
@@ -131,18 +132,18 @@ final class CaptureThread: @unchecked Sendable {
             let result: ReadResult
             do {
                 result = try stream.readFrame(into: frame, timeoutNanos: Self.readTimeoutNanos)
-            } catch is EndOfFile {
+            } catch CaptureError.endOfFile {
                 frame.release()
                 return
-            } catch let gone as DeviceDisconnected {
+            } catch CaptureError.disconnected(let reason) {
                 frame.release()
-                logger.warning("camera \(device.id) disconnected: \(gone.reason)")
-                events.emit(.interrupted(camera: device.id, reason: gone.reason))
+                logger.warning("camera \(device.id) disconnected: \(reason)")
+                events.emit(.interrupted(camera: device.id, reason: reason))
                 return
             } catch {
                 frame.release()
                 logger.error("camera \(device.id) failed: \(error)")
-                events.emit(.runtimeError(camera: device.id, message: "\(error)"))
+                events.emit(.runtimeError(camera: device.id, message: "\(error)", errno: (error as? CaptureError)?.errno))
                 return
             }
             switch result {
@@ -194,11 +195,11 @@ final class CaptureThread: @unchecked Sendable {
                 format = newFormat
                 frameRate = request.frameRate
             } catch {
-                request.error = .deviceFailed(camera: device.id, reason: "refused \(newFormat): \(error)")
+                request.error = .deviceFailed(camera: device.id, reason: "refused \(newFormat): \(error)", errno: (error as? CaptureError)?.errno)
                 do {
                     stream = try device.backend.open(format: format, frameRate: frameRate)
                 } catch {
-                    events.emit(.runtimeError(camera: device.id, message: "could not reopen \(format): \(error)"))
+                    events.emit(.runtimeError(camera: device.id, message: "could not reopen \(format): \(error)", errno: (error as? CaptureError)?.errno))
                     stopRequested.store(true, ordering: .releasing)
                     return
                 }
@@ -213,7 +214,7 @@ final class CaptureThread: @unchecked Sendable {
                 try stream.apply(controls: newControls)
                 controls = newControls
             } catch {
-                request.error = .deviceFailed(camera: device.id, reason: "refused the control values: \(error)")
+                request.error = .deviceFailed(camera: device.id, reason: "refused the control values: \(error)", errno: (error as? CaptureError)?.errno)
             }
         }
     }

@@ -31,7 +31,7 @@ public struct SyntheticCamera: CaptureDeviceBackend {
     }
 
     public func open(format: DeviceFormat, frameRate: Double) throws -> any CaptureStream {
-        if faults.isUnplugged { throw DeviceDisconnected(reason: "synthetic camera is unplugged") }
+        if faults.isUnplugged { throw CaptureError.disconnected(reason: "synthetic camera is unplugged") }
         return try SyntheticStream(format: format, frameRate: frameRate, faults: faults)
     }
 }
@@ -71,7 +71,7 @@ final class SyntheticStream: CaptureStream {
     deinit { yuyv?.deallocate() }
 
     func readFrame(into frame: CapturedFrame, timeoutNanos: Int64) throws -> ReadResult {
-        if faults.isUnplugged { throw DeviceDisconnected(reason: "synthetic camera was unplugged") }
+        if faults.isUnplugged { throw CaptureError.disconnected(reason: "synthetic camera was unplugged") }
         if faults.isWedged {
             Clock.sleep(untilMonotonic: Clock.monotonicNanos() + timeoutNanos)
             return .timeout

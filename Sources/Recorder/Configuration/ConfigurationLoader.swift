@@ -15,20 +15,14 @@ public struct ConfigurationDiagnostic: Sendable, Equatable, CustomStringConverti
     }
 }
 
-/// Every problem found in a configuration, reported together.
-public struct ConfigurationErrors: Error, Sendable, CustomStringConvertible {
-    public var diagnostics: [ConfigurationDiagnostic]
-    public var description: String { diagnostics.map(\.description).joined(separator: "\n") }
-}
-
 /// Reads a configuration file and checks all of it: syntax, unknown keys (with a "did you
 /// mean"), types, ranges, schedules, jobs naming cameras that do not exist. All problems are
 /// reported at once with their line numbers, before anything starts.
 public enum ConfigurationLoader {
-    public static func load(path: String) throws(ConfigurationErrors) -> Configuration {
+    public static func load(path: String) throws(RecorderError) -> Configuration {
         guard let data = FileManager.default.contents(atPath: path) else {
             let exists = FileManager.default.fileExists(atPath: path)
-            throw ConfigurationErrors(diagnostics: [ConfigurationDiagnostic(
+            throw .configuration([ConfigurationDiagnostic(
                 path: path, line: 0, message: exists ? "cannot be read" : "no such file",
                 fix: exists ? "check its permissions (vigil runs as the user vigil under systemd)" : "create it from etc/vigil.example.toml")])
         }
@@ -37,12 +31,12 @@ public enum ConfigurationLoader {
 
     /// The file's bytes: UTF-8 text (a byte order mark is skipped), else an error at the line
     /// of the first byte that is not UTF-8.
-    public static func parse(data: Data, path: String) throws(ConfigurationErrors) -> Configuration {
+    public static func parse(data: Data, path: String) throws(RecorderError) -> Configuration {
         switch utf8Text(data) {
         case .success(let text):
             return try parse(text: text, path: path)
         case .failure(let bad):
-            throw ConfigurationErrors(diagnostics: [ConfigurationDiagnostic(
+            throw .configuration([ConfigurationDiagnostic(
                 path: path, line: bad.line, message: "is not UTF-8 text: byte \(bad.offset + 1) of the file is not valid UTF-8",
                 fix: "save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8), or retype the character on that line")])
         }
@@ -69,7 +63,7 @@ public enum ConfigurationLoader {
         }
     }
 
-    public static func parse(text: String, path: String) throws(ConfigurationErrors) -> Configuration {
+    public static func parse(text: String, path: String) throws(RecorderError) -> Configuration {
         let (document, syntaxErrors) = TOMLParser.parse(text)
         var decoder = ConfigurationDecoder(path: path)
         for e in syntaxErrors {
@@ -77,7 +71,7 @@ public enum ConfigurationLoader {
         }
         let configuration = decoder.decode(document)
         guard decoder.diagnostics.isEmpty else {
-            throw ConfigurationErrors(diagnostics: decoder.diagnostics.sorted { $0.line < $1.line })
+            throw .configuration(decoder.diagnostics.sorted { $0.line < $1.line })
         }
         return configuration
     }
@@ -427,8 +421,8 @@ struct ConfigurationDecoder {
                 report(item.line, "a schedule window must be text in quotes, got \(item.typeName)", fix: "write e.g. \"mon-fri 07:00-19:00\"")
                 continue
             }
-            if let e = Schedule.check(window: text, hasLocation: hasLocation) {
-                report(item.line, e.message, fix: e.fix)
+            if case .schedule(let message, let fix)? = Schedule.check(window: text, hasLocation: hasLocation) {
+                report(item.line, message, fix: fix)
             } else {
                 windows.append(text)
             }

@@ -29,11 +29,6 @@ public final class RecorderService: @unchecked Sendable {
         }
     }
 
-    /// A configuration that cannot be used: nothing was started.
-    public struct Refused: Error, CustomStringConvertible {
-        public let description: String
-    }
-
     private let options: Options
     private let logger = Logger(label: "vigil.run")
     private let events = RecorderEvents()
@@ -51,7 +46,7 @@ public final class RecorderService: @unchecked Sendable {
             do {
                 configuration = try ConfigurationLoader.load(path: path)
             } catch {
-                throw Refused(description: "\(error)\n\(path) has errors: nothing was started. Check it with `vigil check-config \(path)`.")
+                throw RecorderError.refused("\(error)\n\(path) has errors: nothing was started. Check it with `vigil check-config \(path)`.")
             }
             configurationStamp = FileStamp(path)
         } else {
@@ -73,7 +68,7 @@ public final class RecorderService: @unchecked Sendable {
         let problems = configuration.problems(with: source.devices())
         guard problems.isEmpty else {
             let path = options.configurationPath ?? "the configuration"
-            throw Refused(description: problems.map(\.description).joined(separator: "\n")
+            throw RecorderError.refused(problems.map(\.description).joined(separator: "\n")
                 + "\nnothing was started: fix \(path) (`vigil check-config \(path)` shows the same)")
         }
 

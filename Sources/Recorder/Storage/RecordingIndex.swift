@@ -2,6 +2,7 @@ import Capture
 internal import CSQLite
 import Foundation
 import Synchronization
+import SystemPackage
 
 /// The recordings index: every file Vigil writes under a storage root, in a SQLite file
 /// (`ROOT/vigil-index.sqlite3`, WAL mode). A segment is `writing` from the moment its file is
@@ -89,7 +90,7 @@ public final class RecordingIndex: @unchecked Sendable {
     private var statements: [String: OpaquePointer] = [:]
 
     /// Opens (or creates) the index file of `root`, migrating it to `schemaVersion`. Throws an
-    /// `IndexError` whose `problem` says whether the file is damaged, newer than this code, or
+    /// `RecorderError.index` whose code says whether the file is damaged, newer than this code, or
     /// cannot be written.
     public convenience init(root: String) throws {
         try self.init(root: root, path: "\(root)/\(Self.fileName)")
@@ -110,7 +111,7 @@ public final class RecordingIndex: @unchecked Sendable {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
             sqlite3_close(db)
             db = nil
-            throw IndexError(code: status, message: "cannot open the index \(name): \(message)")
+            throw RecorderError.index(code: status, errno: nil, message: "cannot open the index \(name): \(message)", isNewer: false)
         }
         sqlite3_busy_timeout(db, 5000)
         if path != nil {
@@ -118,7 +119,7 @@ public final class RecordingIndex: @unchecked Sendable {
         }
         let version = try userVersion()
         guard version <= Self.schemaVersion else {
-            throw IndexError(code: SQLITE_ERROR, message: "the index \(name) was written by a newer Vigil (schema version \(version); this one knows up to \(Self.schemaVersion))", isNewer: true)
+            throw RecorderError.index(code: SQLITE_ERROR, errno: nil, message: "the index \(name) was written by a newer Vigil (schema version \(version); this one knows up to \(Self.schemaVersion))", isNewer: true)
         }
         for (target, migration) in Self.migrations.enumerated() where Int32(target + 1) > version {
             try transaction {
@@ -161,7 +162,9 @@ public final class RecordingIndex: @unchecked Sendable {
     func checkIntegrity() throws {
         let result = try query("PRAGMA quick_check", []) { Self.text($0, 0) }
         guard result == ["ok"] else {
-            throw IndexError(code: SQLITE_CORRUPT, message: "the index \(path ?? ":memory:") is damaged: \(result.prefix(3).joined(separator: "; "))")
+            throw RecorderError.index(
+                code: SQLITE_CORRUPT, errno: nil, message: "the index \(path ?? ":memory:") is damaged: \(result.prefix(3).joined(separator: "; "))",
+                isNewer: false)
         }
     }
 
@@ -268,27 +271,15 @@ public final class RecordingIndex: @unchecked Sendable {
         case integer(Int64)
     }
 
-    /// A failure with SQLite's result code, so callers decide by the code, never by the text.
-    public struct IndexError: Error, CustomStringConvertible {
-        /// SQLite's primary result code (`SQLITE_CORRUPT`, `SQLITE_FULL`, …).
-        let code: Int32
-        let message: String
-        /// The file's schema is newer than this code knows.
-        var isNewer = false
-
-        /// With what to do about it, for commands that only read the index.
-        public var description: String {
-            isDamaged ? "\(message): the index is damaged; `vigil run` moves it aside and rebuilds it from the recordings"
-                : isNewer ? "\(message): use that Vigil, or move the file aside and `vigil run` rebuilds it from the recordings"
-                : message
-        }
-
-        /// The file is not a usable database: it must be moved aside and rebuilt.
-        var isDamaged: Bool { code & 0xff == SQLITE_CORRUPT || code & 0xff == SQLITE_NOTADB }
-    }
-
-    private func failure() -> IndexError {
-        IndexError(code: sqlite3_extended_errcode(db), message: "index: \(String(cString: sqlite3_errmsg(db)))")
+    /// The last failure on `db`, with SQLite's code and the system's errno behind it (ENOSPC
+    /// under a write, for one), so callers decide by the code, never by the text.
+    private func failure(_ message: String? = nil) -> RecorderError {
+        let code = sqlite3_extended_errcode(db)
+        // SQLite keeps the last system errno even after later successes: it explains only I/O codes.
+        let systemErrno = [SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN].contains(code & 0xff) ? sqlite3_system_errno(db) : 0
+        return .index(
+            code: code, errno: systemErrno > 0 ? Errno(rawValue: systemErrno) : nil,
+            message: "index: \(message ?? String(cString: sqlite3_errmsg(db)))", isNewer: false)
     }
 
     private func execute(_ sql: String) throws {
@@ -298,7 +289,7 @@ public final class RecordingIndex: @unchecked Sendable {
             guard status == SQLITE_OK else {
                 let message = error.map { String(cString: $0) } ?? "unknown error"
                 sqlite3_free(error)
-                throw IndexError(code: status, message: "index: \(message)")
+                throw failure(message)
             }
         }
     }

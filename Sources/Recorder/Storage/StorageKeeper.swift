@@ -48,22 +48,22 @@ public final class StorageKeeper: @unchecked Sendable {
         var opened: (RecordingIndex, RecoverySummary)?
         do {
             opened = try openFile()
-        } catch let error as RecordingIndex.IndexError where error.isDamaged {
+        } catch let error as RecorderError where error.isDamagedIndex {
             let aside = "\(path).corrupt-\(RecordingPaths.utcStamp(Clock.wallNanos()).stamp)"
             if rename(path, aside) == 0 {
                 _ = rename("\(path)-wal", "\(aside)-wal")
                 unlink("\(path)-shm")
                 do {
                     opened = try openFile()
-                    logger.error("\(error.message); moved it to \(aside) and rebuilt the index from the recordings (\(opened!.1)); nothing was lost")
+                    logger.error("\(error.indexMessage ?? "\(error)"); moved it to \(aside) and rebuilt the index from the recordings (\(opened!.1)); nothing was lost")
                 } catch {
                     logger.error("\(path) was damaged and moved to \(aside), but a new index cannot be made there either: \(error)")
                 }
             } else {
-                logger.error("\(error.message), and it cannot be moved aside: \(String(cString: strerror(errno)))")
+                logger.error("\(error.indexMessage ?? "\(error)"), and it cannot be moved aside: \(String(cString: strerror(errno)))")
             }
         } catch {
-            logger.error("the index \(path) cannot be used (\((error as? RecordingIndex.IndexError)?.message ?? "\(error)"))")
+            logger.error("the index \(path) cannot be used (\((error as? RecorderError)?.indexMessage ?? "\(error)"))")
         }
         if let (index, recovery) = opened {
             return StorageKeeper(root: root, index: index, recovery: recovery, policy: policy, events: events)
@@ -145,7 +145,7 @@ public final class StorageKeeper: @unchecked Sendable {
                 try index.put(RecordingIndex.Entry(
                     kind: shot == nil ? .snapshot : .still, camera: camera, path: relative(path), startNanos: at, endNanos: at, frames: 1,
                     bytes: Int64(st.st_size), codec: "mjpeg", width: 0, height: 0, state: .complete))
-            case .error(_, _, let code?) where code == ENOSPC || code == EDQUOT:
+            case .error(_, _, let code?) where code.isDiskFull:
                 // A write hit ENOSPC: make room now, even if the floor was set to nothing.
                 checkFreeSpace(Clock.monotonicNanos(), emergency: true)
             default:
@@ -153,6 +153,8 @@ public final class StorageKeeper: @unchecked Sendable {
             }
         } catch {
             logger.error("could not index \(event): \(error)")
+            // The index hit a full disk (SQLITE_FULL, ENOSPC): make room as for a failed segment write.
+            if (error as? RecorderError)?.isDiskFull == true { checkFreeSpace(Clock.monotonicNanos(), emergency: true) }
         }
     }
 

@@ -32,21 +32,16 @@ public final class EventHooks: Sendable {
     public init(definitions: [String], timeoutSeconds: Double = 30, maximumRunning: Int = 8) throws {
         hooks = try definitions.map { definition in
             guard let eq = definition.firstIndex(of: "="), !definition[definition.index(after: eq)...].isEmpty else {
-                throw HookError("hook \"\(definition)\" must be EVENT=COMMAND, e.g. camera_lost='notify-send \"$VIGIL_CAMERA lost\"'")
+                throw RecorderError.hook("hook \"\(definition)\" must be EVENT=COMMAND, e.g. camera_lost='notify-send \"$VIGIL_CAMERA lost\"'")
             }
             let event = String(definition[..<eq])
             guard RecorderEvent.names.contains(event) else {
-                throw HookError("unknown hook event \"\(event)\"; events are \(RecorderEvent.names.joined(separator: ", "))")
+                throw RecorderError.hook("unknown hook event \"\(event)\"; events are \(RecorderEvent.names.joined(separator: ", "))")
             }
             return Hook(event: event, command: String(definition[definition.index(after: eq)...]))
         }
         self.timeoutSeconds = timeoutSeconds
         self.maximumRunning = maximumRunning
-    }
-
-    public struct HookError: Error, CustomStringConvertible {
-        public let description: String
-        init(_ d: String) { description = d }
     }
 
     /// Starts the hooks for `event` on their own threads and returns at once. `completion`
