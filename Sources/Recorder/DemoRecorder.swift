@@ -115,10 +115,10 @@ public struct DemoRecorder {
         let chaos = options.chaos ? synthetic.map { Self.startChaos($0, watchdogSeconds: options.watchdogSeconds) } : nil
 
         let display = StatusDisplay(outputs: outputs, root: root)
-        let deadline = options.durationSeconds.map { Clock.monotonicNanos() + Int64($0 * 1e9) }
+        let deadline = options.durationSeconds.map { SystemClocks.monotonicNanos() + Int64($0 * 1e9) }
         var polls = 0
         while !stopSignal.isRaised {
-            if let deadline, Clock.monotonicNanos() >= deadline { break }
+            if let deadline, SystemClocks.monotonicNanos() >= deadline { break }
             if polls % 4 == 0 { display.tick(await supervisor.status()) }
             polls += 1
             try? await Task.sleep(nanoseconds: 250_000_000)

@@ -24,7 +24,7 @@ final class StatusDisplay: @unchecked Sendable {
 
     /// Called about once a second.
     func tick(_ statuses: [Supervisor.Status]) {
-        let now = Clock.monotonicNanos()
+        let now = SystemClocks.monotonicNanos()
         var lines: [String] = []
         for s in statuses {
             let previous = last[s.cameraID] ?? (s.frames, now)

@@ -483,7 +483,7 @@ struct DiskFullErrnoTests {
         // Someone else's file fills the disk to below the floor.
         let free = try #require(StorageKeeper.space(small.path)).free
         try Data(count: Int(free) - 512 * 1024).write(to: URL(fileURLWithPath: "\(small.path)/filler"))
-        keeper.checkFreeSpace(Clock.monotonicNanos())
+        keeper.checkFreeSpace(SystemClocks.monotonicNanos())
         #expect(try keeper.index.entries(states: [.quarantined]).isEmpty)
         #expect(RecordingInspector.files(under: "\(small.path)/.quarantine", endingWith: ".partial").isEmpty)
         #expect(exists(small.path, segment), "the leftover was enough to make room")

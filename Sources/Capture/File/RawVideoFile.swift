@@ -23,7 +23,7 @@ final class RawVideoFileStream: CaptureStream {
     private let handle: FileHandle
     private let format: DeviceFormat
     private let intervalNanos: Int64
-    private let startWall = Clock.wallNanos()
+    private let startWall = SystemClocks.wallNanos()
     private var sequence: UInt64 = 0
     let maximumFrameBytes: Int
 

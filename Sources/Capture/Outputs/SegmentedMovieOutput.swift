@@ -242,9 +242,9 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     /// a new segment about a second later so recording resumes as soon as the disk allows.
     private func fail(_ error: Error) {
         closeSegment()
-        restartAfterFailureAt = Clock.wallNanos() + 1_000_000_000
+        restartAfterFailureAt = SystemClocks.wallNanos() + 1_000_000_000
         // Retries happen every second; say so once, then at most every 30 s while it lasts.
-        let now = Clock.monotonicNanos()
+        let now = SystemClocks.monotonicNanos()
         if let last = lastFailureReport, now - last < 30_000_000_000 { return }
         lastFailureReport = now
         let code = (error as? MediaError)?.errno ?? (error as? CaptureError)?.errno

@@ -104,7 +104,7 @@ final class CaptureThread: @unchecked Sendable {
     }
 
     private func run() {
-        var lastDropReport = Clock.monotonicNanos()
+        var lastDropReport = SystemClocks.monotonicNanos()
         defer {
             // Corrupt frames since the last report are counted too, not lost with the session.
             reportCorruptFrames()
@@ -157,7 +157,7 @@ final class CaptureThread: @unchecked Sendable {
                 corruptFrames += 1
                 lastCorruptReason = reason
             }
-            let now = Clock.monotonicNanos()
+            let now = SystemClocks.monotonicNanos()
             if now - lastDropReport >= 1_000_000_000 {
                 lastDropReport = now
                 for c in connections.withLock({ $0 }) { c.output.reportDrops() }

@@ -164,12 +164,12 @@ final class V4L2Stream: CaptureStream {
         frame.storage.copyMemory(from: source)
         // V4L2 timestamps are CLOCK_MONOTONIC; the wall time is derived from the same instant.
         let monotonic = Int64(b.timestamp.tv_sec) * 1_000_000_000 + Int64(b.timestamp.tv_usec) * 1000
-        let nowMonotonic = Clock.monotonicNanos()
+        let nowMonotonic = SystemClocks.monotonicNanos()
         let stamped = monotonic > 0 && monotonic <= nowMonotonic ? monotonic : nowMonotonic
         frame.setContents(
             byteCount: source.count, format: format.pixelFormat, width: format.width, height: format.height,
             sequence: UInt64(b.sequence), monotonicNanos: stamped,
-            wallNanos: Clock.wallNanos() - (nowMonotonic - stamped))
+            wallNanos: SystemClocks.wallNanos() - (nowMonotonic - stamped))
         return .frame
     }
 

@@ -98,13 +98,13 @@ public final class RecorderService: @unchecked Sendable {
         // Status lines for a person watching; under systemd the journal gets events instead.
         let display = isatty(STDOUT_FILENO) != 0 ? StatusDisplay(outputs: displayOutputs, root: root) : nil
         var lastDisplay: Int64 = 0
-        let deadline = options.durationSeconds.map { Clock.monotonicNanos() + Int64($0 * 1e9) }
-        var lastWatchdog = Clock.monotonicNanos()
+        let deadline = options.durationSeconds.map { SystemClocks.monotonicNanos() + Int64($0 * 1e9) }
+        var lastWatchdog = SystemClocks.monotonicNanos()
         var lastRescan = lastWatchdog
         var lastFileCheck = lastWatchdog
         var lastDailyCheck: Int64?
         while !stop.isRaised {
-            let now = Clock.monotonicNanos()
+            let now = SystemClocks.monotonicNanos()
             if let deadline, now >= deadline { break }
             for number in pending.withLock({ p -> [Int32] in defer { p.removeAll() }; return p }) {
                 if number == SIGHUP { await reload(supervisor, storage: storage, reason: "SIGHUP") }

@@ -22,7 +22,7 @@ public final class StorageKeeper: @unchecked Sendable {
     private var lastNothingToFree: Int64?
     private var diskLowReported = false
     /// The first estimate of days left comes after ten minutes of recording, then hourly.
-    private var nextDaysReport = Clock.monotonicNanos() + 600_000_000_000
+    private var nextDaysReport = SystemClocks.monotonicNanos() + 600_000_000_000
     /// Wall clock minus time since boot at the last look: a change is a clock step.
     private var clockOffset: Int64?
     /// The clock was seen to jump forward in this run, or the first retention pass found the
@@ -49,7 +49,7 @@ public final class StorageKeeper: @unchecked Sendable {
         do {
             opened = try openFile()
         } catch let error as RecorderError where error.isDamagedIndex {
-            let aside = "\(path).corrupt-\(RecordingPaths.utcStamp(Clock.wallNanos()).stamp)"
+            let aside = "\(path).corrupt-\(RecordingPaths.utcStamp(SystemClocks.wallNanos()).stamp)"
             if rename(path, aside) == 0 {
                 _ = rename("\(path)-wal", "\(aside)-wal")
                 unlink("\(path)-shm")
@@ -141,32 +141,32 @@ public final class StorageKeeper: @unchecked Sendable {
                 var st = stat()
                 stat(path, &st)
                 // A snapshot (no shot instant) is named by when it was taken.
-                let at = shot ?? RecordingPaths.wallNanos(fromFileName: (path as NSString).lastPathComponent) ?? Clock.wallNanos()
+                let at = shot ?? RecordingPaths.wallNanos(fromFileName: (path as NSString).lastPathComponent) ?? SystemClocks.wallNanos()
                 try index.put(RecordingIndex.Entry(
                     kind: shot == nil ? .snapshot : .still, camera: camera, path: relative(path), startNanos: at, endNanos: at, frames: 1,
                     bytes: Int64(st.st_size), codec: "mjpeg", width: 0, height: 0, state: .complete))
             case .error(_, _, let code?) where code.isDiskFull:
                 // A write hit ENOSPC: make room now, even if the floor was set to nothing.
-                checkFreeSpace(Clock.monotonicNanos(), emergency: true)
+                checkFreeSpace(SystemClocks.monotonicNanos(), emergency: true)
             default:
                 break
             }
         } catch {
             logger.error("could not index \(event): \(error)")
             // The index hit a full disk (SQLITE_FULL, ENOSPC): make room as for a failed segment write.
-            if (error as? RecorderError)?.isDiskFull == true { checkFreeSpace(Clock.monotonicNanos(), emergency: true) }
+            if (error as? RecorderError)?.isDiskFull == true { checkFreeSpace(SystemClocks.monotonicNanos(), emergency: true) }
         }
     }
 
     // MARK: - Retention and free space
 
     private func tick() {
-        let now = Clock.monotonicNanos()
-        noteClock(wall: Clock.wallNanos(), sinceBoot: Self.nanosSinceBoot())
+        let now = SystemClocks.monotonicNanos()
+        noteClock(wall: SystemClocks.wallNanos(), sinceBoot: Self.nanosSinceBoot())
         checkFreeSpace(now)
         if now - lastRetention >= 30_000_000_000 {
             lastRetention = now
-            enforceRetention(nowWall: Clock.wallNanos())
+            enforceRetention(nowWall: SystemClocks.wallNanos())
         }
         if now >= nextDaysReport {
             nextDaysReport = now + 3_600_000_000_000
@@ -334,7 +334,7 @@ public final class StorageKeeper: @unchecked Sendable {
     /// How many days of recordings this disk holds at the rate of the last day: the bytes
     /// recordings use now plus what is free above the floor, divided by bytes per day. Nil
     /// before there is a rate to go by.
-    public func daysOfStorageLeft(nowWall: Int64 = Clock.wallNanos()) -> Double? {
+    public func daysOfStorageLeft(nowWall: Int64 = SystemClocks.wallNanos()) -> Double? {
         guard let (free, total) = Self.space(root),
               let recent = try? index.bytesRecorded(sinceNanos: nowWall - 86_400_000_000_000),
               let first = recent.firstStart, recent.bytes > 0 else { return nil }

@@ -67,7 +67,7 @@ public actor Supervisor {
         var nextAttempt: Int64? = 0
         var framesBefore = 0
         var lastFrames = 0
-        var lastFrameProgress = Clock.monotonicNanos()
+        var lastFrameProgress = SystemClocks.monotonicNanos()
         var lostAt: Int64?
         var wasLost = false
         /// Set while a start is under way: the actor is re-entered at every await, and a second
@@ -216,7 +216,7 @@ public actor Supervisor {
     private func handle(_ change: DeviceChange) async {
         switch change {
         case .connected(let node):
-            lastConnect = Clock.monotonicNanos()
+            lastConnect = SystemClocks.monotonicNanos()
             // A camera came (back): whoever waits tries at once, with a fresh ladder.
             for camera in cameras where camera.session == nil && !camera.isStarting {
                 camera.ladder.reset()
@@ -274,8 +274,8 @@ public actor Supervisor {
 
     private func tick() async {
         guard !isStopping else { return }
-        let now = Clock.monotonicNanos()
-        let wallNow = Clock.wallNanos()
+        let now = SystemClocks.monotonicNanos()
+        let wallNow = SystemClocks.wallNanos()
         var present: [CaptureDevice]?
         for camera in cameras {
             camera.isScheduled = isScheduled(camera, at: wallNow)
@@ -342,7 +342,7 @@ public actor Supervisor {
                 return .failure(error)
             }
         }
-        let now = Clock.monotonicNanos()
+        let now = SystemClocks.monotonicNanos()
         switch result {
         case .failure(let error):
             camera.ladder.recordFailure()
@@ -386,7 +386,7 @@ public actor Supervisor {
     private func lose(_ camera: Camera, of session: CaptureSession? = nil, reason: String, restartAt: Int64? = nil) async {
         guard camera.session != nil, session == nil || camera.session === session else { return }
         await stopSession(of: camera)
-        camera.lostAt = Clock.monotonicNanos()
+        camera.lostAt = SystemClocks.monotonicNanos()
         camera.wasLost = true
         camera.lastProblem = reason
         camera.nextAttempt = restartAt ?? camera.lostAt! + Int64(camera.ladder.nextDelaySeconds * 1e9)
