@@ -6,6 +6,7 @@ import Synchronization
 ///
 /// Subclasses override `accepts` (capture thread: cheap, decides whether to queue a frame at
 /// all), `process` (worker thread) and `finish` (worker thread, when the session stops).
+/// @unchecked: a subclass's own state is touched only on its worker thread (`process`, `finish`).
 public class CaptureOutput: @unchecked Sendable, CustomStringConvertible {
     public let name: String
     private let queueCapacity: Int

@@ -20,6 +20,7 @@ public struct PhotoSettings: Sendable {
 }
 
 /// Takes a photo from the next frame on request: `try await output.capturePhoto()`.
+/// @unchecked as its base class: its own state is touched only on its worker thread.
 public final class PhotoOutput: CaptureOutput, @unchecked Sendable {
     private struct Request {
         let settings: PhotoSettings

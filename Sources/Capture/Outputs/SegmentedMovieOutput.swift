@@ -1,5 +1,6 @@
 import SystemPackage
 import Foundation
+import Synchronization
 import Logging
 import Media
 
@@ -7,6 +8,7 @@ import Media
 /// into segments). Segment boundaries sit on multiples of the segment length in wall-clock time
 /// (a 60 s segment starts at :00); each segment starts with a keyframe and no frame is lost or
 /// repeated across a boundary. A file is `NAME.partial` while written and renamed when done.
+/// @unchecked as its base class: its own state is touched only on its worker thread.
 public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     public enum Encoding: Sendable, Equatable {
         /// Encode to H.264 with libx264.
@@ -262,12 +264,11 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
 }
 
 /// The current file name, read by status displays on other threads.
-final class StatusBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: String?
+final class StatusBox: Sendable {
+    private let value = Mutex<String?>(nil)
     var path: String? {
-        get { lock.withLock { value } }
-        set { lock.withLock { value = newValue } }
+        get { value.withLock { $0 } }
+        set { value.withLock { $0 = newValue } }
     }
 }
 

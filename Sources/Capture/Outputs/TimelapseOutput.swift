@@ -6,6 +6,7 @@ import Synchronization
 /// Saves a JPEG still every `intervalSeconds` at wall-clock-aligned instants: shot k is at
 /// t0 + k·N however long encoding takes (fswebcam's `--loop`, not "sleep N after each shot").
 /// A gap (camera stalled, clock stepped) skips the missed shots and says so; it never takes a burst.
+/// @unchecked as its base class: its own state is touched only on its worker thread.
 public final class TimelapseOutput: CaptureOutput, @unchecked Sendable {
     public struct Settings: Sendable {
         public var storageRoot: String

@@ -10,7 +10,7 @@ import Synchronization
 /// throws and leaves the previous configuration running.
 ///
 /// Frames are read on one dedicated thread per session and handed to each output's own worker.
-public final class CaptureSession: @unchecked Sendable {
+public final class CaptureSession: Sendable {
     struct Configuration: Sendable {
         var device: CaptureDevice?
         var format: FormatRequest = .preset(.high)

@@ -12,6 +12,7 @@ final class SharedCounter: Sendable {
 
 /// The one thread that reads a session's camera and fans frames out to its outputs.
 /// Nothing here waits on an output (unless that output asked not to drop frames).
+/// @unchecked: the stream, format and corruption counters are touched only on the capture thread; shared state is in Mutex/Atomic.
 final class CaptureThread: @unchecked Sendable {
     let device: CaptureDevice
     let connections: Mutex<[CaptureConnection]>
@@ -30,11 +31,12 @@ final class CaptureThread: @unchecked Sendable {
 
     /// A change requested by a commit while running, carried out by the capture thread (the
     /// only thread that touches the stream): a new format, new control values, or both.
-    private final class FormatSwitch: @unchecked Sendable {
+    private final class FormatSwitch: Sendable {
         let format: DeviceFormat?
         let frameRate: Double
         let controls: [ControlSetting]?
-        var error: CaptureError?
+        /// Set by the capture thread before `done` is signalled, read by the requester after.
+        let outcome = Mutex<CaptureError?>(nil)
         let done = DispatchSemaphore(value: 0)
         init(format: DeviceFormat?, frameRate: Double, controls: [ControlSetting]?) {
             self.format = format
@@ -100,7 +102,7 @@ final class CaptureThread: @unchecked Sendable {
         }
         guard accepted else { throw .stopped(camera: device.id) }
         request.done.wait()
-        if let error = request.error { throw error }
+        if let error = request.outcome.withLock({ $0 }) { throw error }
     }
 
     private func run() {
@@ -114,7 +116,7 @@ final class CaptureThread: @unchecked Sendable {
                 defer { p = (nil, false) }
                 return p.request
             }) {
-                request.error = .stopped(camera: device.id)
+                request.outcome.withLock { $0 = .stopped(camera: device.id) }
                 request.done.signal()
             }
             endedFlag.store(true, ordering: .releasing)
@@ -195,7 +197,7 @@ final class CaptureThread: @unchecked Sendable {
                 format = newFormat
                 frameRate = request.frameRate
             } catch {
-                request.error = .deviceFailed(camera: device.id, reason: "refused \(newFormat): \(error)", errno: (error as? CaptureError)?.errno)
+                request.outcome.withLock { $0 = .deviceFailed(camera: device.id, reason: "refused \(newFormat): \(error)", errno: (error as? CaptureError)?.errno) }
                 do {
                     stream = try device.backend.open(format: format, frameRate: frameRate)
                 } catch {
@@ -214,7 +216,7 @@ final class CaptureThread: @unchecked Sendable {
                 try stream.apply(controls: newControls)
                 controls = newControls
             } catch {
-                request.error = .deviceFailed(camera: device.id, reason: "refused the control values: \(error)", errno: (error as? CaptureError)?.errno)
+                request.outcome.withLock { $0 = .deviceFailed(camera: device.id, reason: "refused the control values: \(error)", errno: (error as? CaptureError)?.errno) }
             }
         }
     }

@@ -10,6 +10,7 @@ import Media
 /// moment: from then on every call fails with ENODEV and poll reports POLLERR|POLLHUP, as the
 /// kernel does. File descriptors and buffer mappings are real (an eventfd per open, a shared
 /// memory file per buffer), so leaks show up in /proc/self/fd and /proc/self/maps.
+/// @unchecked: open files, cameras and mappings are guarded by `lock` (an NSCondition: blocking polls wait on it).
 public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
     private let lock = NSCondition()
     private var cameras: [EmulatedCamera] = []

@@ -1,35 +1,38 @@
 import Capture
 import Foundation
+import Synchronization
 import Logging
 
 /// The nightly timelapse video of each camera with `daily_video`: at its local time `at`, the
 /// previous local day's stills become `ROOT/CAMERA/timelapse/CAMERA-YYYY-MM-DD.mp4`, indexed (so
 /// listed and retained) like every file Vigil writes. Building runs on a plain thread; a day
 /// without stills is logged, not an error.
-final class DailyVideos: @unchecked Sendable {
+final class DailyVideos: Sendable {
     struct Job: Equatable {
         let camera: String
         let video: DailyVideo
     }
 
     private let logger = Logger(label: "vigil.timelapse")
-    private var next: [String: Date] = [:]
-    private var building: Set<String> = []
-    private let lock = NSLock()
+    /// When each camera's next video is due, and the cameras whose video is being built.
+    private let schedule = Mutex<(next: [String: Date], building: Set<String>)>(([:], []))
 
     /// Starts the builds that are due at `now`; call it now and then.
     func tick(_ jobs: [Job], root: String, timeZone: TimeZone, storage: StorageKeeper, now: Date = Date()) {
         for job in jobs {
-            let due = next[job.camera] ?? Self.nextRun(after: now, at: job.video.at, timeZone: timeZone)
-            guard now >= due else {
-                next[job.camera] = due
-                continue
+            let due: Date? = schedule.withLock { s in
+                let due = s.next[job.camera] ?? Self.nextRun(after: now, at: job.video.at, timeZone: timeZone)
+                guard now >= due else {
+                    s.next[job.camera] = due
+                    return nil
+                }
+                s.next[job.camera] = Self.nextRun(after: now, at: job.video.at, timeZone: timeZone)
+                return s.building.insert(job.camera).inserted ? due : nil
             }
-            next[job.camera] = Self.nextRun(after: now, at: job.video.at, timeZone: timeZone)
+            guard let due else { continue }
             let day = Self.day(before: due, timeZone: timeZone)
-            guard lock.withLock({ building.insert(job.camera).inserted }) else { continue }
             Thread.detachNewThread { [self] in
-                defer { _ = lock.withLock { building.remove(job.camera) } }
+                defer { _ = schedule.withLock { $0.building.remove(job.camera) } }
                 do {
                     if let entry = try Self.build(job, day: day, root: root) {
                         storage.add(entry)

@@ -11,6 +11,7 @@ import SystemPackage
 /// root. One connection, used under a lock; the recorder calls it from one serial queue, never
 /// from a capture thread or Swift's cooperative pool. The files are the truth: an index that is
 /// lost or damaged is rebuilt from them (`StorageKeeper.open`).
+/// @unchecked: the SQLite handle and its prepared statements are used only under `lock`.
 public final class RecordingIndex: @unchecked Sendable {
     public enum Kind: String, Sendable, CaseIterable {
         case segment, still
