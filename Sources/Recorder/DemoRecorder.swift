@@ -99,7 +99,7 @@ public struct DemoRecorder {
 
         let events = RecorderEvents()
         let storage = try StorageKeeper.open(root: root, policy: RetentionPolicy(), events: events)
-        Console.line("  Recordings index \(root)/\(RecordingIndex.fileName): \(storage.recovery)")
+        Console.line("  Recordings index \(root)/\(StorageLayout.indexFileName): \(storage.recovery)")
         storage.start()
         let supervisor = Supervisor(
             plans: plans, source: source, events: events, watchdogSeconds: options.watchdogSeconds)

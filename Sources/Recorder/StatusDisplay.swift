@@ -49,8 +49,7 @@ final class StatusDisplay: Sendable {
     private func line(_ s: Supervisor.Status, fps: Double) -> String {
         let o = outputs[s.cameraID]
         let drops = (o?.movie?.droppedFrameCount ?? 0) + (o?.timelapse?.droppedFrameCount ?? 0)
-        var segment = o?.movie?.currentSegmentPath ?? "-"
-        if segment.hasPrefix(root + "/") { segment.removeFirst(root.count + 1) }
+        let segment = StorageLayout(root: root).relative(o?.movie?.currentSegmentPath ?? "-")
         let state = s.isRecording ? "segment \(segment)" : s.lastProblem.map { "WAITING: \($0)" } ?? "starting"
         return "\(s.cameraID)  \(String(format: "%5.1f", fps)) fps  frames \(s.frames)  drops \(drops)  \(state)"
     }

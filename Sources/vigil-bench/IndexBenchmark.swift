@@ -16,7 +16,7 @@ func indexBenchmark(count: Int) throws {
     var paths: [String] = []
     for i in 0..<count {
         let begin = start + Int64(i) * 60_000_000_000
-        let stamp = RecordingPaths.utcStamp(begin)
+        let stamp = StorageLayout.utcStamp(begin)
         let path = "porch/video/\(stamp.day)/porch-\(stamp.stamp).mp4"
         paths.append(path)
         let t0 = SystemClocks.monotonicNanos()

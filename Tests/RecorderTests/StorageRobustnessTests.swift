@@ -32,7 +32,7 @@ private func place(
     _ keeper: StorageKeeper, camera: String, kind: RecordingIndex.Kind = .segment, endNanos: Int64, bytes: Int = 100,
     state: RecordingIndex.State = .complete, folder: String? = nil
 ) throws -> String {
-    let stamp = RecordingPaths.utcStamp(endNanos)
+    let stamp = StorageLayout.utcStamp(endNanos)
     let relative = "\(folder ?? camera)/\(kind.folder)/\(stamp.day)/\(camera)-\(stamp.stamp).\(kind == .segment ? "mp4" : "jpg")"
     try FileManager.default.createDirectory(atPath: "\(keeper.root)/\((relative as NSString).deletingLastPathComponent)", withIntermediateDirectories: true)
     try Data(count: bytes).write(to: URL(fileURLWithPath: "\(keeper.root)/\(relative)"))
@@ -48,10 +48,10 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
     private let stamp: Int64 = 1_795_330_620 * second  // 2026-11-22T06:57:00Z
 
     @Test func namesAreReadFromTheEndSoCameraIdsMayHoldDots() throws {
-        let dotted = RecordingPaths(root: "/r", cameraID: "pci-0000:00:14.0-usb-0:1:1.0").cameraDirectory
+        let dotted = StorageLayout.cameraFolder("pci-0000:00:14.0-usb-0:1:1.0")
         #expect(dotted == "pci-0000-00-14.0-usb-0-1-1.0")
         for name in ["\(dotted)-20261122T065700Z.mp4", "\(dotted)-20261122T065700Z.jpg", "\(dotted)-20261122T065700Z.mp4.partial"] {
-            #expect(RecordingPaths.wallNanos(fromFileName: name) == stamp, "\(name)")
+            #expect(StorageLayout.wallNanos(fromFileName: name) == stamp, "\(name)")
             let parsed = try #require(RecordingFileName(name))
             #expect(parsed.camera == dotted && parsed.sequence == 1 && !parsed.isDaily)
         }
@@ -73,9 +73,9 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
         let dir = try TemporaryDirectory("vigil-dotted-stills")
         defer { dir.remove() }
         let camera = "pci-0000:00:14.0-usb-0:1:1.0"
-        let paths = RecordingPaths(root: dir.path, cameraID: camera)
+        let layout = StorageLayout(root: dir.path)
         for offset in [0, 60, 120] {
-            let path = try paths.snapshot(at: stamp + Int64(offset) * second)
+            let path = try layout.snapshot(camera: camera, at: stamp + Int64(offset) * second)
                 .replacingOccurrences(of: "/snapshots/", with: "/stills/")
             try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             try Data([0xFF, 0xD8]).write(to: URL(fileURLWithPath: path))
@@ -96,7 +96,7 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
         try FileManager.default.removeItem(atPath: source)
         let folder = (source as NSString).deletingLastPathComponent
         let cut = "\(folder)/pci-0000-00-14.0-usb-0-1-1.0-20261122T100000Z.mp4"
-        try full.prefix(full.count * 3 / 4).write(to: URL(fileURLWithPath: cut + RecordingPaths.partialSuffix))
+        try full.prefix(full.count * 3 / 4).write(to: URL(fileURLWithPath: cut + StorageLayout.partialSuffix))
         let whole = "\(folder)/pci-0000-00-14.0-usb-0-1-1.0-20261122T100100Z_02.mp4"
         try full.write(to: URL(fileURLWithPath: whole))
 
@@ -115,11 +115,11 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
     private func root() async throws -> (TemporaryDirectory, Set<String>) {
         let dir = try TemporaryDirectory("vigil-index-rebuild")
         let segment = try await recordSegment(root: dir.path, camera: "porch")
-        let paths = RecordingPaths(root: dir.path, cameraID: "porch")
-        let still = try paths.snapshot(at: 1_795_330_620 * second).replacingOccurrences(of: "/snapshots/", with: "/stills/")
+        let layout = StorageLayout(root: dir.path)
+        let still = try layout.snapshot(camera: "porch", at: 1_795_330_620 * second).replacingOccurrences(of: "/snapshots/", with: "/stills/")
         try FileManager.default.createDirectory(atPath: (still as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         try Data(count: 500).write(to: URL(fileURLWithPath: still))
-        let snapshot = try paths.snapshot(at: 1_795_330_680 * second)
+        let snapshot = try layout.snapshot(camera: "porch", at: 1_795_330_680 * second)
         try Data(count: 700).write(to: URL(fileURLWithPath: snapshot))
         return (dir, Set([segment, still, snapshot].map { String($0.dropFirst(dir.path.count + 1)) }))
     }
@@ -141,11 +141,11 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
     @Test func aGarbageIndexIsMovedAsideAndRebuiltFromTheFiles() async throws {
         let (dir, files) = try await root()
         defer { dir.remove() }
-        let indexPath = "\(dir.path)/\(RecordingIndex.fileName)"
+        let indexPath = "\(dir.path)/\(StorageLayout.indexFileName)"
         try Data((0..<8192).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }).write(to: URL(fileURLWithPath: indexPath))
         let keeper = try openAndRecord(dir.path, files: files)
         #expect(keeper.index.path == indexPath, "rebuilt in place, not in memory")
-        let aside = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasPrefix("\(RecordingIndex.fileName).corrupt-") }
+        let aside = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasPrefix("\(StorageLayout.indexFileName).corrupt-") }
         #expect(aside.count == 1, "the damaged index is kept for a person to look at")
         // The rebuilt file is a good index of the current schema.
         let again = try RecordingIndex(root: dir.path)
@@ -155,7 +155,7 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
     @Test func aTruncatedIndexIsMovedAsideAndRebuiltFromTheFiles() async throws {
         let (dir, files) = try await root()
         defer { dir.remove() }
-        let indexPath = "\(dir.path)/\(RecordingIndex.fileName)"
+        let indexPath = "\(dir.path)/\(StorageLayout.indexFileName)"
         do {
             // A real index with many entries, checkpointed into the main file, then cut in half.
             let index = try RecordingIndex(root: dir.path)
@@ -181,7 +181,7 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
         defer { dir.remove() }
         // A directory where the file should be: it can be neither opened nor moved aside as a file
         // (root ignores permissions, so this is how the tests make it unusable).
-        let indexPath = "\(dir.path)/\(RecordingIndex.fileName)"
+        let indexPath = "\(dir.path)/\(StorageLayout.indexFileName)"
         try FileManager.default.createDirectory(atPath: indexPath, withIntermediateDirectories: false)
         let keeper = try openAndRecord(dir.path, files: files)
         #expect(keeper.index.path == nil)
@@ -217,14 +217,14 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
 
     /// `PRAGMA user_version` is the big-endian 32-bit number at byte 60 of a SQLite file's header.
     private func setUserVersion(_ root: String, _ version: Int32) throws {
-        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: "\(root)/\(RecordingIndex.fileName)"))
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: "\(root)/\(StorageLayout.indexFileName)"))
         defer { try? handle.close() }
         try handle.seek(toOffset: 60)
         try handle.write(contentsOf: withUnsafeBytes(of: UInt32(bitPattern: version).bigEndian) { Data($0) })
     }
 
     private func userVersion(_ root: String) throws -> Int32 {
-        let header = try Data(contentsOf: URL(fileURLWithPath: "\(root)/\(RecordingIndex.fileName)")).prefix(64)
+        let header = try Data(contentsOf: URL(fileURLWithPath: "\(root)/\(StorageLayout.indexFileName)")).prefix(64)
         return Int32(bitPattern: header.suffix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
     }
 }
@@ -320,7 +320,7 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
         defer { dir.remove() }
         let now: Int64 = 1_795_330_620 * second
         // A leftover that does not play, and one quarantined by an older Vigil (flat name).
-        let folder = "porch/video/\(RecordingPaths.utcStamp(now).day)"
+        let folder = "porch/video/\(StorageLayout.utcStamp(now).day)"
         try FileManager.default.createDirectory(atPath: "\(dir.path)/\(folder)", withIntermediateDirectories: true)
         try Data(count: 300).write(to: URL(fileURLWithPath: "\(dir.path)/\(folder)/porch-20261122T065000Z.mp4.partial"))
         try FileManager.default.createDirectory(atPath: "\(dir.path)/.quarantine", withIntermediateDirectories: true)
@@ -397,7 +397,7 @@ extension QuarantineTests {
         let events = RecorderEvents()
         let keeper = try StorageKeeper.open(root: dir.path, policy: RetentionPolicy(), events: events)
         keeper.start()
-        let path = try RecordingPaths(root: dir.path, cameraID: "c").snapshot(at: 1_795_330_620 * second)
+        let path = try StorageLayout(root: dir.path).snapshot(camera: "c", at: 1_795_330_620 * second)
         try Data(count: 1234).write(to: URL(fileURLWithPath: path))
         events.emit(.stillSaved(camera: "c", path: path, shotWallNanos: nil))
         keeper.stop()
@@ -453,7 +453,7 @@ struct DiskFullErrnoTests {
     @Test func onAFullDiskRecordingStartsWithAnIndexInMemory() throws {
         let small = try SmallDisk("vigil-full-index")
         defer { small.remove() }
-        let still = try RecordingPaths(root: small.path, cameraID: "porch").snapshot(at: 1_795_330_620 * second)
+        let still = try StorageLayout(root: small.path).snapshot(camera: "porch", at: 1_795_330_620 * second)
             .replacingOccurrences(of: "/snapshots/", with: "/stills/")
         try FileManager.default.createDirectory(atPath: (still as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         try Data(count: 500).write(to: URL(fileURLWithPath: still))
@@ -471,7 +471,7 @@ struct DiskFullErrnoTests {
         defer { small.remove() }
         // A leftover from a crash (newer than the good segment), quarantined at start.
         let now: Int64 = 1_795_330_620 * second
-        let folder = "porch/video/\(RecordingPaths.utcStamp(now).day)"
+        let folder = "porch/video/\(StorageLayout.utcStamp(now).day)"
         try FileManager.default.createDirectory(atPath: "\(small.path)/\(folder)", withIntermediateDirectories: true)
         try Data(count: 1_200_000).write(to: URL(fileURLWithPath: "\(small.path)/\(folder)/porch-20261122T065000Z.mp4.partial"))
         var policy = RetentionPolicy()

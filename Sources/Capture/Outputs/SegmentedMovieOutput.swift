@@ -60,7 +60,6 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     private var originMonotonic: Int64?
     private var restartAfterFailureAt: Int64?
     private var lastFailureReport: Int64?
-    private var paths: RecordingPaths?
     private let status = StatusBox()
     private var gate: ScheduleGate
 
@@ -87,7 +86,6 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     }
 
     override func process(_ frame: CapturedFrame, _ connection: ConnectionSettings) {
-        if paths == nil, let context { paths = RecordingPaths(root: settings.storageRoot, cameraID: context.cameraID) }
         guard gate.isActive(at: frame.wallNanos) else {
             // Outside the schedule: the open segment ends with the last frame inside it.
             if encoder != nil || segment != nil { finish() }
@@ -107,7 +105,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
                 try encode(frame, connection, encoderSettings, startsSegment: startsSegment)
             }
         } catch let error as MediaError where error.operation == "decode frame" {
-            logger.warning("camera \(paths?.cameraID ?? "?"): dropped a corrupt frame: \(error.message)")
+            logger.warning("camera \(context?.cameraID ?? "?"): dropped a corrupt frame: \(error.message)")
         } catch {
             fail(error)
         }
@@ -135,7 +133,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
 
     private func copy(_ frame: CapturedFrame, startsSegment: Bool) throws {
         guard JPEGCheck.looksComplete(frame.bytes) else {
-            logger.warning("camera \(paths?.cameraID ?? "?"): dropped a truncated or corrupt MJPEG frame (\(frame.byteCount) bytes)")
+            logger.warning("camera \(context?.cameraID ?? "?"): dropped a truncated or corrupt MJPEG frame (\(frame.byteCount) bytes)")
             return
         }
         let pts = nextPTS(for: frame)
@@ -207,11 +205,11 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
 
     private func openSegment(stream: StreamDescription, startPTS: Int64, wallNanos: Int64) throws {
         restartAfterFailureAt = nil
-        guard let paths else { return }
-        let path = try paths.segment(startingAt: wallNanos, extension: settings.container.fileExtension)
+        guard let cameraID = context?.cameraID else { return }
+        let path = try StorageLayout(root: settings.storageRoot).segment(camera: cameraID, startingAt: wallNanos, extension: settings.container.fileExtension)
         segment = try SegmentFile(finalPath: path, container: settings.container, stream: stream, startPTS: startPTS, firstFrameWallNanos: wallNanos)
-        status.path = path + RecordingPaths.partialSuffix
-        if let cameraID = context?.cameraID { emit(.segmentStarted(camera: cameraID, path: path, startWallNanos: wallNanos)) }
+        status.path = path + StorageLayout.partialSuffix
+        emit(.segmentStarted(camera: cameraID, path: path, startWallNanos: wallNanos))
     }
 
     /// Writes a packet into the open segment; after a failure, the first successful write says
@@ -221,7 +219,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         try segment.write(packet, pts: pts, wallNanos: wallNanos)
         if lastFailureReport != nil {
             lastFailureReport = nil
-            logger.notice("camera \(paths?.cameraID ?? "?"): recording resumed in \(segment.finalPath)")
+            logger.notice("camera \(context?.cameraID ?? "?"): recording resumed in \(segment.finalPath)")
         }
     }
 

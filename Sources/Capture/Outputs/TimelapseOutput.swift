@@ -34,7 +34,6 @@ public final class TimelapseOutput: CaptureOutput, @unchecked Sendable {
     private var gate: ScheduleGate
     private let skipped = Atomic<Int>(0)
     private let stills = StillMaker()
-    private var paths: RecordingPaths?
 
     public init(_ settings: Settings) throws(CaptureError) {
         guard settings.intervalSeconds >= 1 else {
@@ -87,10 +86,9 @@ public final class TimelapseOutput: CaptureOutput, @unchecked Sendable {
 
     override func process(_ frame: CapturedFrame, _ connection: ConnectionSettings) {
         guard let context else { return }
-        if paths == nil { paths = RecordingPaths(root: settings.storageRoot, cameraID: context.cameraID) }
         let instant = shotInstant(frame.wallNanos)
         do {
-            let path = try paths!.still(at: instant)
+            let path = try StorageLayout(root: settings.storageRoot).still(camera: context.cameraID, at: instant)
             try stills.jpeg(of: frame, connection, quality: settings.quality) { bytes, _, _ in
                 try DurableFile.write(bytes, to: path)
             }
@@ -98,7 +96,7 @@ public final class TimelapseOutput: CaptureOutput, @unchecked Sendable {
                 path: path, shotWallNanos: instant, frameWallNanos: frame.wallNanos, frameSequence: frame.sequence)))
         } catch {
             let diskFull = (error as? CaptureError)?.isDiskFull == true
-            let message = "timelapse still at \(RecordingPaths.utcStamp(instant).stamp) not saved: \(error)"
+            let message = "timelapse still at \(StorageLayout.utcStamp(instant).stamp) not saved: \(error)"
                 + (diskFull ? "; free space under \(settings.storageRoot)" : "")
             logger.error("camera \(context.cameraID): \(message)")
             emit(.runtimeError(camera: context.cameraID, message: message, errno: (error as? CaptureError)?.errno))

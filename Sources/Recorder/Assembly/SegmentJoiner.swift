@@ -36,7 +36,7 @@ public enum SegmentJoiner {
         guard (output as NSString).pathExtension.lowercased() == container.fileExtension else {
             throw RecorderError.export("these recordings are \(isH264 ? "H.264" : "MJPEG"): write them to a .\(container.fileExtension) file (-o NAME.\(container.fileExtension))")
         }
-        var job = Join(root: root, from: from, to: to, partial: output + RecordingPaths.partialSuffix, container: container)
+        var job = Join(root: root, from: from, to: to, partial: output + StorageLayout.partialSuffix, container: container)
         defer { unlink(job.partial) }
         for (n, entry) in usable.enumerated() {
             progress(AssemblyProgress(done: n, total: usable.count))
@@ -91,7 +91,7 @@ public enum SegmentJoiner {
         func base(firstPTS: Int64) -> Int64 { outPTS < 0 ? -firstPTS : outPTS + frameTicks - firstPTS }
 
         mutating func copy(_ entry: RecordingIndex.Entry) throws {
-            let path = "\(root)/\(entry.path)"
+            let path = StorageLayout(root: root).absolute(entry.path)
             // The keyframe to start from: the last one at or before `from` (or the first one).
             var startPTS: Int64?
             if firstWall == nil {
@@ -119,7 +119,7 @@ public enum SegmentJoiner {
         }
 
         mutating func reencode(_ entry: RecordingIndex.Entry) throws {
-            let reader = try MovieReader(path: "\(root)/\(entry.path)")
+            let reader = try MovieReader(path: StorageLayout(root: root).absolute(entry.path))
             try begin(entry, width: reader.width, height: reader.height)
             var segmentBase: Int64?
             var previous: Int64?

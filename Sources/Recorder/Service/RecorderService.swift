@@ -79,7 +79,7 @@ public final class RecorderService: @unchecked Sendable {
         announce(synthetic: synthetic)
 
         let storage = try StorageKeeper.open(root: root, policy: configuration.retention, events: events)
-        Console.line("  Recordings index \(root)/\(RecordingIndex.fileName): \(storage.recovery)")
+        Console.line("  Recordings index \(root)/\(StorageLayout.indexFileName): \(storage.recovery)")
         if let days = storage.daysOfStorageLeft() {
             Console.line(String(format: "  At the recent rate this disk holds about %.1f days of recordings.", days))
         } else {
@@ -297,7 +297,7 @@ public final class RecorderService: @unchecked Sendable {
         for job in cameras {
             do {
                 let photo = try await job.photo!.capturePhoto()
-                let path = try RecordingPaths(root: root, cameraID: job.camera.name).snapshot(at: photo.wallNanos)
+                let path = try StorageLayout(root: root).snapshot(camera: job.camera.name, at: photo.wallNanos)
                 try photo.data.withUnsafeBytes { try DurableFile.write($0, to: path) }
                 Console.line("Snapshot \(job.camera.name): \(path)")
                 events.emit(.stillSaved(camera: job.camera.name, path: path, shotWallNanos: nil))

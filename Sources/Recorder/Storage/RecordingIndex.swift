@@ -23,10 +23,10 @@ public final class RecordingIndex: @unchecked Sendable {
         /// The folder under `ROOT/CAMERA/` that holds this kind.
         var folder: String {
             switch self {
-            case .segment: return RecordingPaths.videoFolder
-            case .still: return RecordingPaths.stillsFolder
-            case .snapshot: return RecordingPaths.snapshotsFolder
-            case .timelapse: return RecordingPaths.timelapseFolder
+            case .segment: return StorageLayout.videoFolder
+            case .still: return StorageLayout.stillsFolder
+            case .snapshot: return StorageLayout.snapshotsFolder
+            case .timelapse: return StorageLayout.timelapseFolder
             }
         }
     }
@@ -78,7 +78,6 @@ public final class RecordingIndex: @unchecked Sendable {
         }
     }
 
-    public static let fileName = "vigil-index.sqlite3"
     /// The schema this code writes; `PRAGMA user_version` of the file. 0 is a file from before
     /// versioning (the same tables as version 1) or a new one.
     public static let schemaVersion: Int32 = 1
@@ -94,7 +93,7 @@ public final class RecordingIndex: @unchecked Sendable {
     /// `RecorderError.index` whose code says whether the file is damaged, newer than this code, or
     /// cannot be written.
     public convenience init(root: String) throws {
-        try self.init(root: root, path: "\(root)/\(Self.fileName)")
+        try self.init(root: root, path: StorageLayout(root: root).indexPath)
     }
 
     /// An index in memory only, for recording on when the file cannot be used; it is filled from

@@ -39,7 +39,8 @@ public final class StorageKeeper: @unchecked Sendable {
     /// from the files, serves this run. Either way a log line says what happened.
     public static func open(root: String, policy: RetentionPolicy, events: RecorderEvents) throws -> StorageKeeper {
         let logger = Logger(label: "vigil.storage")
-        let path = "\(root)/\(RecordingIndex.fileName)"
+        let layout = StorageLayout(root: root)
+        let path = layout.indexPath
         func openFile() throws -> (RecordingIndex, RecoverySummary) {
             let index = try RecordingIndex(root: root)
             try index.checkIntegrity()
@@ -49,10 +50,10 @@ public final class StorageKeeper: @unchecked Sendable {
         do {
             opened = try openFile()
         } catch let error as RecorderError where error.isDamagedIndex {
-            let aside = "\(path).corrupt-\(RecordingPaths.utcStamp(SystemClocks.wallNanos()).stamp)"
+            let aside = layout.damagedIndexPath(stamp: StorageLayout.utcStamp(SystemClocks.wallNanos()).stamp)
             if rename(path, aside) == 0 {
-                _ = rename("\(path)-wal", "\(aside)-wal")
-                unlink("\(path)-shm")
+                _ = rename(layout.indexWALPath, "\(aside)-wal")
+                unlink(layout.indexSharedMemoryPath)
                 do {
                     opened = try openFile()
                     logger.error("\(error.indexMessage ?? "\(error)"); moved it to \(aside) and rebuilt the index from the recordings (\(opened!.1)); nothing was lost")
@@ -120,9 +121,7 @@ public final class StorageKeeper: @unchecked Sendable {
 
     // MARK: - Indexing
 
-    private func relative(_ path: String) -> String {
-        path.hasPrefix(root + "/") ? String(path.dropFirst(root.count + 1)) : path
-    }
+    private func relative(_ path: String) -> String { StorageLayout(root: root).relative(path) }
 
     private func record(_ event: RecorderEvent) {
         do {
@@ -141,7 +140,7 @@ public final class StorageKeeper: @unchecked Sendable {
                 var st = stat()
                 stat(path, &st)
                 // A snapshot (no shot instant) is named by when it was taken.
-                let at = shot ?? RecordingPaths.wallNanos(fromFileName: (path as NSString).lastPathComponent) ?? SystemClocks.wallNanos()
+                let at = shot ?? StorageLayout.wallNanos(fromFileName: (path as NSString).lastPathComponent) ?? SystemClocks.wallNanos()
                 try index.put(RecordingIndex.Entry(
                     kind: shot == nil ? .snapshot : .still, camera: camera, path: relative(path), startNanos: at, endNanos: at, frames: 1,
                     bytes: Int64(st.st_size), codec: "mjpeg", width: 0, height: 0, state: .complete))
@@ -315,7 +314,7 @@ public final class StorageKeeper: @unchecked Sendable {
     static let deletable = finished + [.quarantined]
 
     private func delete(_ entry: RecordingIndex.Entry, reason: String) {
-        let path = "\(root)/\(entry.path)"
+        let path = StorageLayout(root: root).absolute(entry.path)
         guard unlink(path) == 0 || errno == ENOENT else {
             logger.error("could not delete \(path): \(String(cString: strerror(errno)))")
             return
