@@ -1,8 +1,8 @@
-import SystemPackage
 import Foundation
-import Synchronization
 import Logging
 import Media
+import Synchronization
+import SystemPackage
 
 /// Records continuously into files of `segmentSeconds` each (`AVCaptureMovieFileOutput`, cut
 /// into segments). Segment boundaries sit on multiples of the segment length in wall-clock time

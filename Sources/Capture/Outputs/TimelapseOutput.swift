@@ -1,7 +1,7 @@
-import SystemPackage
 import Foundation
 import Media
 import Synchronization
+import SystemPackage
 
 /// Saves a JPEG still every `intervalSeconds` at wall-clock-aligned instants: shot k is at
 /// t0 + k·N however long encoding takes (fswebcam's `--loop`, not "sleep N after each shot").

@@ -1,7 +1,7 @@
-import SystemPackage
 import Foundation
 import Logging
 import Synchronization
+import SystemPackage
 
 /// Owns one camera from open to close and feeds its frames to outputs (`AVCaptureSession`).
 ///

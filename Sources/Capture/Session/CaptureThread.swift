@@ -1,7 +1,7 @@
-import SystemPackage
 import Foundation
 import Logging
 import Synchronization
+import SystemPackage
 
 /// A counter shared between threads.
 final class SharedCounter: Sendable {

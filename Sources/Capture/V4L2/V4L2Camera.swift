@@ -1,9 +1,9 @@
-import SystemPackage
 import CV4L2
 import Foundation
 import Glibc
 import Logging
 import Media
+import SystemPackage
 
 /// Opens a V4L2 node for capture.
 public struct V4L2Camera: CaptureDeviceBackend {

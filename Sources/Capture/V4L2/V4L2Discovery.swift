@@ -1,7 +1,7 @@
-import SystemPackage
 import CV4L2
 import Glibc
 import Media
+import SystemPackage
 
 /// Finds V4L2 cameras: every capture node, its formats, sizes, frame rates and controls, and a
 /// stable identity that survives replugging (by-id name with the USB serial, else bus position,

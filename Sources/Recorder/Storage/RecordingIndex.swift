@@ -1,5 +1,5 @@
-import Capture
 internal import CSQLite
+import Capture
 import Foundation
 import Synchronization
 import SystemPackage
