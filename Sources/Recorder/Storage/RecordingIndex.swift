@@ -11,8 +11,7 @@ import SystemPackage
 /// root. One connection, used under a lock; the recorder calls it from one serial queue, never
 /// from a capture thread or Swift's cooperative pool. The files are the truth: an index that is
 /// lost or damaged is rebuilt from them (`StorageKeeper.open`).
-/// @unchecked: the SQLite handle and its prepared statements are used only under `lock`.
-public final class RecordingIndex: @unchecked Sendable {
+public final class RecordingIndex: Sendable {
     public enum Kind: String, Sendable, CaseIterable {
         case segment, still
         /// An on-demand still (SIGUSR1), under `CAMERA/snapshots/`.
@@ -85,9 +84,8 @@ public final class RecordingIndex: @unchecked Sendable {
     public let root: String
     /// The file, or nil for an index kept in memory (when the file cannot be used).
     public let path: String?
-    private let lock = NSLock()
-    private var db: OpaquePointer?
-    private var statements: [String: OpaquePointer] = [:]
+    /// The SQLite handle and its statements, reachable only under this lock.
+    private let connection: Mutex<Connection>
 
     /// Opens (or creates) the index file of `root`, migrating it to `schemaVersion`. Throws an
     /// `RecorderError.index` whose code says whether the file is damaged, newer than this code, or
@@ -106,14 +104,15 @@ public final class RecordingIndex: @unchecked Sendable {
         self.root = root
         self.path = path
         let name = path ?? ":memory:"
-        let status = sqlite3_open_v2(name, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nil)
-        guard status == SQLITE_OK else {
-            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
-            sqlite3_close(db)
-            db = nil
+        var handle: OpaquePointer?
+        let status = sqlite3_open_v2(name, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nil)
+        guard status == SQLITE_OK, let handle else {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close(handle)
             throw RecorderError.index(code: status, errno: nil, message: "cannot open the index \(name): \(message)", isNewer: false)
         }
-        sqlite3_busy_timeout(db, 5000)
+        sqlite3_busy_timeout(handle, 5000)
+        connection = Mutex(Connection(handle))
         if path != nil {
             // The write-ahead log is checkpointed every 64 pages and cut back to 256 KiB after each
             // checkpoint: with SQLite's defaults (1000 pages, never shrunk) it alone grows to 4 MiB
@@ -173,11 +172,6 @@ public final class RecordingIndex: @unchecked Sendable {
                 code: SQLITE_CORRUPT, errno: nil, message: "the index \(path ?? ":memory:") is damaged: \(result.prefix(3).joined(separator: "; "))",
                 isNewer: false)
         }
-    }
-
-    deinit {
-        for s in statements.values { sqlite3_finalize(s) }
-        sqlite3_close(db)
     }
 
     // MARK: - Writing
@@ -288,25 +282,14 @@ public final class RecordingIndex: @unchecked Sendable {
         case integer(Int64)
     }
 
-    /// The last failure on `db`, with SQLite's code and the system's errno behind it (ENOSPC
-    /// under a write, for one), so callers decide by the code, never by the text.
-    private func failure(_ message: String? = nil) -> RecorderError {
-        let code = sqlite3_extended_errcode(db)
-        // SQLite keeps the last system errno even after later successes: it explains only I/O codes.
-        let systemErrno = [SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN].contains(code & 0xff) ? sqlite3_system_errno(db) : 0
-        return .index(
-            code: code, errno: systemErrno > 0 ? Errno(rawValue: systemErrno) : nil,
-            message: "index: \(message ?? String(cString: sqlite3_errmsg(db)))", isNewer: false)
-    }
-
     private func execute(_ sql: String) throws {
-        try lock.withLock {
+        try connection.withLock { c in
             var error: UnsafeMutablePointer<CChar>?
-            let status = sqlite3_exec(db, sql, nil, nil, &error)
+            let status = sqlite3_exec(c.db, sql, nil, nil, &error)
             guard status == SQLITE_OK else {
                 let message = error.map { String(cString: $0) } ?? "unknown error"
                 sqlite3_free(error)
-                throw failure(message)
+                throw c.failure(message)
             }
         }
     }
@@ -315,9 +298,9 @@ public final class RecordingIndex: @unchecked Sendable {
         _ = try query(sql, values) { _ in () }
     }
 
-    private func query<T>(_ sql: String, _ values: [Value], _ row: (OpaquePointer) -> T) throws -> [T] {
-        try lock.withLock {
-            let statement = try prepared(sql)
+    private func query<T: Sendable>(_ sql: String, _ values: [Value], _ row: (OpaquePointer) -> T) throws -> [T] {
+        try connection.withLock { c in
+            let statement = try c.prepared(sql)
             defer {
                 sqlite3_reset(statement)
                 sqlite3_clear_bindings(statement)
@@ -332,21 +315,45 @@ public final class RecordingIndex: @unchecked Sendable {
             while true {
                 let status = sqlite3_step(statement)
                 if status == SQLITE_ROW { rows.append(row(statement)); continue }
-                guard status == SQLITE_DONE else { throw failure() }
+                guard status == SQLITE_DONE else { throw c.failure() }
                 return rows
             }
         }
     }
 
-    /// Statements are prepared once and reused.
-    private func prepared(_ sql: String) throws -> OpaquePointer {
-        if let s = statements[sql] { return s }
-        var statement: OpaquePointer?
-        guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
-            throw failure()
+    /// One SQLite connection and its prepared statements, closed with it.
+    private final class Connection {
+        let db: OpaquePointer
+        private var statements: [String: OpaquePointer] = [:]
+
+        init(_ db: OpaquePointer) { self.db = db }
+
+        deinit {
+            for s in statements.values { sqlite3_finalize(s) }
+            sqlite3_close(db)
         }
-        statements[sql] = statement
-        return statement
+
+        /// Statements are prepared once and reused.
+        func prepared(_ sql: String) throws -> OpaquePointer {
+            if let s = statements[sql] { return s }
+            var statement: OpaquePointer?
+            guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+                throw failure()
+            }
+            statements[sql] = statement
+            return statement
+        }
+
+        /// The last failure, with SQLite's code and the system's errno behind it (ENOSPC under a
+        /// write, for one), so callers decide by the code, never by the text.
+        func failure(_ message: String? = nil) -> RecorderError {
+            let code = sqlite3_extended_errcode(db)
+            // SQLite keeps the last system errno even after later successes: it explains only I/O codes.
+            let systemErrno = [SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN].contains(code & 0xff) ? sqlite3_system_errno(db) : 0
+            return .index(
+                code: code, errno: systemErrno > 0 ? Errno(rawValue: systemErrno) : nil,
+                message: "index: \(message ?? String(cString: sqlite3_errmsg(db)))", isNewer: false)
+        }
     }
 
     private static func text(_ s: OpaquePointer, _ column: Int32) -> String {
