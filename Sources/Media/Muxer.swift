@@ -20,7 +20,7 @@ public enum Container: String, Sendable, CaseIterable {
 
 /// Writes one video stream into one file. Packets arrive with presentation times in
 /// `VideoEncoder.timeBase`, already relative to the file's start.
-public final class Muxer: @unchecked Sendable {
+public final class Muxer {
     private var context: UnsafeMutablePointer<AVFormatContext>?
     private let stream: UnsafeMutablePointer<AVStream>
     public let path: String

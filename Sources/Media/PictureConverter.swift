@@ -2,7 +2,7 @@ internal import CFFmpeg
 
 /// Turns camera frames (raw or MJPEG) into planar 4:2:0 pictures for an encoder, rotated and
 /// mirrored as asked. Its buffers are reused, so a steady stream of frames allocates nothing.
-public final class PictureConverter: @unchecked Sendable {
+public final class PictureConverter {
     /// Video range for H.264, full (JPEG) range for stills.
     public enum Range: Sendable { case video, jpeg }
 

@@ -2,7 +2,7 @@ internal import CFFmpeg
 
 /// Pixel conversion and scaling with libswscale. The conversion context is cached, so a steady
 /// stream of same-sized frames allocates nothing.
-public final class Scaler: @unchecked Sendable {
+public final class Scaler {
     private var context: OpaquePointer?
 
     public init() {}

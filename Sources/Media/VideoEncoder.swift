@@ -43,7 +43,7 @@ public struct Rational: Sendable, Equatable {
 /// H.264 encoder (libx264). Pictures go in with a presentation time; packets come out through
 /// `receive`. B-frames are off: packets leave in presentation order, so a recorder can route
 /// each packet to the segment its frame belongs to, and each fragment is self-contained.
-public final class VideoEncoder: @unchecked Sendable {
+public final class VideoEncoder {
     /// All encoders and muxers in Vigil count time in 1/90000 s, like MPEG.
     public static let timeBase = Rational(1, 90_000)
 

@@ -43,7 +43,7 @@ public struct FileRecording {
         let events = session.events
         try session.startRunning()
         for await event in events {
-            if case .runtimeError(_, let message, _) = event { throw SessionError.deviceFailed(camera: "file", reason: message) }
+            if case .runtimeError(_, let message, _) = event { throw CaptureError.deviceFailed(camera: "file", reason: message) }
             if case .stopped = event { break }
         }
         Console.line("\(session.capturedFrameCount) frames recorded into \(outputDirectory)")

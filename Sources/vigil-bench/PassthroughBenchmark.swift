@@ -41,10 +41,10 @@ for device in devices {
 while sessions.map(\.capturedFrameCount).min()! < 60 { Thread.sleep(forTimeInterval: 0.1) }
 Thread.sleep(forTimeInterval: 1)
 let cpu0 = processCPU(), emu0 = kernel.productionCPUNanos, frames0 = sessions.map(\.capturedFrameCount).reduce(0, +)
-let wall0 = Clock.monotonicNanos()
+let wall0 = SystemClocks.monotonicNanos()
 Thread.sleep(forTimeInterval: seconds)
 let cpu1 = processCPU(), emu1 = kernel.productionCPUNanos, frames1 = sessions.map(\.capturedFrameCount).reduce(0, +)
-let wall1 = Clock.monotonicNanos()
+let wall1 = SystemClocks.monotonicNanos()
 for s in sessions { s.stopRunning() }
 
 let elapsed = Double(wall1 - wall0) / 1e9

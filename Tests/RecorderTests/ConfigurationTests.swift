@@ -5,7 +5,7 @@ import Media
 @testable import Recorder
 import Testing
 
-private func load(_ text: String) throws(ConfigurationErrors) -> Configuration {
+private func load(_ text: String) throws(RecorderError) -> Configuration {
     try ConfigurationLoader.parse(text: text, path: "vigil.toml")
 }
 

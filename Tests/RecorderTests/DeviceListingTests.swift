@@ -39,7 +39,7 @@ import Testing
         #expect(try CameraSelection.find("usb-Vigil_Emulated_Camera_SN0001-video-index0", in: devices).id == id)
         #expect(try CameraSelection.find("/dev/video0", in: devices).id == id)
         #expect(try CameraSelection.find("Emulated USB Camera", in: devices).id == id)
-        let error = #expect(throws: CameraSelection.NotFound.self) { try CameraSelection.find("/dev/video9", in: devices) }
+        let error = #expect(throws: RecorderError.self) { try CameraSelection.find("/dev/video9", in: devices) }
         #expect("\(error!)" == "no camera matches \"/dev/video9\"; connected: \(id). Run `vigil devices` to list cameras")
     }
 

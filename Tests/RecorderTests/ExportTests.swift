@@ -76,7 +76,7 @@ import Testing
     @Test func aContainerThatCannotHoldTheCodecIsRefusedWithAFix() throws {
         let entry = RecordingIndex.Entry(kind: .segment, camera: "c", path: "x.mp4", startNanos: 0, endNanos: 10, frames: 1, bytes: 1,
                                          codec: "h264", width: 2, height: 2, state: .complete)
-        #expect(throws: SegmentJoiner.ExportError.self) {
+        #expect(throws: RecorderError.self) {
             try SegmentJoiner.export([entry], root: "/nonexistent", from: 0, to: 10, output: "/tmp/out.mkv", exact: false) { _ in }
         }
         do {

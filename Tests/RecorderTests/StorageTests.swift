@@ -9,7 +9,7 @@ private let day: Int64 = 86_400_000_000_000
 
 /// A recording file of `bytes` bytes under `root`, and its index entry.
 private func place(_ keeper: StorageKeeper, camera: String, kind: RecordingIndex.Kind, endNanos: Int64, bytes: Int, state: RecordingIndex.State = .complete) throws -> String {
-    let stamp = RecordingPaths.utcStamp(endNanos)
+    let stamp = StorageLayout.utcStamp(endNanos)
     let folder = kind == .segment ? "video" : "stills"
     let relative = "\(camera)/\(folder)/\(stamp.day)/\(camera)-\(stamp.stamp).\(kind == .segment ? "mp4" : "jpg")"
     try FileManager.default.createDirectory(atPath: "\(keeper.root)/\((relative as NSString).deletingLastPathComponent)", withIntermediateDirectories: true)

@@ -19,25 +19,20 @@ public struct RawVideoFile: CaptureDeviceBackend {
     }
 }
 
-/// Thrown when a raw file has been read to its end.
-public struct EndOfFile: Error, CustomStringConvertible {
-    public var description: String { "end of input file" }
-}
-
 final class RawVideoFileStream: CaptureStream {
     private let handle: FileHandle
     private let format: DeviceFormat
     private let intervalNanos: Int64
-    private let startWall = Clock.wallNanos()
+    private let startWall = SystemClocks.wallNanos()
     private var sequence: UInt64 = 0
     let maximumFrameBytes: Int
 
     init(path: String, format: DeviceFormat, frameRate: Double) throws {
         guard let size = format.pixelFormat.frameByteCount(width: format.width, height: format.height) else {
-            throw SessionError.invalidSetting("a raw video file must hold uncompressed frames, not \(format.pixelFormat)")
+            throw CaptureError.invalidSetting("a raw video file must hold uncompressed frames, not \(format.pixelFormat)")
         }
         guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw SessionError.invalidSetting("cannot open \(path) for reading")
+            throw CaptureError.invalidSetting("cannot open \(path) for reading")
         }
         self.handle = handle
         self.format = format
@@ -49,7 +44,7 @@ final class RawVideoFileStream: CaptureStream {
         var filled = 0
         while filled < maximumFrameBytes {
             let n = read(handle.fileDescriptor, frame.storage.baseAddress! + filled, maximumFrameBytes - filled)
-            if n <= 0 { throw EndOfFile() }
+            if n <= 0 { throw CaptureError.endOfFile }
             filled += n
         }
         let offset = Int64(sequence) * intervalNanos

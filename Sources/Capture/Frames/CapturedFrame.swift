@@ -4,6 +4,7 @@ import Synchronization
 /// One frame as the camera delivered it: raw pixels or a compressed image, with its
 /// timestamps. Frames come from a `FramePool` and go back to it when every output that took
 /// the frame has released it, so steady-state capture allocates nothing.
+/// @unchecked: its bytes are written by the capture thread only before the frame is handed out, then only read until every holder released it.
 public final class CapturedFrame: @unchecked Sendable {
     public private(set) var storage: UnsafeMutableRawBufferPointer
     public internal(set) var byteCount = 0
@@ -63,7 +64,7 @@ public final class CapturedFrame: @unchecked Sendable {
 }
 
 /// Recycles frame buffers between the capture thread and the outputs.
-final class FramePool: @unchecked Sendable {
+final class FramePool: Sendable {
     private let free = Mutex<[CapturedFrame]>([])
 
     init() {

@@ -124,7 +124,7 @@ private struct Watcher {
             if inotify >= 0 { close(inotify) }
         }
         var buffer = [UInt8](repeating: 0, count: 8192)
-        var lastRescan = Clock.monotonicNanos()
+        var lastRescan = SystemClocks.monotonicNanos()
         // Report a change only if the node set agrees, so the three sources never double-report.
         func report(_ change: DeviceChange) {
             switch change {
@@ -170,7 +170,7 @@ private struct Watcher {
                     }
                 }
             }
-            let now = Clock.monotonicNanos()
+            let now = SystemClocks.monotonicNanos()
             if Double(now - lastRescan) / 1e9 >= configuration.rescanInterval {
                 lastRescan = now
                 let present = Set(LinuxV4L2(deviceDirectory: directory).videoNodes())

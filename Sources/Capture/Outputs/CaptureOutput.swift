@@ -6,6 +6,7 @@ import Synchronization
 ///
 /// Subclasses override `accepts` (capture thread: cheap, decides whether to queue a frame at
 /// all), `process` (worker thread) and `finish` (worker thread, when the session stops).
+/// @unchecked: a subclass's own state is touched only on its worker thread (`process`, `finish`).
 public class CaptureOutput: @unchecked Sendable, CustomStringConvertible {
     public let name: String
     private let queueCapacity: Int
@@ -40,7 +41,7 @@ public class CaptureOutput: @unchecked Sendable, CustomStringConvertible {
     func finish() {}
 
     /// Validates the output against the format the session is about to use.
-    func validate(format: DeviceFormat, settings: ConnectionSettings) throws(SessionError) {}
+    func validate(format: DeviceFormat, settings: ConnectionSettings) throws(CaptureError) {}
 
     /// The session this output is attached to, for events and naming.
     var context: OutputContext? { state.withLock { $0.context } }

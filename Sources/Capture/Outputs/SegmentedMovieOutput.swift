@@ -1,11 +1,14 @@
 import Foundation
 import Logging
 import Media
+import Synchronization
+import SystemPackage
 
 /// Records continuously into files of `segmentSeconds` each (`AVCaptureMovieFileOutput`, cut
 /// into segments). Segment boundaries sit on multiples of the segment length in wall-clock time
 /// (a 60 s segment starts at :00); each segment starts with a keyframe and no frame is lost or
 /// repeated across a boundary. A file is `NAME.partial` while written and renamed when done.
+/// @unchecked as its base class: its own state is touched only on its worker thread.
 public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     public enum Encoding: Sendable, Equatable {
         /// Encode to H.264 with libx264.
@@ -57,11 +60,10 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     private var originMonotonic: Int64?
     private var restartAfterFailureAt: Int64?
     private var lastFailureReport: Int64?
-    private var paths: RecordingPaths?
     private let status = StatusBox()
     private var gate: ScheduleGate
 
-    public init(_ settings: Settings) throws(SessionError) {
+    public init(_ settings: Settings) throws(CaptureError) {
         guard settings.segmentSeconds >= 1 else {
             throw .invalidSetting("segment length must be at least 1 second, not \(settings.segmentSeconds)")
         }
@@ -74,7 +76,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     /// The file being written now, if any (for status displays).
     public var currentSegmentPath: String? { status.path }
 
-    override func validate(format: DeviceFormat, settings connection: ConnectionSettings) throws(SessionError) {
+    override func validate(format: DeviceFormat, settings connection: ConnectionSettings) throws(CaptureError) {
         if settings.encoding == .streamCopy {
             guard format.pixelFormat.isCompressed else {
                 throw .streamCopyNeedsCompressedSource(output: "the movie output", format: format.pixelFormat)
@@ -84,7 +86,6 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     }
 
     override func process(_ frame: CapturedFrame, _ connection: ConnectionSettings) {
-        if paths == nil, let context { paths = RecordingPaths(root: settings.storageRoot, cameraID: context.cameraID) }
         guard gate.isActive(at: frame.wallNanos) else {
             // Outside the schedule: the open segment ends with the last frame inside it.
             if encoder != nil || segment != nil { finish() }
@@ -104,7 +105,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
                 try encode(frame, connection, encoderSettings, startsSegment: startsSegment)
             }
         } catch let error as MediaError where error.operation == "decode frame" {
-            logger.warning("camera \(paths?.cameraID ?? "?"): dropped a corrupt frame: \(error.message)")
+            logger.warning("camera \(context?.cameraID ?? "?"): dropped a corrupt frame: \(error.message)")
         } catch {
             fail(error)
         }
@@ -132,7 +133,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
 
     private func copy(_ frame: CapturedFrame, startsSegment: Bool) throws {
         guard JPEGCheck.looksComplete(frame.bytes) else {
-            logger.warning("camera \(paths?.cameraID ?? "?"): dropped a truncated or corrupt MJPEG frame (\(frame.byteCount) bytes)")
+            logger.warning("camera \(context?.cameraID ?? "?"): dropped a truncated or corrupt MJPEG frame (\(frame.byteCount) bytes)")
             return
         }
         let pts = nextPTS(for: frame)
@@ -204,11 +205,11 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
 
     private func openSegment(stream: StreamDescription, startPTS: Int64, wallNanos: Int64) throws {
         restartAfterFailureAt = nil
-        guard let paths else { return }
-        let path = try paths.segment(startingAt: wallNanos, extension: settings.container.fileExtension)
+        guard let cameraID = context?.cameraID else { return }
+        let path = try StorageLayout(root: settings.storageRoot).segment(camera: cameraID, startingAt: wallNanos, extension: settings.container.fileExtension)
         segment = try SegmentFile(finalPath: path, container: settings.container, stream: stream, startPTS: startPTS, firstFrameWallNanos: wallNanos)
-        status.path = path + RecordingPaths.partialSuffix
-        if let cameraID = context?.cameraID { emit(.segmentStarted(camera: cameraID, path: path, startWallNanos: wallNanos)) }
+        status.path = path + StorageLayout.partialSuffix
+        emit(.segmentStarted(camera: cameraID, path: path, startWallNanos: wallNanos))
     }
 
     /// Writes a packet into the open segment; after a failure, the first successful write says
@@ -218,7 +219,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         try segment.write(packet, pts: pts, wallNanos: wallNanos)
         if lastFailureReport != nil {
             lastFailureReport = nil
-            logger.notice("camera \(paths?.cameraID ?? "?"): recording resumed in \(segment.finalPath)")
+            logger.notice("camera \(context?.cameraID ?? "?"): recording resumed in \(segment.finalPath)")
         }
     }
 
@@ -241,19 +242,19 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     /// a new segment about a second later so recording resumes as soon as the disk allows.
     private func fail(_ error: Error) {
         closeSegment()
-        restartAfterFailureAt = Clock.wallNanos() + 1_000_000_000
+        restartAfterFailureAt = SystemClocks.wallNanos() + 1_000_000_000
         // Retries happen every second; say so once, then at most every 30 s while it lasts.
-        let now = Clock.monotonicNanos()
+        let now = SystemClocks.monotonicNanos()
         if let last = lastFailureReport, now - last < 30_000_000_000 { return }
         lastFailureReport = now
-        let code = (error as? MediaError)?.posixErrno ?? (error as? POSIXError)?.code
-        let advice = code == ENOSPC || code == EDQUOT
+        let code = (error as? MediaError)?.errno ?? (error as? CaptureError)?.errno
+        let advice = code?.isDiskFull == true
             ? "the disk is full: free space under \(settings.storageRoot); recording resumes by itself"
             : "recording resumes with a new segment"
         report("recording failed (\(error)); \(advice)", errno: code)
     }
 
-    private func report(_ message: String, errno: Int32? = nil) {
+    private func report(_ message: String, errno: Errno? = nil) {
         let camera = context?.cameraID ?? "?"
         logger.error("camera \(camera): \(message)")
         emit(.runtimeError(camera: camera, message: message, errno: errno))
@@ -261,12 +262,11 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
 }
 
 /// The current file name, read by status displays on other threads.
-final class StatusBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: String?
+final class StatusBox: Sendable {
+    private let value = Mutex<String?>(nil)
     var path: String? {
-        get { lock.withLock { value } }
-        set { lock.withLock { value = newValue } }
+        get { value.withLock { $0 } }
+        set { value.withLock { $0 = newValue } }
     }
 }
 

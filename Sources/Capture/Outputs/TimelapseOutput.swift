@@ -1,10 +1,12 @@
 import Foundation
 import Media
 import Synchronization
+import SystemPackage
 
 /// Saves a JPEG still every `intervalSeconds` at wall-clock-aligned instants: shot k is at
 /// t0 + k·N however long encoding takes (fswebcam's `--loop`, not "sleep N after each shot").
 /// A gap (camera stalled, clock stepped) skips the missed shots and says so; it never takes a burst.
+/// @unchecked as its base class: its own state is touched only on its worker thread.
 public final class TimelapseOutput: CaptureOutput, @unchecked Sendable {
     public struct Settings: Sendable {
         public var storageRoot: String
@@ -32,9 +34,8 @@ public final class TimelapseOutput: CaptureOutput, @unchecked Sendable {
     private var gate: ScheduleGate
     private let skipped = Atomic<Int>(0)
     private let stills = StillMaker()
-    private var paths: RecordingPaths?
 
-    public init(_ settings: Settings) throws(SessionError) {
+    public init(_ settings: Settings) throws(CaptureError) {
         guard settings.intervalSeconds >= 1 else {
             throw .invalidSetting("timelapse interval must be at least 1 second, not \(settings.intervalSeconds)")
         }
@@ -85,21 +86,20 @@ public final class TimelapseOutput: CaptureOutput, @unchecked Sendable {
 
     override func process(_ frame: CapturedFrame, _ connection: ConnectionSettings) {
         guard let context else { return }
-        if paths == nil { paths = RecordingPaths(root: settings.storageRoot, cameraID: context.cameraID) }
         let instant = shotInstant(frame.wallNanos)
         do {
-            let path = try paths!.still(at: instant)
+            let path = try StorageLayout(root: settings.storageRoot).still(camera: context.cameraID, at: instant)
             try stills.jpeg(of: frame, connection, quality: settings.quality) { bytes, _, _ in
                 try DurableFile.write(bytes, to: path)
             }
             emit(.stillSaved(camera: context.cameraID, StillInfo(
                 path: path, shotWallNanos: instant, frameWallNanos: frame.wallNanos, frameSequence: frame.sequence)))
         } catch {
-            let diskFull = (error as? POSIXError)?.isDiskFull == true
-            let message = "timelapse still at \(RecordingPaths.utcStamp(instant).stamp) not saved: \(error)"
+            let diskFull = (error as? CaptureError)?.isDiskFull == true
+            let message = "timelapse still at \(StorageLayout.utcStamp(instant).stamp) not saved: \(error)"
                 + (diskFull ? "; free space under \(settings.storageRoot)" : "")
             logger.error("camera \(context.cameraID): \(message)")
-            emit(.runtimeError(camera: context.cameraID, message: message, errno: (error as? POSIXError)?.code))
+            emit(.runtimeError(camera: context.cameraID, message: message, errno: (error as? CaptureError)?.errno))
         }
     }
 

@@ -31,7 +31,7 @@ public struct SyntheticCamera: CaptureDeviceBackend {
     }
 
     public func open(format: DeviceFormat, frameRate: Double) throws -> any CaptureStream {
-        if faults.isUnplugged { throw DeviceDisconnected(reason: "synthetic camera is unplugged") }
+        if faults.isUnplugged { throw CaptureError.disconnected(reason: "synthetic camera is unplugged") }
         return try SyntheticStream(format: format, frameRate: frameRate, faults: faults)
     }
 }
@@ -40,7 +40,7 @@ final class SyntheticStream: CaptureStream {
     private let format: DeviceFormat
     private let intervalNanos: Int64
     private let painter: PatternPainter
-    private let startNanos = Clock.monotonicNanos()
+    private let startNanos = SystemClocks.monotonicNanos()
     private var sequence: UInt64 = 0
     // MJPEG only: the camera's own encoder.
     private var yuyv: UnsafeMutableRawBufferPointer?
@@ -71,20 +71,20 @@ final class SyntheticStream: CaptureStream {
     deinit { yuyv?.deallocate() }
 
     func readFrame(into frame: CapturedFrame, timeoutNanos: Int64) throws -> ReadResult {
-        if faults.isUnplugged { throw DeviceDisconnected(reason: "synthetic camera was unplugged") }
+        if faults.isUnplugged { throw CaptureError.disconnected(reason: "synthetic camera was unplugged") }
         if faults.isWedged {
-            Clock.sleep(untilMonotonic: Clock.monotonicNanos() + timeoutNanos)
+            SystemClocks.sleep(untilMonotonic: SystemClocks.monotonicNanos() + timeoutNanos)
             return .timeout
         }
         let due = startNanos + Int64(sequence) * intervalNanos
-        let now = Clock.monotonicNanos()
+        let now = SystemClocks.monotonicNanos()
         if due > now + timeoutNanos {
-            Clock.sleep(untilMonotonic: now + timeoutNanos)
+            SystemClocks.sleep(untilMonotonic: now + timeoutNanos)
             return .timeout
         }
-        Clock.sleep(untilMonotonic: due)
-        let wall = Clock.wallNanos()
-        let monotonic = Clock.monotonicNanos()
+        SystemClocks.sleep(untilMonotonic: due)
+        let wall = SystemClocks.wallNanos()
+        let monotonic = SystemClocks.monotonicNanos()
         let byteCount: Int
         if let yuyv, let jpeg, let jpegPicture {
             painter.paint(into: yuyv.baseAddress!, sequence: sequence, wallNanos: wall)

@@ -141,7 +141,7 @@ final class OpenFile {
     }
 
     private func paint(_ number: UInt64, into target: UnsafeMutableRawPointer, capacity: Int) -> Int {
-        let wall = Capture.Clock.wallNanos()
+        let wall = Capture.SystemClocks.wallNanos()
         if pixelFormat != .mjpeg {
             PatternPainter(width: width, height: height).paint(into: target, sequence: number, wallNanos: wall)
             return width * height * 2

@@ -94,7 +94,7 @@ final class DailyVideos: Service {
     static func build(_ job: Job, day: LocalDay, root: String) throws -> RecordingIndex.Entry? {
         let stills = TimelapseBuilder.stills(root: root, camera: job.camera, from: day.start, to: day.end.addingTimeInterval(-0.001))
         guard !stills.isEmpty else { return nil }
-        let path = try RecordingPaths(root: root, cameraID: job.camera).dailyVideo(day: day.label)
+        let path = try StorageLayout(root: root).dailyVideo(camera: job.camera, day: day.label)
         let summary = try TimelapseBuilder.build(stills: stills, output: path, framesPerSecond: job.video.framesPerSecond) { _ in }
         var st = stat()
         stat(path, &st)

@@ -67,7 +67,7 @@ public struct DemoOptions: Sendable {
             }
         }
         guard !cameras.isEmpty else {
-            throw RecorderService.Refused(description: Array(Set(failures)).sorted().joined(separator: "\n"))
+            throw RecorderError.refused(Array(Set(failures)).sorted().joined(separator: "\n"))
         }
         var configuration = Configuration.builtInDefault(storageRoot: root)
         configuration.discoversAllCameras = false

@@ -219,7 +219,7 @@ actor RecorderControl: Service {
             do {
                 let photo = try await job.photo!.capturePhoto()
                 let path = try await RecorderService.controlIO.run { [root, name = job.camera.name] in
-                    let path = try RecordingPaths(root: root, cameraID: name).snapshot(at: photo.wallNanos)
+                    let path = try StorageLayout(root: root).snapshot(camera: name, at: photo.wallNanos)
                     try photo.data.withUnsafeBytes { try DurableFile.write($0, to: path) }
                     return path
                 }

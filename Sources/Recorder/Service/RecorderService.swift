@@ -84,7 +84,7 @@ public final class RecorderService: Sendable {
             do {
                 configuration = try ConfigurationLoader.load(path: path)
             } catch {
-                throw Refused(description: "\(error)\n\(path) has errors: nothing was started. Check it with `vigil check-config \(path)`.")
+                throw RecorderError.refused("\(error)\n\(path) has errors: nothing was started. Check it with `vigil check-config \(path)`.")
             }
         } else {
             configuration = options.configuration ?? .builtInDefault()
@@ -123,7 +123,7 @@ public final class RecorderService: Sendable {
         let problems = configuration.problems(with: present)
         guard problems.isEmpty else {
             let path = options.configurationPath ?? "the configuration"
-            throw Refused(description: problems.map(\.description).joined(separator: "\n")
+            throw RecorderError.refused(problems.map(\.description).joined(separator: "\n")
                 + "\nnothing was started: fix \(path) (`vigil check-config \(path)` shows the same)")
         }
         let events = RecorderEvents()
@@ -136,7 +136,7 @@ public final class RecorderService: Sendable {
         let storage = try await io.run { [root, configuration] in
             try StorageKeeper.open(root: root, policy: configuration.retention, events: events)
         }
-        Console.line("  Recordings index \(root)/\(RecordingIndex.fileName): \(storage.recovery)")
+        Console.line("  Recordings index \(root)/\(StorageLayout.indexFileName): \(storage.recovery)")
         if let days = await storage.io.run({ storage.daysOfStorageLeft() }) {
             Console.line(String(format: "  At the recent rate this disk holds about %.1f days of recordings.", days))
         } else {

@@ -18,11 +18,11 @@ struct StorageService: Service {
         let wakeup = Wakeup()
         await withGracefulShutdownHandler {
             // On multiples of 30 s from the start, on the monotonic clock: no drift.
-            var next = Clock.monotonicNanos()
+            var next = SystemClocks.monotonicNanos()
             repeat {
                 await keeper.io.run { [keeper] in keeper.tick() }
                 next += 30_000_000_000
-            } while await wakeup.sleep(nanos: next - Clock.monotonicNanos())
+            } while await wakeup.sleep(nanos: next - SystemClocks.monotonicNanos())
         } onGracefulShutdown: {
             wakeup.stop()
         }

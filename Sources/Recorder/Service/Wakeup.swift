@@ -38,7 +38,7 @@ final class Wakeup: Sendable {
     func wait(untilMonotonic deadline: Int64?) async {
         let timer = deadline.map { deadline in
             Task { [self] in
-                let nanos = deadline - Clock.monotonicNanos()
+                let nanos = deadline - SystemClocks.monotonicNanos()
                 if nanos > 0 { try? await Task.sleep(for: .nanoseconds(nanos)) }
                 if !Task.isCancelled { signal() }
             }
@@ -63,8 +63,8 @@ final class Wakeup: Sendable {
 
     /// Waits `nanos` unless stopped (or cancelled) first; returns false once stopped.
     func sleep(nanos: Int64) async -> Bool {
-        let deadline = Clock.monotonicNanos() + nanos
-        while !isStopped && !Task.isCancelled && Clock.monotonicNanos() < deadline {
+        let deadline = SystemClocks.monotonicNanos() + nanos
+        while !isStopped && !Task.isCancelled && SystemClocks.monotonicNanos() < deadline {
             await wait(untilMonotonic: deadline)
         }
         return !isStopped && !Task.isCancelled

@@ -22,7 +22,7 @@ public final class StorageKeeper: @unchecked Sendable {
     private var lastNothingToFree: Int64?
     private var diskLowReported = false
     /// The first estimate of days left comes after ten minutes of recording, then hourly.
-    private var nextDaysReport = Clock.monotonicNanos() + 600_000_000_000
+    private var nextDaysReport = SystemClocks.monotonicNanos() + 600_000_000_000
     /// Wall clock minus time since boot at the last look: a change is a clock step.
     private var clockOffset: Int64?
     /// The clock was seen to jump forward in this run, or the first retention pass found the
@@ -39,7 +39,8 @@ public final class StorageKeeper: @unchecked Sendable {
     /// from the files, serves this run. Either way a log line says what happened.
     public static func open(root: String, policy: RetentionPolicy, events: RecorderEvents) throws -> StorageKeeper {
         let logger = Logger(label: "vigil.storage")
-        let path = "\(root)/\(RecordingIndex.fileName)"
+        let layout = StorageLayout(root: root)
+        let path = layout.indexPath
         func openFile() throws -> (RecordingIndex, RecoverySummary) {
             let index = try RecordingIndex(root: root)
             try index.checkIntegrity()
@@ -48,35 +49,35 @@ public final class StorageKeeper: @unchecked Sendable {
         var opened: (RecordingIndex, RecoverySummary)?
         do {
             opened = try openFile()
-        } catch let error as RecordingIndex.IndexError where error.isDamaged {
-            let aside = "\(path).corrupt-\(RecordingPaths.utcStamp(Clock.wallNanos()).stamp)"
+        } catch let error as RecorderError where error.isDamagedIndex {
+            let aside = layout.damagedIndexPath(stamp: StorageLayout.utcStamp(SystemClocks.wallNanos()).stamp)
             if rename(path, aside) == 0 {
-                _ = rename("\(path)-wal", "\(aside)-wal")
-                unlink("\(path)-shm")
+                _ = rename(layout.indexWALPath, "\(aside)-wal")
+                unlink(layout.indexSharedMemoryPath)
                 do {
                     opened = try openFile()
-                    logger.error("\(error.message); moved it to \(aside) and rebuilt the index from the recordings (\(opened!.1)); nothing was lost")
+                    logger.error("\(error.indexMessage ?? "\(error)"); moved it to \(aside) and rebuilt the index from the recordings (\(opened!.1)); nothing was lost")
                 } catch {
                     logger.error("\(path) was damaged and moved to \(aside), but a new index cannot be made there either: \(error)")
                 }
             } else {
-                logger.error("\(error.message), and it cannot be moved aside: \(String(cString: strerror(errno)))")
+                logger.error("\(error.indexMessage ?? "\(error)"), and it cannot be moved aside: \(String(cString: strerror(errno)))")
             }
-        } catch let error as RecordingIndex.IndexError where error.isDiskFull {
+        } catch let error as RecorderError where error.isDiskFull {
             // Room is made from the recordings (listed by an index in memory) and the file tried again.
             let inMemory = try RecordingIndex.inMemory(root: root)
             let keeper = StorageKeeper(
                 root: root, index: inMemory, recovery: try StorageRecovery.run(root: root, index: inMemory, logger: logger),
                 policy: policy, events: events)
-            keeper.checkFreeSpace(Clock.monotonicNanos(), emergency: true)
+            keeper.checkFreeSpace(SystemClocks.monotonicNanos(), emergency: true)
             do {
                 opened = try openFile()
                 logger.warning("the disk under \(root) was full, so the index \(path) could not be opened; room was made by deleting the oldest recordings and it opened")
             } catch {
-                logger.error("the index \(path) cannot be used (\((error as? RecordingIndex.IndexError)?.message ?? "\(error)")), even after making room on the disk")
+                logger.error("the index \(path) cannot be used (\((error as? RecorderError)?.indexMessage ?? "\(error)")), even after making room on the disk")
             }
         } catch {
-            logger.error("the index \(path) cannot be used (\((error as? RecordingIndex.IndexError)?.message ?? "\(error)"))")
+            logger.error("the index \(path) cannot be used (\((error as? RecorderError)?.indexMessage ?? "\(error)"))")
         }
         if let (index, recovery) = opened {
             return StorageKeeper(root: root, index: index, recovery: recovery, policy: policy, events: events)
@@ -128,9 +129,7 @@ public final class StorageKeeper: @unchecked Sendable {
 
     // MARK: - Indexing
 
-    private func relative(_ path: String) -> String {
-        path.hasPrefix(root + "/") ? String(path.dropFirst(root.count + 1)) : path
-    }
+    private func relative(_ path: String) -> String { StorageLayout(root: root).relative(path) }
 
     /// Indexes an event; when the index finds the disk full, room is made (as after ENOSPC from
     /// a recording) and the write tried once more, so a recording made just before the disk
@@ -139,15 +138,15 @@ public final class StorageKeeper: @unchecked Sendable {
         defer {
             // Vigil's own writes are what fills the disk: the floor is looked at after each one.
             switch event {
-            case .segmentStarted, .segmentFinalized, .stillSaved: checkFreeSpace(Clock.monotonicNanos())
+            case .segmentStarted, .segmentFinalized, .stillSaved: checkFreeSpace(SystemClocks.monotonicNanos())
             default: break
             }
         }
         do {
             do {
                 try addToIndex(event)
-            } catch let error as RecordingIndex.IndexError where error.isDiskFull {
-                checkFreeSpace(Clock.monotonicNanos(), emergency: true)
+            } catch let error as RecorderError where error.isDiskFull {
+                checkFreeSpace(SystemClocks.monotonicNanos(), emergency: true)
                 try addToIndex(event)
             }
         } catch {
@@ -171,13 +170,13 @@ public final class StorageKeeper: @unchecked Sendable {
             var st = stat()
             stat(path, &st)
             // A snapshot (no shot instant) is named by when it was taken.
-            let at = shot ?? RecordingPaths.wallNanos(fromFileName: (path as NSString).lastPathComponent) ?? Clock.wallNanos()
+            let at = shot ?? StorageLayout.wallNanos(fromFileName: (path as NSString).lastPathComponent) ?? SystemClocks.wallNanos()
             try index.put(RecordingIndex.Entry(
                 kind: shot == nil ? .snapshot : .still, camera: camera, path: relative(path), startNanos: at, endNanos: at, frames: 1,
                 bytes: Int64(st.st_size), codec: "mjpeg", width: 0, height: 0, state: .complete))
-        case .error(_, _, let code?) where code == ENOSPC || code == EDQUOT:
+        case .error(_, _, let code?) where code.isDiskFull:
             // A write hit ENOSPC: make room now, even if the floor was set to nothing.
-            checkFreeSpace(Clock.monotonicNanos(), emergency: true)
+            checkFreeSpace(SystemClocks.monotonicNanos(), emergency: true)
         default:
             break
         }
@@ -188,10 +187,10 @@ public final class StorageKeeper: @unchecked Sendable {
     /// Every 30 s (on the keeper's thread): a clock step, the free-space floor (others write to
     /// the disk too), retention, and now and then how many days the disk holds.
     func tick() {
-        let now = Clock.monotonicNanos()
-        noteClock(wall: Clock.wallNanos(), sinceBoot: Self.nanosSinceBoot())
+        let now = SystemClocks.monotonicNanos()
+        noteClock(wall: SystemClocks.wallNanos(), sinceBoot: Self.nanosSinceBoot())
         checkFreeSpace(now)
-        enforceRetention(nowWall: Clock.wallNanos())
+        enforceRetention(nowWall: SystemClocks.wallNanos())
         if now >= nextDaysReport {
             nextDaysReport = now + 3_600_000_000_000
             if let days = daysOfStorageLeft() {
@@ -341,7 +340,7 @@ public final class StorageKeeper: @unchecked Sendable {
     static let deletable = finished + [.quarantined]
 
     private func delete(_ entry: RecordingIndex.Entry, reason: String) {
-        let path = "\(root)/\(entry.path)"
+        let path = StorageLayout(root: root).absolute(entry.path)
         let gone = unlink(path) == 0
         guard gone || errno == ENOENT else {
             logger.error("could not delete \(path): \(String(cString: strerror(errno)))")
@@ -368,7 +367,7 @@ public final class StorageKeeper: @unchecked Sendable {
     /// How many days of recordings this disk holds at the rate of the last day: the bytes
     /// recordings use now plus what is free above the floor, divided by bytes per day. Nil
     /// before there is a rate to go by.
-    public func daysOfStorageLeft(nowWall: Int64 = Clock.wallNanos()) -> Double? {
+    public func daysOfStorageLeft(nowWall: Int64 = SystemClocks.wallNanos()) -> Double? {
         guard let (free, total) = Self.space(root),
               let recent = try? index.bytesRecorded(sinceNanos: nowWall - 86_400_000_000_000),
               let first = recent.firstStart, recent.bytes > 0 else { return nil }

@@ -33,21 +33,16 @@ public final class EventHooks: Sendable {
     public init(definitions: [String], timeoutSeconds: Double = 30, maximumRunning: Int = 8) throws {
         hooks = try definitions.map { definition in
             guard let eq = definition.firstIndex(of: "="), !definition[definition.index(after: eq)...].isEmpty else {
-                throw HookError("hook \"\(definition)\" must be EVENT=COMMAND, e.g. camera_lost='notify-send \"$VIGIL_CAMERA lost\"'")
+                throw RecorderError.hook("hook \"\(definition)\" must be EVENT=COMMAND, e.g. camera_lost='notify-send \"$VIGIL_CAMERA lost\"'")
             }
             let event = String(definition[..<eq])
             guard RecorderEvent.names.contains(event) else {
-                throw HookError("unknown hook event \"\(event)\"; events are \(RecorderEvent.names.joined(separator: ", "))")
+                throw RecorderError.hook("unknown hook event \"\(event)\"; events are \(RecorderEvent.names.joined(separator: ", "))")
             }
             return Hook(event: event, command: String(definition[definition.index(after: eq)...]))
         }
         self.timeoutSeconds = timeoutSeconds
         self.maximumRunning = maximumRunning
-    }
-
-    public struct HookError: Error, CustomStringConvertible {
-        public let description: String
-        init(_ d: String) { description = d }
     }
 
     /// Starts the hooks for `event` on their own threads and returns at once. `completion`
@@ -166,7 +161,7 @@ public final class EventHooks: Sendable {
         func waitForExit(until deadline: Int64) -> Bool {
             var outputOpen = true
             while !reaped() {
-                let left = deadline - Clock.monotonicNanos()
+                let left = deadline - SystemClocks.monotonicNanos()
                 if left <= 0 { return false }
                 var fds = [pollfd(fd: outputOpen ? readEnd : -1, events: Int16(POLLIN), revents: 0),
                            pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)]
@@ -183,11 +178,11 @@ public final class EventHooks: Sendable {
             return true
         }
         let outcome: Outcome
-        if waitForExit(until: Clock.monotonicNanos() + Int64(timeoutSeconds * 1e9)) {
+        if waitForExit(until: SystemClocks.monotonicNanos() + Int64(timeoutSeconds * 1e9)) {
             outcome = .exited((status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f))
         } else {
             killpg(pid, SIGTERM)
-            if !waitForExit(until: Clock.monotonicNanos() + 2_000_000_000) {
+            if !waitForExit(until: SystemClocks.monotonicNanos() + 2_000_000_000) {
                 killpg(pid, SIGKILL)
                 _ = waitpid(pid, &status, 0)
             }

@@ -42,7 +42,7 @@ public actor Supervisor: Service {
         var nextAttempt: Int64? = 0
         var framesBefore = 0
         var lastFrames = 0
-        var lastFrameProgress = Clock.monotonicNanos()
+        var lastFrameProgress = SystemClocks.monotonicNanos()
         var lostAt: Int64?
         var wasLost = false
         /// Set while a start is under way: the actor is re-entered at every await, and a second
@@ -209,7 +209,7 @@ public actor Supervisor: Service {
     private func handle(_ change: DeviceChange) async {
         switch change {
         case .connected(let node):
-            lastConnect = Clock.monotonicNanos()
+            lastConnect = SystemClocks.monotonicNanos()
             connectCount += 1
             // A camera came (back): whoever waits tries at once, with a fresh ladder.
             for camera in cameras where camera.session == nil && !camera.isStarting {
@@ -236,8 +236,8 @@ public actor Supervisor: Service {
     /// nanoseconds; nil: only when something wakes the supervisor).
     private func pass() async -> Int64? {
         guard !isStopping else { return nil }
-        let now = Clock.monotonicNanos()
-        let wallNow = Clock.wallNanos()
+        let now = SystemClocks.monotonicNanos()
+        let wallNow = SystemClocks.wallNanos()
         var present: [CaptureDevice]?
         var earliest: Int64?
         func due(_ instant: Int64?) { if let instant { earliest = min(earliest ?? instant, instant) } }

@@ -24,7 +24,7 @@ extension Supervisor {
                 try session.startRunning()
             }
         }
-        let now = Clock.monotonicNanos()
+        let now = SystemClocks.monotonicNanos()
         switch result {
         case .failure(let error):
             camera.ladder.recordFailure()
@@ -100,7 +100,7 @@ extension Supervisor {
     func lose(_ camera: Camera, of session: CaptureSession? = nil, reason: String, restartAt: Int64? = nil) async {
         guard camera.session != nil, session == nil || camera.session === session else { return }
         await stopSession(of: camera)
-        camera.lostAt = Clock.monotonicNanos()
+        camera.lostAt = SystemClocks.monotonicNanos()
         camera.wasLost = true
         camera.lastProblem = reason
         camera.nextAttempt = restartAt ?? camera.lostAt! + Int64(camera.ladder.nextDelaySeconds * 1e9)
