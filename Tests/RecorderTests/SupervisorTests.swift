@@ -215,9 +215,9 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
         let dir = try TemporaryDirectory("vigil-dev")
         defer { dir.remove() }
         let monitor = DeviceMonitor(.init(deviceDirectory: dir.path, useNetlink: false, rescanInterval: 60))
+        // Watching from the moment changes() returns: no pause needed before plugging in.
         let changes = monitor.changes()
         var iterator = changes.makeAsyncIterator()
-        try await Task.sleep(nanoseconds: 200_000_000)
         _ = FileManager.default.createFile(atPath: dir.path + "/v4l-subdev0", contents: nil)
         _ = FileManager.default.createFile(atPath: dir.path + "/video3", contents: nil)
         #expect(await iterator.next() == .connected(node: dir.path + "/video3"))

@@ -9,6 +9,7 @@ import Logging
 /// sweeping the oldest recordings when it is crossed, which is also how a full disk is cleared so
 /// recording resumes by itself). All of its work runs on its own I/O thread (`io`): never on a
 /// capture thread or on Swift's cooperative pool. `StorageService` drives it in `vigil run`.
+/// @unchecked: its mutable state (policy, sweep and clock bookkeeping) is touched only on `io`.
 public final class StorageKeeper: @unchecked Sendable {
     public let root: String
     public let index: RecordingIndex
