@@ -7,7 +7,9 @@ import Recorder
 /// every recording under `root` with the pattern decoder and reports frames kept once, repeated
 /// or missing, the frames each `kill -9` cost, files that do not decode and `.partial` left.
 /// `killsFile` has one line per kill: `WALL_NANOS CAMERA[,CAMERA…]` (the cameras recording then).
-/// Returns false when a file does not decode or a `.partial` is left.
+/// Returns false when a file does not decode, a `.partial` is left, or a camera has no video
+/// left at all (a soak that keeps nothing proves nothing: the free-space sweep deletes the
+/// oldest recordings, never the last ones).
 func soakAnalysis(root: String, killsFile: String, framesPerSecond fps: Double) throws -> Bool {
     let names = (FileManager.default.enumerator(atPath: root)?.compactMap { $0 as? String } ?? [])
         .filter { !$0.hasPrefix(".") }.sorted()
@@ -92,7 +94,12 @@ func soakAnalysis(root: String, killsFile: String, framesPerSecond fps: Double) 
     for file in undecodable.prefix(20) { print("  \(file)") }
     print(".partial left: \(partials.count); leftovers moved to .quarantine: \(quarantined)")
     for file in partials.prefix(20) { print("  \(file)") }
-    return undecodable.isEmpty && partials.isEmpty
+    let cameras = Set((videos + stills).map { String($0.prefix { $0 != "/" }) })
+    let withoutVideo = cameras.subtracting(videos.map { String($0.prefix { $0 != "/" }) }).sorted()
+    if videos.isEmpty || !withoutVideo.isEmpty {
+        print("no video left\(withoutVideo.isEmpty ? "" : " of camera(s) \(withoutVideo.joined(separator: ", "))"): every recording was deleted or never written")
+    }
+    return undecodable.isEmpty && partials.isEmpty && !videos.isEmpty && withoutVideo.isEmpty
 }
 
 /// One opening of a camera's stream as it appears on disk.

@@ -432,15 +432,20 @@ struct SmallDisk {
 
 @Suite(.enabled(if: getuid() == 0, "needs root to mount a size-limited tmpfs"))
 struct DiskFullErrnoTests {
-    @Test func aWriteFailingWithENOSPCMakesRoomWhateverItsMessageSays() throws {
-        let small = try SmallDisk("vigil-enospc")
-        defer { small.remove() }
-        // No floor at all: only the ENOSPC report can start the sweep.
+    /// A keeper with no free-space floor: only a report of a full disk can start a sweep.
+    private func keeperWithoutFloor(_ disk: SmallDisk) throws -> (StorageKeeper, RecorderEvents) {
         var policy = RetentionPolicy()
         policy.minFreePercent = 0
         policy.minFreeBytes = 0
         let events = RecorderEvents()
-        let keeper = try StorageKeeper.open(root: small.path, policy: policy, events: events)
+        return (try StorageKeeper.open(root: disk.path, policy: policy, events: events), events)
+    }
+
+    @Test func aWriteFailingWithENOSPCMakesRoomWhateverItsMessageSays() throws {
+        let small = try SmallDisk("vigil-enospc")
+        defer { small.remove() }
+        // No floor at all: only the ENOSPC report can start the sweep.
+        let (keeper, events) = try keeperWithoutFloor(small)
         let free = try #require(StorageKeeper.space(small.path)).free
         let old = try place(keeper, camera: "c", endNanos: 1_795_330_620 * second, bytes: Int(free) - 16_384)
         keeper.start()
@@ -449,7 +454,46 @@ struct DiskFullErrnoTests {
         #expect(!exists(small.path, old), "the oldest recording makes room")
     }
 
-    @Test func onAFullDiskRecordingStartsWithAnIndexInMemory() throws {
+    @Test func onADiskFilledByRecordingsRoomIsMadeAndTheIndexFileOpens() throws {
+        let small = try SmallDisk("vigil-full-of-recordings")
+        defer { small.remove() }
+        // No index file (it was lost), and two stills fill every block: the older one is most of the disk.
+        let paths = try RecordingPaths(root: small.path, cameraID: "porch")
+        let now: Int64 = 1_795_330_620 * second
+        let old = try paths.snapshot(at: now - day).replacingOccurrences(of: "/snapshots/", with: "/stills/")
+        let new = try paths.snapshot(at: now).replacingOccurrences(of: "/snapshots/", with: "/stills/")
+        for still in [old, new] {
+            try FileManager.default.createDirectory(atPath: (still as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        }
+        let free = try #require(StorageKeeper.space(small.path)).free
+        try Data(count: Int(free) - 65_536).write(to: URL(fileURLWithPath: old))
+        try Data(count: Int(try #require(StorageKeeper.space(small.path)).free)).write(to: URL(fileURLWithPath: new))
+        #expect(try #require(StorageKeeper.space(small.path)).free == 0)
+        let keeper = try StorageKeeper.open(root: small.path, policy: RetentionPolicy(), events: RecorderEvents())
+        #expect(keeper.index.path == "\(small.path)/\(RecordingIndex.fileName)", "the index file, not one in memory")
+        #expect(!FileManager.default.fileExists(atPath: old), "the oldest recording made room")
+        #expect(try keeper.index.entries().map(\.path) == [String(new.dropFirst(small.path.count + 1))])
+    }
+
+    @Test func anIndexWriteOnAFullDiskMakesRoomAndIsNotLost() throws {
+        let small = try SmallDisk("vigil-index-write-full")
+        defer { small.remove() }
+        // No floor: only the index's own full-disk report can start the sweep.
+        let (keeper, events) = try keeperWithoutFloor(small)
+        let now: Int64 = 1_795_330_620 * second
+        let old = try place(keeper, camera: "c", endNanos: now - day, bytes: 1_000_000)
+        // Someone else's file takes every block left: the next index write finds the disk full.
+        let free = try #require(StorageKeeper.space(small.path)).free
+        try Data(count: Int(free)).write(to: URL(fileURLWithPath: "\(small.path)/filler"))
+        keeper.start()
+        let segment = "\(small.path)/c/video/\(RecordingPaths.utcStamp(now).day)/c-\(RecordingPaths.utcStamp(now).stamp).mp4"
+        events.emit(.segmentStarted(camera: "c", path: segment, startWallNanos: now))
+        keeper.stop()
+        #expect(!exists(small.path, old), "the oldest recording made room for the index")
+        #expect(try keeper.index.entries().map(\.state) == [.writing], "the new segment is indexed")
+    }
+
+    @Test func aDiskFullOfOtherFilesLeavesRecordingWithAnIndexInMemory() throws {
         let small = try SmallDisk("vigil-full-index")
         defer { small.remove() }
         let still = try RecordingPaths(root: small.path, cameraID: "porch").snapshot(at: 1_795_330_620 * second)
@@ -462,7 +506,10 @@ struct DiskFullErrnoTests {
         try? Data(count: 4096).write(to: URL(fileURLWithPath: "\(small.path)/filler2"))
         let keeper = try StorageKeeper.open(root: small.path, policy: RetentionPolicy(), events: RecorderEvents())
         #expect(keeper.index.path == nil)
-        #expect(try keeper.index.entries().map(\.kind) == [.still])
+        // The one recording was deleted trying to make room, as the free-space sweep does; still
+        // no room for the index file, so one in memory serves.
+        #expect(!FileManager.default.fileExists(atPath: still))
+        #expect(try keeper.index.entries().isEmpty)
     }
 
     @Test func theFreeSpaceSweepDeletesQuarantinedLeftoversFirst() throws {
@@ -486,5 +533,29 @@ struct DiskFullErrnoTests {
         #expect(try keeper.index.entries(states: [.quarantined]).isEmpty)
         #expect(RecordingInspector.files(under: "\(small.path)/.quarantine", endingWith: ".partial").isEmpty)
         #expect(exists(small.path, segment), "the leftover was enough to make room")
+    }
+}
+
+@Suite struct IndexJournalTests {
+    /// SQLite's defaults let the write-ahead log grow to 4 MiB and keep it: on a small card that
+    /// is minutes of recordings, and space no sweep gives back.
+    @Test func theIndexJournalStaysSmallHoweverManyWrites() throws {
+        let dir = try TemporaryDirectory("vigil-journal")
+        defer { dir.remove() }
+        let index = try RecordingIndex(root: dir.path)
+        var largest: Int64 = 0
+        for i in 0..<3000 {
+            let end = Int64(1_795_330_620 + i * 10) * second
+            try index.put(RecordingIndex.Entry(
+                kind: .segment, camera: "c", path: "c/video/2026-11-22/c-\(i).mp4", startNanos: end - 10 * second, endNanos: end,
+                frames: 150, bytes: 100_000, codec: "h264", width: 160, height: 120, state: .complete))
+            if i % 50 == 0 {
+                let size = (try? FileManager.default.attributesOfItem(atPath: "\(dir.path)/\(RecordingIndex.fileName)-wal")[.size] as? Int64) ?? 0
+                largest = max(largest, size)
+            }
+        }
+        #expect(largest > 0, "the index is in WAL mode")
+        #expect(largest <= 512 * 1024, "the journal grew to \(largest) bytes")
+        #expect(try index.entries().count == 3000)
     }
 }

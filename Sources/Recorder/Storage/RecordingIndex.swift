@@ -114,7 +114,14 @@ public final class RecordingIndex: @unchecked Sendable {
         }
         sqlite3_busy_timeout(db, 5000)
         if path != nil {
-            try execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
+            // The write-ahead log is checkpointed every 64 pages and cut back to 256 KiB after each
+            // checkpoint: with SQLite's defaults (1000 pages, never shrunk) it alone grows to 4 MiB
+            // and stays there, which on a small card is room for minutes of recordings, and on a
+            // full disk is space no sweep can give back.
+            try execute("""
+                PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;
+                PRAGMA wal_autocheckpoint = 64; PRAGMA journal_size_limit = \(Self.journalSizeLimit);
+                """)
         }
         let version = try userVersion()
         guard version <= Self.schemaVersion else {
@@ -190,6 +197,16 @@ public final class RecordingIndex: @unchecked Sendable {
 
     public func remove(path: String) throws {
         try run("DELETE FROM recordings WHERE path = ?1", [.text(path)])
+    }
+
+    /// The most the write-ahead log keeps on disk after a checkpoint.
+    static let journalSizeLimit = 262_144
+
+    /// Copies the write-ahead log into the index file and empties it, giving its space back;
+    /// after a full disk, once the sweep has made room for the copy.
+    func truncateJournal() throws {
+        guard path != nil else { return }
+        try execute("PRAGMA wal_checkpoint(TRUNCATE)")
     }
 
     /// Moves the times of the recordings that ended in [from, to] on by `nanos` (they were
@@ -285,6 +302,8 @@ public final class RecordingIndex: @unchecked Sendable {
 
         /// The file is not a usable database: it must be moved aside and rebuilt.
         var isDamaged: Bool { code & 0xff == SQLITE_CORRUPT || code & 0xff == SQLITE_NOTADB }
+        /// SQLite found no room on the disk (SQLITE_FULL), as a write would get ENOSPC.
+        var isDiskFull: Bool { code & 0xff == SQLITE_FULL }
     }
 
     private func failure() -> IndexError {

@@ -62,6 +62,19 @@ public final class StorageKeeper: @unchecked Sendable {
             } else {
                 logger.error("\(error.message), and it cannot be moved aside: \(String(cString: strerror(errno)))")
             }
+        } catch let error as RecordingIndex.IndexError where error.isDiskFull {
+            // Room is made from the recordings (listed by an index in memory) and the file tried again.
+            let inMemory = try RecordingIndex.inMemory(root: root)
+            let keeper = StorageKeeper(
+                root: root, index: inMemory, recovery: try StorageRecovery.run(root: root, index: inMemory, logger: logger),
+                policy: policy, events: events)
+            keeper.checkFreeSpace(Clock.monotonicNanos(), emergency: true)
+            do {
+                opened = try openFile()
+                logger.warning("the disk under \(root) was full, so the index \(path) could not be opened; room was made by deleting the oldest recordings and it opened")
+            } catch {
+                logger.error("the index \(path) cannot be used (\((error as? RecordingIndex.IndexError)?.message ?? "\(error)")), even after making room on the disk")
+            }
         } catch {
             logger.error("the index \(path) cannot be used (\((error as? RecordingIndex.IndexError)?.message ?? "\(error)"))")
         }
@@ -124,35 +137,47 @@ public final class StorageKeeper: @unchecked Sendable {
         path.hasPrefix(root + "/") ? String(path.dropFirst(root.count + 1)) : path
     }
 
+    /// Indexes an event; when the index finds the disk full, room is made (as after ENOSPC from
+    /// a recording) and the write tried once more, so a recording made just before the disk
+    /// filled is not left out of the index.
     private func record(_ event: RecorderEvent) {
         do {
-            switch event {
-            case .segmentStarted(let camera, let path, let start):
-                try index.put(RecordingIndex.Entry(
-                    kind: .segment, camera: camera, path: relative(path), startNanos: start, endNanos: start, frames: 0, bytes: 0,
-                    codec: "", width: 0, height: 0, state: .writing))
-            case .segmentFinalized(let camera, let info):
-                // The file and its directory were fsynced before this event was sent.
-                try index.put(RecordingIndex.Entry(
-                    kind: .segment, camera: camera, path: relative(info.path), startNanos: info.firstFrameWallNanos,
-                    endNanos: info.lastFrameWallNanos, frames: info.frameCount, bytes: info.byteCount, codec: info.codec,
-                    width: info.width, height: info.height, state: info.isIncomplete ? .interrupted : .complete))
-            case .stillSaved(let camera, let path, let shot):
-                var st = stat()
-                stat(path, &st)
-                // A snapshot (no shot instant) is named by when it was taken.
-                let at = shot ?? RecordingPaths.wallNanos(fromFileName: (path as NSString).lastPathComponent) ?? Clock.wallNanos()
-                try index.put(RecordingIndex.Entry(
-                    kind: shot == nil ? .snapshot : .still, camera: camera, path: relative(path), startNanos: at, endNanos: at, frames: 1,
-                    bytes: Int64(st.st_size), codec: "mjpeg", width: 0, height: 0, state: .complete))
-            case .error(_, _, let code?) where code == ENOSPC || code == EDQUOT:
-                // A write hit ENOSPC: make room now, even if the floor was set to nothing.
+            do {
+                try addToIndex(event)
+            } catch let error as RecordingIndex.IndexError where error.isDiskFull {
                 checkFreeSpace(Clock.monotonicNanos(), emergency: true)
-            default:
-                break
+                try addToIndex(event)
             }
         } catch {
             logger.error("could not index \(event): \(error)")
+        }
+    }
+
+    private func addToIndex(_ event: RecorderEvent) throws {
+        switch event {
+        case .segmentStarted(let camera, let path, let start):
+            try index.put(RecordingIndex.Entry(
+                kind: .segment, camera: camera, path: relative(path), startNanos: start, endNanos: start, frames: 0, bytes: 0,
+                codec: "", width: 0, height: 0, state: .writing))
+        case .segmentFinalized(let camera, let info):
+            // The file and its directory were fsynced before this event was sent.
+            try index.put(RecordingIndex.Entry(
+                kind: .segment, camera: camera, path: relative(info.path), startNanos: info.firstFrameWallNanos,
+                endNanos: info.lastFrameWallNanos, frames: info.frameCount, bytes: info.byteCount, codec: info.codec,
+                width: info.width, height: info.height, state: info.isIncomplete ? .interrupted : .complete))
+        case .stillSaved(let camera, let path, let shot):
+            var st = stat()
+            stat(path, &st)
+            // A snapshot (no shot instant) is named by when it was taken.
+            let at = shot ?? RecordingPaths.wallNanos(fromFileName: (path as NSString).lastPathComponent) ?? Clock.wallNanos()
+            try index.put(RecordingIndex.Entry(
+                kind: shot == nil ? .snapshot : .still, camera: camera, path: relative(path), startNanos: at, endNanos: at, frames: 1,
+                bytes: Int64(st.st_size), codec: "mjpeg", width: 0, height: 0, state: .complete))
+        case .error(_, _, let code?) where code == ENOSPC || code == EDQUOT:
+            // A write hit ENOSPC: make room now, even if the floor was set to nothing.
+            checkFreeSpace(Clock.monotonicNanos(), emergency: true)
+        default:
+            break
         }
     }
 
@@ -299,6 +324,8 @@ public final class StorageKeeper: @unchecked Sendable {
         } catch {
             logger.error("free-space sweep: \(error)")
         }
+        // The index's write-ahead log gives its space back too, now that there is room to copy it.
+        do { try index.truncateJournal() } catch { logger.warning("free-space sweep: the index journal could not be emptied: \(error)") }
         if free < floor, lastNothingToFree.map({ now - $0 >= 30_000_000_000 }) ?? true {
             lastNothingToFree = now
             let message = "the disk under \(root) is full and no finished recording is left to delete (\(free / 1_048_576) MiB free): "
@@ -314,11 +341,19 @@ public final class StorageKeeper: @unchecked Sendable {
 
     private func delete(_ entry: RecordingIndex.Entry, reason: String) {
         let path = "\(root)/\(entry.path)"
-        guard unlink(path) == 0 || errno == ENOENT else {
+        let gone = unlink(path) == 0
+        guard gone || errno == ENOENT else {
             logger.error("could not delete \(path): \(String(cString: strerror(errno)))")
             return
         }
-        try? index.remove(path: entry.path)
+        do {
+            try index.remove(path: entry.path)
+        } catch {
+            // The entry stays and is dropped at the next sweep or start (its file is gone).
+            logger.warning("deleted \(path), but could not remove it from the index: \(error)")
+        }
+        // A file already gone (deleted by hand, or by a sweep whose index write failed) is no news.
+        guard gone else { return }
         logger.notice("deleted \(path): \(reason)")
         events.emit(.recordingDeleted(camera: entry.camera, path: path, reason: reason))
     }
