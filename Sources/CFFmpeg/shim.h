@@ -11,6 +11,7 @@
 #include <libavutil/opt.h>
 #include <libavutil/log.h>
 #include <errno.h>
+#include <sys/prctl.h>
 
 // Swift imports neither function-like macros nor casts in macros: export them here.
 static inline int cffmpeg_error_again(void) { return AVERROR(EAGAIN); }
@@ -23,5 +24,8 @@ static inline int cffmpeg_qp2lambda(void) { return FF_QP2LAMBDA; }
 static inline void cffmpeg_error_string(int errnum, char *buf, size_t size) {
     av_strerror(errnum, buf, size);
 }
+
+// prctl is variadic, which Swift does not import.
+static inline int cffmpeg_disable_transparent_huge_pages(void) { return prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0); }
 
 #endif

@@ -46,6 +46,12 @@ public final class Muxer {
         if container == .fragmentedMP4 {
             av_dict_set(&options, "movflags", "+empty_moov+default_base_moof", 0)
             av_dict_set(&options, "frag_duration", "500000", 0)
+        } else {
+            // A cluster is held in memory until it is complete; FFmpeg's default lets it grow to
+            // 5 MiB (and its buffer to 8), per camera. Half a second, like an MP4 fragment, at
+            // most 1 MiB (a few 1080p MJPEG frames) is all a crash may cost and all it holds.
+            av_dict_set(&options, "cluster_time_limit", "500", 0)
+            av_dict_set(&options, "cluster_size_limit", "1048576", 0)
         }
         do {
             let sink = try FileSink(path: path)

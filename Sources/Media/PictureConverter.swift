@@ -43,6 +43,15 @@ public final class PictureConverter {
         return out
     }
 
+    /// Whether it holds pictures (between `releaseBuffers` and the next frame it holds none).
+    public var holdsPictures: Bool { decoded != nil || upright != nil || transformed != nil }
+
+    /// Lets go of the pictures and the decoder until the next frame (an output going idle).
+    public func releaseBuffers() {
+        (decoder, decoded, upright, transformed) = (nil, nil, nil, nil)
+        scaler.reset()
+    }
+
     private func reuse(_ slot: inout Picture?, width: Int, height: Int) throws(MediaError) -> Picture {
         if let p = slot, p.width == width, p.height == height { return p }
         let p = try Picture(width: width, height: height, avFormat: avFormat)

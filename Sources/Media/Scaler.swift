@@ -9,6 +9,12 @@ public final class Scaler {
 
     deinit { sws_freeContext(context) }
 
+    /// Frees the conversion context until the next conversion.
+    public func reset() {
+        sws_freeContext(context)
+        context = nil
+    }
+
     /// Converts raw camera bytes (YUYV, NV12, YUV 4:2:0) into `destination`, scaling if sizes differ.
     public func convert(
         raw bytes: UnsafeRawBufferPointer, format: PixelFormat, width: Int, height: Int,

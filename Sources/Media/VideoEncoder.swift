@@ -52,7 +52,15 @@ public final class VideoEncoder {
     public let height: Int
     private let parameters: UnsafeMutablePointer<AVCodecParameters>
 
+    /// x264 asks for transparent huge pages for every buffer of 1.75 MB or more (its frames), and
+    /// rounds the advice up to whole 2 MB pages: where the system grants huge pages on request
+    /// (THP "madvise", Debian's default) each 720p frame costs a whole page and more, about 3 MB
+    /// per camera in all (measured: 4 cameras 146 → 135 MB). Vigil runs many small encoders, for
+    /// which the TLB gain is not worth that memory, so the process opts out once.
+    private static let hugePagesDeclined: Void = { _ = cffmpeg_disable_transparent_huge_pages() }()
+
     public init(width: Int, height: Int, framesPerSecond: Double, settings: EncoderSettings) throws(MediaError) {
+        _ = Self.hugePagesDeclined
         guard let codec = avcodec_find_encoder_by_name("libx264") else {
             throw MediaError(operation: "avcodec_find_encoder_by_name", message: "libx264 is not available in this FFmpeg build (install libavcodec with x264)")
         }

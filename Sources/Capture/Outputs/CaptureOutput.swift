@@ -9,15 +9,16 @@ import Synchronization
 /// @unchecked: a subclass's own state is touched only on its worker thread (`process`, `finish`).
 public class CaptureOutput: @unchecked Sendable, CustomStringConvertible {
     public let name: String
-    private let queueCapacity: Int
+    /// nil: sized by need when the output is attached (`QueueSizing`).
+    private let requestedQueueCapacity: Int?
     private let dropsLateFrames: Bool
     private let counters = Mutex<(received: Int, dropped: Int, unreported: Int)>((0, 0, 0))
-    private let state = Mutex<(worker: OutputWorker?, context: OutputContext?)>((nil, nil))
+    private let state = Mutex<(worker: OutputWorker?, context: OutputContext?, capacity: Int)>((nil, nil, 0))
     var logger: Logger
 
-    init(name: String, queueCapacity: Int, dropsLateFrames: Bool) {
+    init(name: String, queueCapacity: Int?, dropsLateFrames: Bool) {
         self.name = name
-        self.queueCapacity = queueCapacity
+        requestedQueueCapacity = queueCapacity
         self.dropsLateFrames = dropsLateFrames
         logger = Logger(label: "vigil.output")
     }
@@ -54,8 +55,9 @@ public class CaptureOutput: @unchecked Sendable, CustomStringConvertible {
         state.withLock { state in
             state.context = context
             if state.worker == nil {
+                state.capacity = requestedQueueCapacity ?? QueueSizing.capacity(frameRate: context.frameRate, frameBytes: context.rawFrameBytes)
                 state.worker = OutputWorker(
-                    name: "vigil-\(context.cameraID)-\(name)", capacity: queueCapacity,
+                    name: "vigil-\(context.cameraID)-\(name)", capacity: state.capacity,
                     dropsLateFrames: dropsLateFrames
                 ) { [unowned self] frame, settings in
                     counters.withLock { $0.received += 1 }
@@ -104,6 +106,27 @@ public class CaptureOutput: @unchecked Sendable, CustomStringConvertible {
 
     /// Whether a running session feeds this output.
     var isAttached: Bool { state.withLock { $0.worker != nil } }
+
+    /// Frames that may wait in this output's queue (known once attached).
+    var queueCapacity: Int { state.withLock { $0.capacity } }
+}
+
+/// How many frames an output's queue holds when its owner does not say. A queue absorbs the
+/// moments its worker cannot run (a busy machine, a segment's fsync); a deeper one only holds
+/// memory: every queued raw frame is a whole picture (1.8 MB at 720p YUYV), and the frames a
+/// queue once held stay in the capture pool until it trims them. So: a quarter of a second of
+/// video, at most 12 MiB of raw frames, never fewer than 2.
+enum QueueSizing {
+    static let seconds = 0.25
+    static let rawFrameBudget = 12 << 20
+
+    /// `frameBytes`: size of one raw frame; 0 for compressed frames, whose pages are only as
+    /// large as each image (a fraction of a raw frame), so only time bounds their queue.
+    static func capacity(frameRate: Double, frameBytes: Int) -> Int {
+        var frames = Int((frameRate * seconds).rounded(.up))
+        if frameBytes > 0 { frames = min(frames, rawFrameBudget / frameBytes) }
+        return max(2, frames)
+    }
 }
 
 /// What an output knows of the session it is attached to.
@@ -112,4 +135,6 @@ struct OutputContext: Sendable {
     let events: EventBroadcaster
     /// The camera's nominal frame rate (encoders use it for rate control).
     let frameRate: Double
+    /// Bytes of one raw frame; 0 when frames are compressed (queue sizing).
+    var rawFrameBytes = 0
 }

@@ -22,8 +22,9 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         public var segmentSeconds: Int
         public var encoding: Encoding
         public var container: Container
-        /// Frames that may wait for the encoder before late ones are dropped.
-        public var queueCapacity: Int
+        /// Frames that may wait for the encoder before late ones are dropped (nil: by need,
+        /// from the frame rate and frame size; see `QueueSizing`).
+        public var queueCapacity: Int?
         /// Drop frames when the encoder falls behind (live cameras) or wait (files, benchmarks).
         public var dropsLateFrames: Bool
         /// Records only inside this schedule (nil: always). Leaving it finalizes the open segment;
@@ -32,7 +33,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
 
         public init(
             storageRoot: String, segmentSeconds: Int = 60, encoding: Encoding = .h264(EncoderSettings()),
-            container: Container? = nil, queueCapacity: Int = 30, dropsLateFrames: Bool = true,
+            container: Container? = nil, queueCapacity: Int? = nil, dropsLateFrames: Bool = true,
             schedule: (any OutputSchedule)? = nil
         ) {
             self.storageRoot = storageRoot
@@ -62,6 +63,11 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     private var lastFailureReport: Int64?
     private let status = StatusBox()
     private var gate: ScheduleGate
+    /// Capture-thread copy of the schedule, so frames outside it are never queued at all.
+    private var admission: ScheduleGate
+    /// Whether the worker has a segment or an encoder open; while it has, frames outside the
+    /// schedule still go to the worker, whose first such frame closes them.
+    private let isRecording = Atomic<Bool>(false)
 
     public init(_ settings: Settings) throws(CaptureError) {
         guard settings.segmentSeconds >= 1 else {
@@ -69,9 +75,18 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         }
         self.settings = settings
         gate = ScheduleGate(settings.schedule)
+        admission = ScheduleGate(settings.schedule)
         super.init(name: "movie", queueCapacity: settings.queueCapacity, dropsLateFrames: settings.dropsLateFrames)
         inFlight.reserveCapacity(256)
+        if case .h264 = settings.encoding { EncoderThreading.h264Outputs.add(1, ordering: .relaxed) }
     }
+
+    deinit {
+        if case .h264 = settings.encoding { EncoderThreading.h264Outputs.subtract(1, ordering: .relaxed) }
+    }
+
+    /// Threads of the H.264 encoder opened last (0 before one was opened).
+    public var encoderThreads: Int { status.threads }
 
     /// The file being written now, if any (for status displays).
     public var currentSegmentPath: String? { status.path }
@@ -85,7 +100,14 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         }
     }
 
+    /// Outside its schedule the output costs nothing: once the worker has closed the segment,
+    /// frames are not even queued, so its thread sleeps and holds no encoder.
+    override func accepts(_ frame: CapturedFrame) -> Bool {
+        admission.isActive(at: frame.wallNanos) || isRecording.load(ordering: .acquiring)
+    }
+
     override func process(_ frame: CapturedFrame, _ connection: ConnectionSettings) {
+        defer { isRecording.store(encoder != nil || segment != nil, ordering: .releasing) }
         guard gate.isActive(at: frame.wallNanos) else {
             // Outside the schedule: the open segment ends with the last frame inside it.
             if encoder != nil || segment != nil { finish() }
@@ -127,6 +149,9 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         currentSlot = .min
         lastPTS = .min
         originMonotonic = nil
+        // An idle output keeps no pictures either (they come back with the next frame).
+        converter.releaseBuffers()
+        isRecording.store(false, ordering: .releasing)
     }
 
     // MARK: - Stream copy
@@ -160,9 +185,12 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
                 try drainPackets()
                 closeSegment()
             }
+            var settings = encoderSettings
+            settings.threads = EncoderThreading.threads(configured: encoderSettings.threads)
             encoder = try VideoEncoder(
                 width: picture.width, height: picture.height,
-                framesPerSecond: context?.frameRate ?? 30, settings: encoderSettings)
+                framesPerSecond: context?.frameRate ?? 30, settings: settings)
+            status.threads = settings.threads
             encoderKey = (picture.width, picture.height)
             startsSegment = true
         }
@@ -261,12 +289,16 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     }
 }
 
-/// The current file name, read by status displays on other threads.
+/// The current file name and encoder threads, read by status displays on other threads.
 final class StatusBox: Sendable {
-    private let value = Mutex<String?>(nil)
+    private let value = Mutex<(path: String?, threads: Int)>((nil, 0))
     var path: String? {
-        get { value.withLock { $0 } }
-        set { value.withLock { $0 = newValue } }
+        get { value.withLock { $0.path } }
+        set { value.withLock { $0.path = newValue } }
+    }
+    var threads: Int {
+        get { value.withLock { $0.threads } }
+        set { value.withLock { $0.threads = newValue } }
     }
 }
 

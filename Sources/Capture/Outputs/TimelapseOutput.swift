@@ -49,6 +49,13 @@ public final class TimelapseOutput: CaptureOutput, @unchecked Sendable {
         super.init(name: "timelapse", queueCapacity: 2, dropsLateFrames: true)
     }
 
+    /// Between stills this far apart the output keeps no pictures or encoder (making them again
+    /// costs far less than a still); closer stills keep them.
+    static let releaseBuffersFromSeconds = 5
+
+    /// Whether pictures or an encoder are kept for the next still.
+    var holdsStillBuffers: Bool { stills.holdsBuffers }
+
     /// Shots that could not be taken (no frame near their instant).
     public var skippedShotCount: Int { skipped.load(ordering: .relaxed) }
 
@@ -94,6 +101,7 @@ public final class TimelapseOutput: CaptureOutput, @unchecked Sendable {
             }
             emit(.stillSaved(camera: context.cameraID, StillInfo(
                 path: path, shotWallNanos: instant, frameWallNanos: frame.wallNanos, frameSequence: frame.sequence)))
+            if settings.intervalSeconds >= Self.releaseBuffersFromSeconds { stills.releaseBuffers() }
         } catch {
             let diskFull = (error as? CaptureError)?.isDiskFull == true
             let message = "timelapse still at \(StorageLayout.utcStamp(instant).stamp) not saved: \(error)"

@@ -202,7 +202,9 @@ public final class CaptureSession: Sendable {
                 throw .deviceFailed(camera: device.id, reason: "refused the control values: \(error)", errno: (error as? CaptureError)?.errno)
             }
         }
-        let context = OutputContext(cameraID: device.id, events: broadcaster, frameRate: configuration.frameRate)
+        let context = OutputContext(
+            cameraID: device.id, events: broadcaster, frameRate: configuration.frameRate,
+            rawFrameBytes: format.pixelFormat.isCompressed ? 0 : stream.maximumFrameBytes)
         for c in configuration.connections { c.output.attach(context) }
         let capture = CaptureThread(
             device: device, stream: stream, format: format, frameRate: configuration.frameRate,

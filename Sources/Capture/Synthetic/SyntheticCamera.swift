@@ -38,10 +38,8 @@ public struct SyntheticCamera: CaptureDeviceBackend {
 
 final class SyntheticStream: CaptureStream {
     private let format: DeviceFormat
-    private let intervalNanos: Int64
+    private var pacer: FramePacer
     private let painter: PatternPainter
-    private let startNanos = SystemClocks.monotonicNanos()
-    private var sequence: UInt64 = 0
     // MJPEG only: the camera's own encoder.
     private var yuyv: UnsafeMutableRawBufferPointer?
     private var jpeg: JPEGEncoder?
@@ -54,7 +52,7 @@ final class SyntheticStream: CaptureStream {
     init(format: DeviceFormat, frameRate: Double, faults: SyntheticFaults) throws {
         self.format = format
         self.faults = faults
-        intervalNanos = Int64(1_000_000_000 / frameRate)
+        pacer = FramePacer(frameRate: frameRate)
         painter = PatternPainter(width: format.width, height: format.height)
         let raw = format.width * format.height * 2
         if format.pixelFormat == .mjpeg {
@@ -76,13 +74,8 @@ final class SyntheticStream: CaptureStream {
             SystemClocks.sleep(untilMonotonic: SystemClocks.monotonicNanos() + timeoutNanos)
             return .timeout
         }
-        let due = startNanos + Int64(sequence) * intervalNanos
-        let now = SystemClocks.monotonicNanos()
-        if due > now + timeoutNanos {
-            SystemClocks.sleep(untilMonotonic: now + timeoutNanos)
-            return .timeout
-        }
-        SystemClocks.sleep(untilMonotonic: due)
+        guard pacer.waitForNextFrame(timeoutNanos: timeoutNanos) else { return .timeout }
+        let sequence = pacer.sequence - 1
         let wall = SystemClocks.wallNanos()
         let monotonic = SystemClocks.monotonicNanos()
         let byteCount: Int
@@ -102,7 +95,6 @@ final class SyntheticStream: CaptureStream {
             byteCount: byteCount, format: format.pixelFormat, width: format.width, height: format.height,
             sequence: sequence, monotonicNanos: monotonic,
             wallNanos: wall)
-        sequence += 1
         return .frame
     }
 

@@ -125,6 +125,7 @@ struct ConfigurationDecoder {
                     report(p.line, "unknown x264_preset \"\(p.value)\"\(Suggestion.phrase(for: p.value, among: Self.x264Presets))", fix: "use one of: \(Self.x264Presets.joined(separator: ", "))")
                 }
             }
+            if let threads = integer(&job, "x264_threads", in: 0...64) { settings.threads = threads }
             record.encoding = .h264(settings)
             if let codec = string(&job, "codec") {
                 switch codec.value {
@@ -139,7 +140,7 @@ struct ConfigurationDecoder {
                     report(codec.line, "unknown codec \"\(codec.value)\"", fix: "use \"h264\" (encode) or \"copy\" (record the camera's MJPEG as is)")
                 }
             }
-            unknown(job, ["camera", "schedule", "segment_seconds", "codec", "crf", "x264_preset"])
+            unknown(job, ["camera", "schedule", "segment_seconds", "codec", "crf", "x264_preset", "x264_threads"])
             if let index { configuration.cameras[index].record = record }
         }
         for (_, node) in jobTables(&top, "timelapse") {
