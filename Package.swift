@@ -13,7 +13,11 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.14.0"),
+        // `vigil run` and `vigil demo` are a ServiceGroup: one run() per service, graceful shutdown on SIGTERM.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // Errno: errors carry the system's error code as a value, not as text.
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
     ],
     targets: [
         // C shim over FFmpeg: error macros, AV_NOPTS_VALUE and other things Swift cannot import.
@@ -28,14 +32,20 @@ let package = Package(
         .target(name: "CV4L2"),
         // posix_spawn's close-from file action, for hooks that must not inherit the recorder's descriptors.
         .target(name: "CSpawn"),
-        .target(name: "Media", dependencies: ["CFFmpeg"]),
+        .target(name: "Media", dependencies: [
+            "CFFmpeg", .product(name: "SystemPackage", package: "swift-system"),
+        ]),
         .target(name: "Capture", dependencies: [
             "Media", "CV4L2",
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "SystemPackage", package: "swift-system"),
         ]),
         .target(name: "Recorder", dependencies: [
             "Capture", "Media", "CSQLite", "CSpawn",
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            .product(name: "SystemPackage", package: "swift-system"),
         ]),
         .executableTarget(name: "vigil", dependencies: [
             "Recorder", "Capture", "Media",
@@ -47,9 +57,12 @@ let package = Package(
         // Benchmarks that need the emulated V4L2 device (Scripts/bench-v4l2).
         .executableTarget(name: "vigil-bench", dependencies: ["Capture", "CaptureTesting", "Media", "Recorder"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "CaptureTesting"]),
-        .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media", "CaptureTesting", "CV4L2"]),
+        .testTarget(name: "CaptureTests", dependencies: [
+            "Capture", "Media", "CaptureTesting", "CV4L2", .product(name: "SystemPackage", package: "swift-system"),
+        ]),
         .testTarget(name: "RecorderTests", dependencies: [
             "Recorder", "Capture", "CaptureTesting", .product(name: "Logging", package: "swift-log"),
+            .product(name: "SystemPackage", package: "swift-system"),
         ]),
         .testTarget(name: "VigilEndToEndTests", dependencies: ["CaptureTesting", "Media", "Recorder", "vigil"]),
     ],

@@ -11,6 +11,7 @@
 #include <libavutil/opt.h>
 #include <libavutil/log.h>
 #include <errno.h>
+#include <sys/prctl.h>
 
 // Swift imports neither function-like macros nor casts in macros: export them here.
 static inline int cffmpeg_error_again(void) { return AVERROR(EAGAIN); }
@@ -29,5 +30,8 @@ static inline uint32_t cffmpeg_tag_hvc1(void) { return MKTAG('h', 'v', 'c', '1')
 static inline void cffmpeg_error_string(int errnum, char *buf, size_t size) {
     av_strerror(errnum, buf, size);
 }
+
+// prctl is variadic, which Swift does not import.
+static inline int cffmpeg_disable_transparent_huge_pages(void) { return prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0); }
 
 #endif

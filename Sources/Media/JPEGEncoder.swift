@@ -1,7 +1,7 @@
 internal import CFFmpeg
 
 /// Encodes pictures as baseline JPEG stills (FFmpeg's MJPEG encoder, full-range 4:2:0).
-public final class JPEGEncoder: @unchecked Sendable {
+public final class JPEGEncoder {
     private let context: UnsafeMutablePointer<AVCodecContext>
     private let packet = Packet()
     public let width: Int

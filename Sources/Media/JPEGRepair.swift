@@ -2,7 +2,7 @@ internal import CFFmpeg
 
 /// Turns a camera's MJPEG frame into a standalone JPEG file without decoding it: FFmpeg's
 /// `mjpeg2jpeg` bitstream filter adds the Huffman tables that USB cameras leave out.
-public final class JPEGRepair: @unchecked Sendable {
+public final class JPEGRepair {
     private var filter: UnsafeMutablePointer<AVBSFContext>?
     private let packet = Packet()
 

@@ -1,4 +1,11 @@
 internal import CFFmpeg
+import SystemPackage
+
+extension Errno {
+    /// The disk (or the user's quota) is full: ENOSPC or EDQUOT. Every layer decides "disk full"
+    /// by this, never by a message's text.
+    public var isDiskFull: Bool { self == .noSpace || self == .diskQuotaExceeded }
+}
 
 /// A real failure reported by FFmpeg, with the call that failed and FFmpeg's own message.
 /// "Try again" and "end of stream" are never errors: they are return values of the calls that
@@ -20,14 +27,14 @@ public struct MediaError: Error, CustomStringConvertible, Sendable {
         self.message = message
     }
 
-    /// The POSIX errno behind this error, when FFmpeg wrapped one (e.g. ENOSPC, EACCES).
-    public var posixErrno: Int32? {
+    /// The POSIX errno behind this error, when FFmpeg wrapped one (AVERROR(ENOSPC), AVERROR(EACCES), …).
+    public var errno: Errno? {
         guard code < 0 else { return nil }
         let e = cffmpeg_errno_from_error(code)
-        return e > 0 && e < 4096 ? e : nil
+        return e > 0 && e < 4096 ? Errno(rawValue: e) : nil
     }
 
-    public var isDiskFull: Bool { posixErrno == ENOSPC || posixErrno == EDQUOT }
+    public var isDiskFull: Bool { errno?.isDiskFull == true }
 
     public var description: String { "\(operation): \(message)" }
 

@@ -2,7 +2,7 @@ internal import CFFmpeg
 
 /// Reads the video stream of a file and decodes every frame, in presentation order.
 /// Used to verify recordings and, later, to build and export videos.
-public final class MovieReader: @unchecked Sendable {
+public final class MovieReader {
     private var context: UnsafeMutablePointer<AVFormatContext>?
     private let streamIndex: Int32
     private let decoder: VideoDecoder

@@ -20,7 +20,7 @@ public enum Container: String, Sendable, CaseIterable {
 
 /// Writes one video stream into one file. Packets arrive with presentation times in
 /// `VideoEncoder.timeBase`, already relative to the file's start.
-public final class Muxer: @unchecked Sendable {
+public final class Muxer {
     private var context: UnsafeMutablePointer<AVFormatContext>?
     private let stream: UnsafeMutablePointer<AVStream>
     public let path: String
@@ -48,6 +48,12 @@ public final class Muxer: @unchecked Sendable {
         if container == .fragmentedMP4 {
             av_dict_set(&options, "movflags", "+empty_moov+default_base_moof", 0)
             av_dict_set(&options, "frag_duration", "500000", 0)
+        } else {
+            // A cluster is held in memory until it is complete; FFmpeg's default lets it grow to
+            // 5 MiB (and its buffer to 8), per camera. Half a second, like an MP4 fragment, at
+            // most 1 MiB (a few 1080p MJPEG frames) is all a crash may cost and all it holds.
+            av_dict_set(&options, "cluster_time_limit", "500", 0)
+            av_dict_set(&options, "cluster_size_limit", "1048576", 0)
         }
         do {
             let sink = try FileSink(path: path)

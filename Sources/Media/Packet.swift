@@ -1,7 +1,7 @@
 internal import CFFmpeg
 
 /// A compressed packet (`AVPacket`), reused across frames.
-public final class Packet: @unchecked Sendable {
+public final class Packet {
     let packet: UnsafeMutablePointer<AVPacket>
 
     public init() {

@@ -2,7 +2,7 @@ internal import CFFmpeg
 
 /// Reads the compressed packets of a file's video stream without decoding them: for counting
 /// frames cheaply (crash recovery) and for joining files by stream copy (export).
-public final class PacketReader: @unchecked Sendable {
+public final class PacketReader {
     private var context: UnsafeMutablePointer<AVFormatContext>?
     private let streamIndex: Int32
     private let timeBase: AVRational

@@ -2,7 +2,7 @@ internal import CFFmpeg
 
 /// An uncompressed picture owned by Vigil (an `AVFrame` with its own buffers). Reused across
 /// frames so that steady-state processing allocates nothing.
-public final class Picture: @unchecked Sendable {
+public final class Picture {
     let frame: UnsafeMutablePointer<AVFrame>
 
     public var width: Int { Int(frame.pointee.width) }

@@ -2,7 +2,7 @@ internal import CFFmpeg
 
 /// Turns camera frames (raw or MJPEG) into planar 4:2:0 pictures for an encoder, rotated and
 /// mirrored as asked. Its buffers are reused, so a steady stream of frames allocates nothing.
-public final class PictureConverter: @unchecked Sendable {
+public final class PictureConverter {
     /// Video range for H.264, full (JPEG) range for stills.
     public enum Range: Sendable { case video, jpeg }
 
@@ -63,6 +63,16 @@ public final class PictureConverter: @unchecked Sendable {
         let target = try reuse(&upright, width: decoded!.width, height: decoded!.height)
         try scaler.convert(decoded!, into: target)
         return try oriented(target, rotation: rotation, mirrored: mirrored)
+    }
+
+    /// Whether it holds pictures (between `releaseBuffers` and the next frame it holds none).
+    public var holdsPictures: Bool { decoded != nil || upright != nil || transformed != nil }
+
+    /// Lets go of the pictures and the decoder until the next frame (an output going idle).
+    public func releaseBuffers() {
+        (decoder, decoded, upright, transformed) = (nil, nil, nil, nil)
+        (runDecoder, runStream) = (nil, nil)
+        scaler.reset()
     }
 
     private func reuse(_ slot: inout Picture?, width: Int, height: Int) throws(MediaError) -> Picture {

@@ -2,12 +2,18 @@ internal import CFFmpeg
 
 /// Pixel conversion and scaling with libswscale. The conversion context is cached, so a steady
 /// stream of same-sized frames allocates nothing.
-public final class Scaler: @unchecked Sendable {
+public final class Scaler {
     private var context: OpaquePointer?
 
     public init() {}
 
     deinit { sws_freeContext(context) }
+
+    /// Frees the conversion context until the next conversion.
+    public func reset() {
+        sws_freeContext(context)
+        context = nil
+    }
 
     /// Converts raw camera bytes (YUYV, NV12, YUV 4:2:0) into `destination`, scaling if sizes differ.
     public func convert(

@@ -2,7 +2,7 @@ internal import CFFmpeg
 import Glibc
 
 /// Codec parameters of one video stream, as a muxer needs them. Owns its `AVCodecParameters`.
-public final class StreamDescription: @unchecked Sendable {
+public final class StreamDescription {
     let parameters: UnsafeMutablePointer<AVCodecParameters>
 
     init(copying source: UnsafePointer<AVCodecParameters>) {

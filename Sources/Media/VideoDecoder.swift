@@ -1,7 +1,7 @@
 internal import CFFmpeg
 
 /// Decodes compressed frames (MJPEG from cameras, H.264 from recordings) into pictures.
-public final class VideoDecoder: @unchecked Sendable {
+public final class VideoDecoder {
     let context: UnsafeMutablePointer<AVCodecContext>
     private let packet = Packet()
     private var runScratch: Picture?

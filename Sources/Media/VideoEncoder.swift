@@ -46,7 +46,7 @@ public struct Rational: Sendable, Equatable {
 /// H.264 encoder (libx264). Pictures go in with a presentation time; packets come out through
 /// `receive`. B-frames are off: packets leave in presentation order, so a recorder can route
 /// each packet to the segment its frame belongs to, and each fragment is self-contained.
-public final class VideoEncoder: @unchecked Sendable {
+public final class VideoEncoder {
     /// All encoders and muxers in Vigil count time in 1/90000 s, like MPEG.
     public static let timeBase = Rational(1, 90_000)
 
@@ -55,7 +55,15 @@ public final class VideoEncoder: @unchecked Sendable {
     public let height: Int
     private let parameters: UnsafeMutablePointer<AVCodecParameters>
 
+    /// x264 asks for transparent huge pages for every buffer of 1.75 MB or more (its frames), and
+    /// rounds the advice up to whole 2 MB pages: where the system grants huge pages on request
+    /// (THP "madvise", Debian's default) each 720p frame costs a whole page and more, about 3 MB
+    /// per camera in all (measured: 4 cameras 146 → 135 MB). Vigil runs many small encoders, for
+    /// which the TLB gain is not worth that memory, so the process opts out once.
+    private static let hugePagesDeclined: Void = { _ = cffmpeg_disable_transparent_huge_pages() }()
+
     public init(width: Int, height: Int, framesPerSecond: Double, settings: EncoderSettings) throws(MediaError) {
+        _ = Self.hugePagesDeclined
         guard let codec = avcodec_find_encoder_by_name("libx264") else {
             throw MediaError(operation: "avcodec_find_encoder_by_name", message: "libx264 is not available in this FFmpeg build (install libavcodec with x264)")
         }

@@ -2,24 +2,16 @@ import Foundation
 
 /// Checks a storage root before any camera starts, so a bad path fails with advice, not later.
 public enum StorageCheck {
-    public struct Unwritable: Error, CustomStringConvertible {
-        public let path: String
-        public let reason: String
-        public var description: String {
-            "cannot write recordings to \(path): \(reason). Choose another directory with --output, or fix its permissions"
-        }
-    }
-
     /// Creates `path` if needed and proves a file can be created and removed there.
     public static func ensureWritable(_ path: String) throws {
         do {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         } catch {
-            throw Unwritable(path: path, reason: Self.reason(error))
+            throw RecorderError.storageUnwritable(path: path, reason: Self.reason(error))
         }
         let probe = "\(path)/.vigil-write-test-\(getpid())"
         let fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw Unwritable(path: path, reason: String(cString: strerror(errno))) }
+        guard fd >= 0 else { throw RecorderError.storageUnwritable(path: path, reason: String(cString: strerror(errno))) }
         close(fd)
         unlink(probe)
     }

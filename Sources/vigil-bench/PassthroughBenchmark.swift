@@ -17,6 +17,7 @@ let emulated = (0..<cameraCount).map { i -> EmulatedCamera in
     c.precomputedFrames = 10
     return c
 }
+let rssBeforeCameras = memoryStatus("VmRSS")
 let kernel = EmulatedV4L2(emulated)
 let devices = V4L2Discovery(system: kernel).devices()
 var sessions: [CaptureSession] = []
@@ -41,10 +42,11 @@ for device in devices {
 while sessions.map(\.capturedFrameCount).min()! < 60 { Thread.sleep(forTimeInterval: 0.1) }
 Thread.sleep(forTimeInterval: 1)
 let cpu0 = processCPU(), emu0 = kernel.productionCPUNanos, frames0 = sessions.map(\.capturedFrameCount).reduce(0, +)
-let wall0 = Clock.monotonicNanos()
+let wall0 = SystemClocks.monotonicNanos()
 Thread.sleep(forTimeInterval: seconds)
 let cpu1 = processCPU(), emu1 = kernel.productionCPUNanos, frames1 = sessions.map(\.capturedFrameCount).reduce(0, +)
-let wall1 = Clock.monotonicNanos()
+let wall1 = SystemClocks.monotonicNanos()
+let peakRSS = memoryStatus("VmHWM")
 for s in sessions { s.stopRunning() }
 
 let elapsed = Double(wall1 - wall0) / 1e9
@@ -80,6 +82,12 @@ print(String(format: "measured: %.1f s, %d frames (%.1f fps per camera), %d drop
 print(String(format: "bytes recorded: %lld (%.0f KiB per frame)", bytes, Double(bytes) / 1024 / Double(max(1, frames1))))
 print(String(format: "process CPU: %.3f s (user %.3f s, system %.3f s), emulator's own: %.3f s, Vigil: %.3f s", total, user, system, emulator, vigil))
 print(String(format: "Vigil CPU per camera: %.3f s per camera-minute = %.2f %% of one core", perCameraMinute, perCameraMinute / 60 * 100))
+// Memory: the peak beyond the process before any camera. The emulator's share is in it (its
+// precomputed JPEGs, the YUYV picture and JPEG encoder it made them with, its V4L2 buffers:
+// about 40 MiB per camera, measured with a session that only takes frames), so Vigil's own is
+// what this adds to that.
+let perCamera = Double(peakRSS - rssBeforeCameras) / Double(cameraCount) / 1_048_576
+print(String(format: "peak RSS: %.1f MiB (%.1f MiB before the cameras); per camera, the emulator's own memory included: %.1f MiB", Double(peakRSS) / 1_048_576, Double(rssBeforeCameras) / 1_048_576, perCamera))
 print(String(format: "writing the same bytes with plain write(): %.3f s (the disk's cost, paid by any recorder)", floorCPU))
 let beyond = (vigil - floorCPU) / Double(cameraCount) / (elapsed / 60)
 print(String(format: "Vigil beyond the disk write: %.3f s per camera-minute = %.2f %% of one core", beyond, beyond / 60 * 100))
@@ -94,3 +102,9 @@ func processCPU() -> (user: Int64, system: Int64) {
     return (user, system)
 }
 
+/// A `/proc/self/status` memory line (VmRSS, VmHWM) in bytes.
+func memoryStatus(_ key: String) -> Int64 {
+    let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+    guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(key + ":") }) else { return 0 }
+    return (Int64(line.split(separator: " ").dropFirst().first.map(String.init) ?? "") ?? 0) * 1024
+}

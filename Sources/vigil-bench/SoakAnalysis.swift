@@ -14,7 +14,7 @@ func soakAnalysis(root: String, killsFile: String, framesPerSecond fps: Double) 
     let names = (FileManager.default.enumerator(atPath: root)?.compactMap { $0 as? String } ?? [])
         .filter { !$0.hasPrefix(".") }.sorted()
     let partials = names.filter { $0.hasSuffix(".partial") }
-    let quarantined = (try? FileManager.default.contentsOfDirectory(atPath: root + "/.quarantine"))?.count ?? 0
+    let quarantined = (try? FileManager.default.contentsOfDirectory(atPath: StorageLayout(root: root).absolute(StorageLayout.quarantineFolder)))?.count ?? 0
     let index = Dictionary(try RecordingIndex(root: root).entries().map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
     var undecodable: [String] = []
 
@@ -37,7 +37,7 @@ func soakAnalysis(root: String, killsFile: String, framesPerSecond fps: Double) 
             continue
         }
         if sequences.isEmpty { undecodable.append("\(video): no frame"); continue }
-        let fileStart = index[video]?.startNanos ?? RecordingPaths.wallNanos(fromFileName: (video as NSString).lastPathComponent) ?? 0
+        let fileStart = index[video]?.startNanos ?? StorageLayout.wallNanos(fromFileName: (video as NSString).lastPathComponent) ?? 0
         for (position, sequence) in sequences.enumerated() {
             guard let s = sequence else { unreadableFrames += 1; continue }
             frames += 1

@@ -87,27 +87,22 @@ struct Demo: AsyncParsableCommand {
 
     func run() async throws {
         global.bootstrap()
-        let stop = StopSignal()
-        var selected: [CaptureDevice] = []
         do {
             let available = devices.isEmpty ? [] : V4L2Discovery().devices()
-            selected = try devices.map { try CameraSelection.find($0, in: available) }
-        } catch {
-            Console.error("vigil: \(error)\n")
-            throw ExitCode.failure
-        }
-        var options = DemoRecorder.Options(
-            outputDirectory: output, durationSeconds: duration, cameraCount: cameras,
-            width: size.width, height: size.height, framesPerSecond: fps,
-            pixelFormat: pixelFormat ?? (selected.isEmpty ? .yuyv422 : nil),
-            segmentSeconds: segmentSeconds, timelapseIntervalSeconds: timelapseInterval,
-            encoding: streamCopy ? .streamCopy : .h264(EncoderSettings(preset: preset, rateControl: .crf(crf))))
-        options.devices = selected
-        options.chaos = chaos
-        options.watchdogSeconds = watchdogSeconds
-        options.hooks = hooks.isEmpty ? nil : try EventHooks(definitions: hooks, timeoutSeconds: hookTimeout)
-        do {
-            try await DemoRecorder(options: options).run(until: stop)
+            var demo = DemoOptions(
+                outputDirectory: output, durationSeconds: duration, cameraCount: cameras,
+                width: size.width, height: size.height, framesPerSecond: fps,
+                pixelFormat: pixelFormat ?? (devices.isEmpty ? .yuyv422 : nil),
+                segmentSeconds: segmentSeconds, timelapseIntervalSeconds: timelapseInterval,
+                encoding: streamCopy ? .streamCopy : .h264(EncoderSettings(preset: preset, rateControl: .crf(crf))))
+            demo.devices = try devices.map { try CameraSelection.find($0, in: available) }
+            demo.chaos = chaos
+            demo.watchdogSeconds = watchdogSeconds
+            demo.hooks = hooks
+            demo.hookTimeoutSeconds = hookTimeout
+            var options = try demo.recorderOptions()
+            options.handlesSignals = true
+            try await RecorderService(options: options).run()
         } catch {
             Console.error("vigil: \(error)\n")
             throw ExitCode.failure

@@ -9,7 +9,7 @@ import Recorder
 struct RecordFile: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "record-file",
-        abstract: "Record a raw video file into segments, as fast as possible (for benchmarks).",
+        abstract: "Record a raw video file into segments, as fast as possible or as live cameras (for benchmarks).",
         shouldDisplay: false
     )
 
@@ -40,6 +40,15 @@ struct RecordFile: AsyncParsableCommand {
     @Option(help: "Encoder threads (0 = automatic).")
     var threads: Int = 0
 
+    @Option(help: "Cameras that each play the file (with --live).")
+    var cameras: Int = 1
+
+    @Flag(help: "Play the file like live cameras: at --fps in real time, looping, late frames dropped.")
+    var live = false
+
+    @Option(help: "With --live: seconds to record.")
+    var duration: Double = 30
+
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
@@ -47,6 +56,9 @@ struct RecordFile: AsyncParsableCommand {
         try checkOption("--segment-seconds", segmentSeconds, in: 1...86_400)
         try checkOption("--crf", crf, in: 0...51)
         try checkOption("--threads", threads, in: 0...256)
+        try checkOption("--cameras", cameras, in: 1...64)
+        try checkOption("--duration", duration, in: 0.001...86_400, " seconds")
+        if cameras > 1 && !live { throw ValidationError("--cameras needs --live") }
     }
 
     func run() async throws {
@@ -55,7 +67,8 @@ struct RecordFile: AsyncParsableCommand {
             try await FileRecording(
                 path: input, pixelFormat: pixelFormat, width: size.width, height: size.height, frameRate: fps,
                 outputDirectory: output, segmentSeconds: segmentSeconds,
-                encoder: EncoderSettings(preset: preset, rateControl: .crf(crf), threads: threads)
+                encoder: EncoderSettings(preset: preset, rateControl: .crf(crf), threads: threads),
+                cameraCount: cameras, live: live, durationSeconds: duration
             ).run()
         } catch {
             Console.error("vigil: \(error)\n")

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Capture
 import Foundation
 import Recorder
 
@@ -44,8 +45,8 @@ struct Recordings: ParsableCommand {
     func run() throws {
         global.bootstrap()
         let root = try storage.root()
-        guard FileManager.default.fileExists(atPath: "\(root)/\(RecordingIndex.fileName)") else {
-            Console.error("vigil: no recordings index in \(root) (\(RecordingIndex.fileName)); pass the recordings directory with --data DIR or --config FILE\n")
+        guard FileManager.default.fileExists(atPath: StorageLayout(root: root).indexPath) else {
+            Console.error("vigil: no recordings index in \(root) (\(StorageLayout.indexFileName)); pass the recordings directory with --data DIR or --config FILE\n")
             throw ExitCode.failure
         }
         do {

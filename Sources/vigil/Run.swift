@@ -39,11 +39,10 @@ struct Run: AsyncParsableCommand {
 
     func run() async throws {
         global.bootstrap()
-        let stop = StopSignal()
-        let control = ProcessSignals([SIGHUP, SIGUSR1])
         do {
-            let service = try RecorderService(options: .init(configurationPath: config, dataDirectory: data, durationSeconds: duration))
-            try await service.run(until: stop, control: control)
+            var options = RecorderService.Options(configurationPath: config, dataDirectory: data, durationSeconds: duration)
+            options.handlesSignals = true
+            try await RecorderService(options: options).run()
         } catch {
             Console.error("vigil: \(error)\n")
             throw ExitCode.failure

@@ -23,17 +23,13 @@ struct Vigil: AsyncParsableCommand {
 
 /// Options every subcommand shares.
 struct GlobalOptions: ParsableArguments {
-    @Option(help: "Log level: trace, debug, info, notice, warning, error.")
+    @Option(help: "Log level: trace, debug, info, notice, warning, error. Lines go to standard error; under systemd (JOURNAL_STREAM) they carry a syslog priority (<3>) and no timestamp, the journal adds its own.")
     var logLevel: Logger.Level = .notice
 
     func bootstrap() {
         Console.ignoreBrokenPipes()
         let level = logLevel
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        LoggingSystem.bootstrap { label in VigilLogHandler(label: label, level: level) }
         MediaLibrary.setQuiet()
     }
 }

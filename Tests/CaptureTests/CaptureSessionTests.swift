@@ -28,7 +28,7 @@ import Testing
         try session.setFormat(.preset(.low))
         try session.setFrameRate(15)
         #expect(session.activeFormat?.width == 320)
-        #expect(throws: SessionError.self) { try session.setFormat(.preset(.hd720)) }
+        #expect(throws: CaptureError.self) { try session.setFormat(.preset(.hd720)) }
         #expect(session.activeFormat?.width == 320)
     }
 
@@ -42,7 +42,7 @@ import Testing
         session.beginConfiguration()
         try session.setFormat(.size(width: 1000, height: 1000, pixelFormat: nil))
         try session.setFrameRate(25)
-        let error = #expect(throws: SessionError.self) { try session.commitConfiguration() }
+        let error = #expect(throws: CaptureError.self) { try session.commitConfiguration() }
         #expect("\(error!)".contains("does not support 1000x1000; it offers 320x240, 640x480"))
         #expect(session.isRunning)
         #expect(session.activeFormat?.width == 320)
@@ -52,7 +52,7 @@ import Testing
         #expect(frames.all.allSatisfy { $0.width == 320 })
 
         // An impossible frame rate is refused the same way.
-        #expect(throws: SessionError.self) { try session.setFrameRate(90) }
+        #expect(throws: CaptureError.self) { try session.setFrameRate(90) }
         #expect(session.frameRate == 20)
 
         // A valid commit switches the running camera.
@@ -105,7 +105,7 @@ import Testing
 
     @Test func photoOnDemand() async throws {
         let photos = PhotoOutput()
-        await #expect(throws: SessionError.self) { _ = try await photos.capturePhoto() }
+        await #expect(throws: CaptureError.self) { _ = try await photos.capturePhoto() }
         let (session, _) = try startSession(
             format: .size(width: 320, height: 240, pixelFormat: .yuyv422), fps: 15, outputs: [(photos, .init())])
         let photo = try await photos.capturePhoto(PhotoSettings(quality: 70))
@@ -118,11 +118,11 @@ import Testing
         let path = dir.path + "/photo.jpg"
         try photo.data.write(to: URL(fileURLWithPath: path))
         #expect(try RecordingInspector.decode(path).sequences == [UInt32(photo.sequence)])
-        await #expect(throws: SessionError.self) { _ = try await photos.capturePhoto() }
+        await #expect(throws: CaptureError.self) { _ = try await photos.capturePhoto() }
     }
 
     @Test func startingWithoutACameraSaysSo() {
         let session = CaptureSession()
-        #expect(throws: SessionError.noInput) { try session.startRunning() }
+        #expect(throws: CaptureError.noInput) { try session.startRunning() }
     }
 }

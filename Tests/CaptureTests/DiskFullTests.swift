@@ -2,6 +2,7 @@ import Capture
 import CaptureTesting
 import Foundation
 import Media
+import SystemPackage
 import Testing
 
 /// Mounting a small tmpfs needs root (CI runs as root on these machines).
@@ -32,6 +33,8 @@ struct DiskFullTests {
         let message = try #require(fullLog.errors.first { $0.contains("disk is full") })
         #expect(message.contains("No space left on device"))
         #expect(message.contains("free space under \(small.path)"))
+        // The event carries the cause: FFmpeg's AVERROR(ENOSPC) from the muxer's write, as an Errno.
+        #expect(fullLog.all.contains { if case .runtimeError(_, _, let code?) = $0 { code.isDiskFull } else { false } })
         #expect(fullSession.isRunning)
 
         // Free the disk: recording resumes by itself with a new segment.
@@ -52,5 +55,41 @@ struct DiskFullTests {
         let decoded = try RecordingInspector.files(under: other.path, endingWith: ".mp4").map { try RecordingInspector.decode($0) }
         let seqs = expectContiguous(decoded)
         #expect(seqs.count == otherSession.capturedFrameCount)
+    }
+
+    /// A durable write (stills, snapshots) that meets a full disk throws a typed, disk-full error.
+    @Test func aDurableWriteOnAFullDiskIsRecognisedAsFull() throws {
+        let small = try TemporaryDirectory("vigil-write-full")
+        let mount = RecordingInspector.run("/bin/mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", small.path])
+        try #require(mount.status == 0, "mount failed: \(mount.errorOutput)")
+        defer {
+            _ = RecordingInspector.run("/bin/umount", [small.path])
+            small.remove()
+        }
+        let bytes = [UInt8](repeating: 7, count: 256 * 1024)
+        let error = #expect(throws: CaptureError.self) {
+            try bytes.withUnsafeBytes { try DurableFile.write($0, to: small.path + "/still.jpg") }
+        }
+        #expect(error?.isDiskFull == true)
+        #expect(error?.errno == .noSpace)
+        #expect(error?.description == "write \(small.path)/still.jpg.partial: No space left on device")
+        #expect(!FileManager.default.fileExists(atPath: small.path + "/still.jpg.partial"), "the partial file is removed")
+    }
+}
+
+/// The cause decides, not the text: ENOSPC from a file call is a full disk, from VIDIOC_STREAMON
+/// it is USB bandwidth.
+@Suite struct CaptureErrorTests {
+    @Test(arguments: ["write", "fsync", "rename", "create"])
+    func aFileCallWithENOSPCOrEDQUOTIsAFullDisk(operation: String) {
+        #expect(CaptureError.file(operation: operation, path: "/x", errno: .noSpace).isDiskFull)
+        #expect(CaptureError.file(operation: operation, path: "/x", errno: .diskQuotaExceeded).isDiskFull)
+        #expect(!CaptureError.file(operation: operation, path: "/x", errno: .ioError).isDiskFull)
+    }
+
+    @Test func enospcFromStreamOnIsUSBBandwidthNotADiskFull() {
+        let error = CaptureError.deviceCall(call: "VIDIOC_STREAMON", node: "/dev/video0", errno: .noSpace)
+        #expect(!error.isDiskFull)
+        #expect(error.description.contains("not enough USB bandwidth"))
     }
 }

@@ -48,10 +48,10 @@ struct AlternatingSchedule: OutputSchedule {
         let timelapse = try TimelapseOutput(.init(storageRoot: dir.path, intervalSeconds: 1, schedule: schedule))
         let (session, log) = try startSession(
             format: .size(width: 160, height: 120, pixelFormat: .yuyv422), fps: 10, outputs: [(timelapse, .init())])
-        let start = Clock.wallNanos()
+        let start = SystemClocks.wallNanos()
         #expect(await waitUntil(seconds: 30) { log.stills.count >= 4 })
         await stopAndDrain(session, log)
-        let end = Clock.wallNanos()
+        let end = SystemClocks.wallNanos()
         let stills = log.stills
         #expect(stills.allSatisfy { schedule.isActive($0.shotWallNanos) }, "a still outside the schedule")
         // Every active instant after the first second was shot; inactive ones are not "skipped".

@@ -89,7 +89,7 @@ import Testing
         try session.setFormat(.size(width: 320, height: 240, pixelFormat: .yuyv422))
         try session.setFrameRate(15)
         try session.addOutput(movie)
-        #expect(throws: SessionError.streamCopyNeedsCompressedSource(output: "the movie output", format: .yuyv422)) {
+        #expect(throws: CaptureError.streamCopyNeedsCompressedSource(output: "the movie output", format: .yuyv422)) {
             try session.commitConfiguration()
         }
         #expect(session.activeFormat == nil)

@@ -56,8 +56,8 @@ func stopAndDrain(_ session: CaptureSession, _ log: EventLog, sourceLocation: So
 /// Polls `condition` every 50 ms until it holds or `seconds` pass; returns whether it held.
 @discardableResult
 func waitUntil(seconds: Double, _ condition: () -> Bool) async -> Bool {
-    let deadline = Clock.monotonicNanos() + Int64(seconds * 1e9)
-    while Clock.monotonicNanos() < deadline {
+    let deadline = SystemClocks.monotonicNanos() + Int64(seconds * 1e9)
+    while SystemClocks.monotonicNanos() < deadline {
         if condition() { return true }
         try? await Task.sleep(nanoseconds: 50_000_000)
     }

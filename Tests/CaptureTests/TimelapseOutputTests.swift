@@ -88,10 +88,10 @@ import Testing
     }
 
     @Test func invalidSettingsAreRefusedWithAReason() {
-        #expect(throws: SessionError.invalidSetting("timelapse interval must be at least 1 second, not 0")) {
+        #expect(throws: CaptureError.invalidSetting("timelapse interval must be at least 1 second, not 0")) {
             _ = try TimelapseOutput(.init(storageRoot: "/tmp", intervalSeconds: 0))
         }
-        #expect(throws: SessionError.invalidSetting("JPEG quality must be 1–100, not 101")) {
+        #expect(throws: CaptureError.invalidSetting("JPEG quality must be 1–100, not 101")) {
             _ = try TimelapseOutput(.init(storageRoot: "/tmp", intervalSeconds: 5, quality: 101))
         }
     }

@@ -9,7 +9,7 @@ import Testing
     @Test func aMissingFileToReadIsATypedErrorWithFFmpegsMessageAndTheErrno() {
         let error = #expect(throws: MediaError.self) { _ = try MovieReader(path: "/nonexistent/vigil.mp4") }
         #expect(error?.description == "open /nonexistent/vigil.mp4: No such file or directory")
-        #expect(error?.posixErrno == ENOENT)
+        #expect(error?.errno?.rawValue == ENOENT)
         #expect(error?.isDiskFull == false)
     }
 
@@ -22,7 +22,7 @@ import Testing
             _ = try Muxer(path: path, container: .fragmentedMP4, stream: encoder.streamDescription())
         }
         #expect(error?.description == "open \(path) for writing: No such file or directory")
-        #expect(error?.posixErrno == ENOENT)
+        #expect(error?.errno?.rawValue == ENOENT)
     }
 
     /// ENOSPC and EDQUOT wrapped by FFmpeg (AVERROR(e) is -e) are a full disk; other errnos are not.
@@ -30,7 +30,7 @@ import Testing
                       (EACCES, false, "Permission denied"), (EIO, false, "Input/output error")])
     func theErrnoBehindAnFFmpegCodeIsKept(errno code: Int32, diskFull: Bool, message: String) {
         let error = MediaError(operation: "write segment", code: -code)
-        #expect(error.posixErrno == code)
+        #expect(error.errno?.rawValue == code)
         #expect(error.isDiskFull == diskFull)
         #expect(error.message == message)
         #expect(error.description == "write segment: \(message)")
@@ -42,7 +42,7 @@ import Testing
         let tag = Int32(bitPattern: UInt32(UInt8(ascii: "I")) | UInt32(UInt8(ascii: "N")) << 8
             | UInt32(UInt8(ascii: "D")) << 16 | UInt32(UInt8(ascii: "A")) << 24)
         let error = MediaError(operation: "decode frame", code: -tag)
-        #expect(error.posixErrno == nil)
+        #expect(error.errno == nil)
         #expect(!error.isDiskFull)
         #expect(error.message == "Invalid data found when processing input")
     }
@@ -51,6 +51,6 @@ import Testing
         let error = #expect(throws: MediaError.self) { _ = try JPEGEncoder(width: 64, height: 64, quality: 0) }
         #expect(error?.description == "JPEG encoder: quality 0 is outside 1–100")
         #expect(error?.code == 0)
-        #expect(error?.posixErrno == nil)
+        #expect(error?.errno == nil)
     }
 }

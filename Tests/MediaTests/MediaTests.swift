@@ -20,6 +20,14 @@ import Testing
         #expect(throws: MediaError.self) { _ = try JPEGEncoder(width: 64, height: 64, quality: 0) }
     }
 
+    /// x264 would round each frame buffer up to 2 MB huge pages (about 3 MB per 720p camera).
+    @Test func openingAnEncoderDeclinesTransparentHugePagesForTheProcess() throws {
+        _ = try VideoEncoder(width: 64, height: 64, framesPerSecond: 10, settings: EncoderSettings(preset: "ultrafast"))
+        let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
+        let line = status.split(separator: "\n").first { $0.hasPrefix("THP_enabled:") }
+        #expect(line.map { $0.hasSuffix("0") } == true, "\(line ?? "no THP_enabled line")")
+    }
+
     @Test func encoderAndMuxerRoundTrip() throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }

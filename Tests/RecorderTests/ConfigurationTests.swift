@@ -5,7 +5,7 @@ import Media
 @testable import Recorder
 import Testing
 
-private func load(_ text: String) throws(ConfigurationErrors) -> Configuration {
+private func load(_ text: String) throws(RecorderError) -> Configuration {
     try ConfigurationLoader.parse(text: text, path: "vigil.toml")
 }
 
@@ -127,6 +127,17 @@ let exampleFile = URL(fileURLWithPath: #filePath).deletingLastPathComponent().de
         #expect(c.retention == RetentionPolicy() && c.retention.videos.maxAgeDays == 30)
         #expect(c.watchdogSeconds == 10 && !c.discoversAllCameras)
         #expect(Configuration.builtInDefault().discoversAllCameras)
+    }
+
+    @Test func x264ThreadsIsReadRangeCheckedAndShownWhenSet() throws {
+        let text = "[cameras.a]\ndevice = \"/dev/video0\"\n[[record]]\ncamera = \"a\"\nx264_threads = 2\n"
+        var settings = EncoderSettings()
+        settings.threads = 2
+        #expect(try load(text).cameras[0].record?.encoding == .h264(settings))
+        let summary = try load(text).summary(present: [])
+        #expect(summary.contains("2 x264 thread(s)"), "\(summary)")
+        let found = errors(text.replacingOccurrences(of: "x264_threads = 2", with: "x264_threads = 65"))
+        #expect(found.map(\.line) == [5], "\(found)")
     }
 
     @Test func everyErrorIsReportedAtOnceWithItsLineAndAFix() {

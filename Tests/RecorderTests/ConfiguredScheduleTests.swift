@@ -118,12 +118,11 @@ import Testing
         var options = RecorderService.Options(configurationPath: file)
         options.deviceSource = hotplug.source()
         let service = try RecorderService(options: options)
-        let stop = StopSignal(signals: [])
-        let run = Task.detached { try await service.run(until: stop, control: ProcessSignals([])) }
+        let run = Task.detached { try await service.run() }
         let data = dir.path + "/data/porch"
         // Two finished one-second segments: at least one whole second, a timelapse instant, passed.
         #expect(await poll(seconds: 30) { RecordingInspector.files(under: data + "/video", endingWith: ".mp4").count >= 2 })
-        stop.raise()
+        await service.stop()
         try await run.value
         let segments = RecordingInspector.files(under: data + "/video", endingWith: ".mp4")
         for path in segments { #expect(RecordingInspector.ffprobeProblem(path) == nil, "\(path)") }

@@ -41,8 +41,7 @@ import Testing
         options.deviceSource = hotplug.source()
         options.clock = { serviceNow.withLock { $0 } }
         let service = try RecorderService(options: options)
-        let stop = StopSignal(signals: [])
-        let run = Task.detached { try await service.run(until: stop, control: ProcessSignals([])) }
+        let run = Task.detached { try await service.run() }
 
         let label = documentedDay(today)
         let stills = dir.path + "/data/porch/stills"
@@ -51,7 +50,7 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: video), "built before its time")
         serviceNow.withLock { $0 = tomorrow.addingTimeInterval(3600 + 30) }
         #expect(await poll(seconds: 60) { FileManager.default.fileExists(atPath: video) }, "no video of \(label)")
-        stop.raise()
+        await service.stop()
         try await run.value
 
         // One video, of today, made of today's stills in order (more may have come after the build).

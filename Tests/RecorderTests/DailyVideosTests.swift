@@ -93,7 +93,7 @@ private func recordStills(root: String, camera: String, count: Int) async throws
         let adopted = try #require(try keeper.index.entries(kind: .timelapse).first)
         #expect(adopted.path == built.path && adopted.frames == stills.count && adopted.state == .complete)
         keeper.add(built)
-        keeper.flush()
+        await keeper.flush()
         let listing = try RecordingsListing(index: keeper.index, camera: nil, kind: .still, from: nil, to: nil)
         #expect(listing.entries.count == stills.count + 1)
         let again = try StorageKeeper.open(root: dir.path, policy: RetentionPolicy(), events: RecorderEvents())

@@ -39,7 +39,7 @@ import Testing
         #expect(try CameraSelection.find("usb-Vigil_Emulated_Camera_SN0001-video-index0", in: devices).id == id)
         #expect(try CameraSelection.find("/dev/video0", in: devices).id == id)
         #expect(try CameraSelection.find("Emulated USB Camera", in: devices).id == id)
-        let error = #expect(throws: CameraSelection.NotFound.self) { try CameraSelection.find("/dev/video9", in: devices) }
+        let error = #expect(throws: RecorderError.self) { try CameraSelection.find("/dev/video9", in: devices) }
         #expect("\(error!)" == "no camera matches \"/dev/video9\"; connected: \(id). Run `vigil devices` to list cameras")
     }
 
@@ -52,12 +52,12 @@ import Testing
         let hotplug = EmulatedHotplug(kernel: EmulatedV4L2([camera]), deviceDirectory: deviceDirectory.path)
         hotplug.plug(camera, as: "video0")
         let devices = hotplug.source().devices()
-        var options = DemoRecorder.Options(
+        var options = DemoOptions(
             outputDirectory: dir.path, durationSeconds: 4, cameraCount: 1, width: 320, height: 240,
             framesPerSecond: 30, pixelFormat: nil, segmentSeconds: 1, timelapseIntervalSeconds: 1, encoding: .streamCopy)
         options.devices = devices
         options.deviceSource = hotplug.source()
-        try await DemoRecorder(options: options).run(until: StopSignal(signals: []))
+        try await RecorderService(options: options.recorderOptions()).run()
         let root = "\(dir.path)/v4l2-usb-Vigil_Emulated_Camera_SN0001-video-index0"
         let segments = RecordingInspector.files(under: root, endingWith: ".mkv")
         #expect(segments.count >= 2)

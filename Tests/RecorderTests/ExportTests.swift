@@ -30,7 +30,7 @@ import Testing
         // Read the index only once it holds every segment announced so far (events reach it
         // through a stream).
         #expect(await poll(seconds: 10) { (try? keeper.index.entries(kind: .segment).count) == log.count("segment_finalized") })
-        keeper.stop()
+        await keeper.stop()
         return (keeper, seen.all)
     }
 
@@ -76,7 +76,7 @@ import Testing
     @Test func aContainerThatCannotHoldTheCodecIsRefusedWithAFix() throws {
         let entry = RecordingIndex.Entry(kind: .segment, camera: "c", path: "x.mp4", startNanos: 0, endNanos: 10, frames: 1, bytes: 1,
                                          codec: "h264", width: 2, height: 2, state: .complete)
-        #expect(throws: SegmentJoiner.ExportError.self) {
+        #expect(throws: RecorderError.self) {
             try SegmentJoiner.export([entry], root: "/nonexistent", from: 0, to: 10, output: "/tmp/out.mkv", exact: false) { _ in }
         }
         do {

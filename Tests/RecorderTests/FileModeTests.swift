@@ -25,7 +25,7 @@ import Testing
     }
 
     @Test func theConfigurationNamesABadModeWithItsLineAndAFix() throws {
-        let error = #expect(throws: ConfigurationErrors.self) {
+        let error = #expect(throws: RecorderError.self) {
             _ = try ConfigurationLoader.parse(text: "[storage]\nroot = \"/srv\"\nfile_mode = \"0755\"\n", path: "vigil.toml")
         }
         #expect(error?.diagnostics.map { $0.line } == [3])

@@ -31,15 +31,14 @@ import Testing
         var options = RecorderService.Options(configurationPath: file)
         options.deviceSource = hotplug.source()
         let service = try RecorderService(options: options)
-        let stop = StopSignal(signals: [])
-        let run = Task.detached { try await service.run(until: stop, control: ProcessSignals([])) }
+        let run = Task.detached { try await service.run() }
         let data = dir.path + "/data/porch"
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline && (RecordingInspector.files(under: data + "/video", endingWith: ".mp4").count < 2
             || RecordingInspector.files(under: data + "/stills", endingWith: ".jpg").count < 2) {
             try await Task.sleep(nanoseconds: 100_000_000)
         }
-        stop.raise()
+        await service.stop()
         try await run.value
 
         // One session fed both jobs: the camera streamed once, and nothing else held it.
@@ -63,8 +62,7 @@ import Testing
         var options = RecorderService.Options(dataDirectory: dir.path)
         options.deviceSource = hotplug.source()
         let service = try RecorderService(options: options)
-        let stop = StopSignal(signals: [])
-        let run = Task.detached { try await service.run(until: stop, control: ProcessSignals([])) }
+        let run = Task.detached { try await service.run() }
         // No camera at start: the synthetic one records, so a first run shows something.
         let synthetic = dir.path + "/synthetic-0/video"
         let usb = dir.path + "/v4l2-usb-Vigil_Emulated_Camera_SN0001-video-index0/video"
@@ -78,7 +76,7 @@ import Testing
             try await Task.sleep(nanoseconds: 100_000_000)
         }
         try await Task.sleep(nanoseconds: 1_000_000_000)
-        stop.raise()
+        await service.stop()
         try await run.value
         let files = RecordingInspector.files(under: usb, endingWith: ".mp4")
         #expect(files.count >= 1, "the camera plugged in later was not recorded")

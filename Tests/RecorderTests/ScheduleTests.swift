@@ -103,9 +103,9 @@ private func scan(_ schedule: Schedule, from: String, to: String) -> (activeMinu
     }
 
     @Test func badWindowsSayWhatToWrite() {
-        #expect(Schedule.check(window: "25:00-26:00", hasLocation: false)?.message.contains("\"25:00\" is not a time of day") == true)
-        #expect(Schedule.check(window: "mnn-fri 07:00-19:00", hasLocation: false)?.message.contains("did you mean mon?") == true)
-        #expect(Schedule.check(window: "sunrise-sunset", hasLocation: false)?.fix.contains("[location]") == true)
+        #expect(Schedule.check(window: "25:00-26:00", hasLocation: false)?.description.contains("\"25:00\" is not a time of day") == true)
+        #expect(Schedule.check(window: "mnn-fri 07:00-19:00", hasLocation: false)?.description.contains("did you mean mon?") == true)
+        #expect(Schedule.check(window: "sunrise-sunset", hasLocation: false)?.description.contains("[location]") == true)
         #expect(Schedule.check(window: "sunrise-sunset", hasLocation: true) == nil)
         #expect(Schedule.check(window: "07:00-07:00", hasLocation: false) != nil)
         #expect(Schedule.check(window: "mon-fri", hasLocation: false) != nil)
@@ -119,7 +119,7 @@ private func scan(_ schedule: Schedule, from: String, to: String) -> (activeMinu
     @Test(arguments: ["sunrise+999999999999999999h-sunset", "sunset-99999999999999999999999m-sunrise",
                       "sunrise+1h9223372036854775807m-sunset", "sunrise+153722867280912931h-sunset", "sunrise+721m-sunset"])
     func hugeSunOffsetsAreErrors(_ window: String) {
-        #expect(Schedule.check(window: window, hasLocation: true)?.message.contains("between 1 minute and 12 hours") == true)
+        #expect(Schedule.check(window: window, hasLocation: true)?.description.contains("between 1 minute and 12 hours") == true)
     }
 
     @Test func twelveHoursIsTheLargestSunOffset() {

@@ -3,6 +3,7 @@ import CaptureTesting
 import Foundation
 import Media
 @testable import Recorder
+import SystemPackage
 import Testing
 
 private let second: Int64 = 1_000_000_000
@@ -31,7 +32,7 @@ private func place(
     _ keeper: StorageKeeper, camera: String, kind: RecordingIndex.Kind = .segment, endNanos: Int64, bytes: Int = 100,
     state: RecordingIndex.State = .complete, folder: String? = nil
 ) throws -> String {
-    let stamp = RecordingPaths.utcStamp(endNanos)
+    let stamp = StorageLayout.utcStamp(endNanos)
     let relative = "\(folder ?? camera)/\(kind.folder)/\(stamp.day)/\(camera)-\(stamp.stamp).\(kind == .segment ? "mp4" : "jpg")"
     try FileManager.default.createDirectory(atPath: "\(keeper.root)/\((relative as NSString).deletingLastPathComponent)", withIntermediateDirectories: true)
     try Data(count: bytes).write(to: URL(fileURLWithPath: "\(keeper.root)/\(relative)"))
@@ -47,10 +48,10 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
     private let stamp: Int64 = 1_795_330_620 * second  // 2026-11-22T06:57:00Z
 
     @Test func namesAreReadFromTheEndSoCameraIdsMayHoldDots() throws {
-        let dotted = RecordingPaths(root: "/r", cameraID: "pci-0000:00:14.0-usb-0:1:1.0").cameraDirectory
+        let dotted = StorageLayout.cameraFolder("pci-0000:00:14.0-usb-0:1:1.0")
         #expect(dotted == "pci-0000-00-14.0-usb-0-1-1.0")
         for name in ["\(dotted)-20261122T065700Z.mp4", "\(dotted)-20261122T065700Z.jpg", "\(dotted)-20261122T065700Z.mp4.partial"] {
-            #expect(RecordingPaths.wallNanos(fromFileName: name) == stamp, "\(name)")
+            #expect(StorageLayout.wallNanos(fromFileName: name) == stamp, "\(name)")
             let parsed = try #require(RecordingFileName(name))
             #expect(parsed.camera == dotted && parsed.sequence == 1 && !parsed.isDaily)
         }
@@ -72,9 +73,9 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
         let dir = try TemporaryDirectory("vigil-dotted-stills")
         defer { dir.remove() }
         let camera = "pci-0000:00:14.0-usb-0:1:1.0"
-        let paths = RecordingPaths(root: dir.path, cameraID: camera)
+        let layout = StorageLayout(root: dir.path)
         for offset in [0, 60, 120] {
-            let path = try paths.snapshot(at: stamp + Int64(offset) * second)
+            let path = try layout.snapshot(camera: camera, at: stamp + Int64(offset) * second)
                 .replacingOccurrences(of: "/snapshots/", with: "/stills/")
             try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             try Data([0xFF, 0xD8]).write(to: URL(fileURLWithPath: path))
@@ -95,7 +96,7 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
         try FileManager.default.removeItem(atPath: source)
         let folder = (source as NSString).deletingLastPathComponent
         let cut = "\(folder)/pci-0000-00-14.0-usb-0-1-1.0-20261122T100000Z.mp4"
-        try full.prefix(full.count * 3 / 4).write(to: URL(fileURLWithPath: cut + RecordingPaths.partialSuffix))
+        try full.prefix(full.count * 3 / 4).write(to: URL(fileURLWithPath: cut + StorageLayout.partialSuffix))
         let whole = "\(folder)/pci-0000-00-14.0-usb-0-1-1.0-20261122T100100Z_02.mp4"
         try full.write(to: URL(fileURLWithPath: whole))
 
@@ -114,17 +115,17 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
     private func root() async throws -> (TemporaryDirectory, Set<String>) {
         let dir = try TemporaryDirectory("vigil-index-rebuild")
         let segment = try await recordSegment(root: dir.path, camera: "porch")
-        let paths = RecordingPaths(root: dir.path, cameraID: "porch")
-        let still = try paths.snapshot(at: 1_795_330_620 * second).replacingOccurrences(of: "/snapshots/", with: "/stills/")
+        let layout = StorageLayout(root: dir.path)
+        let still = try layout.snapshot(camera: "porch", at: 1_795_330_620 * second).replacingOccurrences(of: "/snapshots/", with: "/stills/")
         try FileManager.default.createDirectory(atPath: (still as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         try Data(count: 500).write(to: URL(fileURLWithPath: still))
-        let snapshot = try paths.snapshot(at: 1_795_330_680 * second)
+        let snapshot = try layout.snapshot(camera: "porch", at: 1_795_330_680 * second)
         try Data(count: 700).write(to: URL(fileURLWithPath: snapshot))
         return (dir, Set([segment, still, snapshot].map { String($0.dropFirst(dir.path.count + 1)) }))
     }
 
     /// Opens a keeper despite the bad index: it knows every file, and indexes what is recorded next.
-    private func openAndRecord(_ root: String, files: Set<String>) throws -> StorageKeeper {
+    private func openAndRecord(_ root: String, files: Set<String>) async throws -> StorageKeeper {
         let events = RecorderEvents()
         let keeper = try StorageKeeper.open(root: root, policy: RetentionPolicy(), events: events)
         #expect(Set(try keeper.index.entries().map(\.path)) == files)
@@ -132,7 +133,7 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
         #expect(try keeper.index.entries(kind: .snapshot).count == 1)
         keeper.start()
         events.emit(.segmentStarted(camera: "porch", path: "\(root)/porch/video/2026-11-23/porch-20261123T000000Z.mp4", startWallNanos: 1))
-        keeper.stop()
+        await keeper.stop()
         #expect(try keeper.index.entries(states: [.writing]).map(\.path) == ["porch/video/2026-11-23/porch-20261123T000000Z.mp4"])
         return keeper
     }
@@ -140,11 +141,11 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
     @Test func aGarbageIndexIsMovedAsideAndRebuiltFromTheFiles() async throws {
         let (dir, files) = try await root()
         defer { dir.remove() }
-        let indexPath = "\(dir.path)/\(RecordingIndex.fileName)"
+        let indexPath = "\(dir.path)/\(StorageLayout.indexFileName)"
         try Data((0..<8192).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }).write(to: URL(fileURLWithPath: indexPath))
-        let keeper = try openAndRecord(dir.path, files: files)
+        let keeper = try await openAndRecord(dir.path, files: files)
         #expect(keeper.index.path == indexPath, "rebuilt in place, not in memory")
-        let aside = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasPrefix("\(RecordingIndex.fileName).corrupt-") }
+        let aside = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasPrefix("\(StorageLayout.indexFileName).corrupt-") }
         #expect(aside.count == 1, "the damaged index is kept for a person to look at")
         // The rebuilt file is a good index of the current schema.
         let again = try RecordingIndex(root: dir.path)
@@ -154,7 +155,7 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
     @Test func aTruncatedIndexIsMovedAsideAndRebuiltFromTheFiles() async throws {
         let (dir, files) = try await root()
         defer { dir.remove() }
-        let indexPath = "\(dir.path)/\(RecordingIndex.fileName)"
+        let indexPath = "\(dir.path)/\(StorageLayout.indexFileName)"
         do {
             // A real index with many entries, checkpointed into the main file, then cut in half.
             let index = try RecordingIndex(root: dir.path)
@@ -171,7 +172,7 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: indexPath))
         try handle.truncate(atOffset: UInt64(size / 2))
         try handle.close()
-        let keeper = try openAndRecord(dir.path, files: files)
+        let keeper = try await openAndRecord(dir.path, files: files)
         #expect(keeper.index.path == indexPath)
     }
 
@@ -180,9 +181,9 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
         defer { dir.remove() }
         // A directory where the file should be: it can be neither opened nor moved aside as a file
         // (root ignores permissions, so this is how the tests make it unusable).
-        let indexPath = "\(dir.path)/\(RecordingIndex.fileName)"
+        let indexPath = "\(dir.path)/\(StorageLayout.indexFileName)"
         try FileManager.default.createDirectory(atPath: indexPath, withIntermediateDirectories: false)
-        let keeper = try openAndRecord(dir.path, files: files)
+        let keeper = try await openAndRecord(dir.path, files: files)
         #expect(keeper.index.path == nil)
         var isDirectory: ObjCBool = false
         #expect(FileManager.default.fileExists(atPath: indexPath, isDirectory: &isDirectory) && isDirectory.boolValue, "left alone")
@@ -197,8 +198,8 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
                                                bytes: 0, codec: "", width: 0, height: 0, state: .complete))
         }
         try setUserVersion(dir.path, 99)
-        #expect(throws: RecordingIndex.IndexError.self) { try RecordingIndex(root: dir.path) }
-        let keeper = try openAndRecord(dir.path, files: files)
+        #expect(throws: RecorderError.self) { try RecordingIndex(root: dir.path) }
+        let keeper = try await openAndRecord(dir.path, files: files)
         #expect(keeper.index.path == nil)
         try setUserVersion(dir.path, 1)
         #expect(try RecordingIndex(root: dir.path).entries().map(\.path) == ["x/video/d/x.mp4"], "the newer file was not touched")
@@ -216,14 +217,14 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
 
     /// `PRAGMA user_version` is the big-endian 32-bit number at byte 60 of a SQLite file's header.
     private func setUserVersion(_ root: String, _ version: Int32) throws {
-        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: "\(root)/\(RecordingIndex.fileName)"))
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: "\(root)/\(StorageLayout.indexFileName)"))
         defer { try? handle.close() }
         try handle.seek(toOffset: 60)
         try handle.write(contentsOf: withUnsafeBytes(of: UInt32(bitPattern: version).bigEndian) { Data($0) })
     }
 
     private func userVersion(_ root: String) throws -> Int32 {
-        let header = try Data(contentsOf: URL(fileURLWithPath: "\(root)/\(RecordingIndex.fileName)")).prefix(64)
+        let header = try Data(contentsOf: URL(fileURLWithPath: "\(root)/\(StorageLayout.indexFileName)")).prefix(64)
         return Int32(bitPattern: header.suffix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
     }
 }
@@ -319,7 +320,7 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
         defer { dir.remove() }
         let now: Int64 = 1_795_330_620 * second
         // A leftover that does not play, and one quarantined by an older Vigil (flat name).
-        let folder = "porch/video/\(RecordingPaths.utcStamp(now).day)"
+        let folder = "porch/video/\(StorageLayout.utcStamp(now).day)"
         try FileManager.default.createDirectory(atPath: "\(dir.path)/\(folder)", withIntermediateDirectories: true)
         try Data(count: 300).write(to: URL(fileURLWithPath: "\(dir.path)/\(folder)/porch-20261122T065000Z.mp4.partial"))
         try FileManager.default.createDirectory(atPath: "\(dir.path)/.quarantine", withIntermediateDirectories: true)
@@ -373,7 +374,7 @@ extension QuarantineTests {
 }
 
 @Suite struct KeeperEventTests {
-    @Test func everyEventEmittedBeforeStopIsIndexed() throws {
+    @Test func everyEventEmittedBeforeStopIsIndexed() async throws {
         let dir = try TemporaryDirectory("vigil-keeper-events")
         defer { dir.remove() }
         let events = RecorderEvents()
@@ -386,20 +387,20 @@ extension QuarantineTests {
                 path: path, frameCount: 1, byteCount: 1, firstFrameWallNanos: Int64(n), lastFrameWallNanos: Int64(n), codec: "h264",
                 width: 1, height: 1, isIncomplete: false)))
         }
-        keeper.stop()
+        await keeper.stop()
         #expect(try keeper.index.entries(kind: .segment, states: [.complete]).count == 2000)
     }
 
-    @Test func aSnapshotIsIndexedAsOneAndFoundAgainAtTheNextStart() throws {
+    @Test func aSnapshotIsIndexedAsOneAndFoundAgainAtTheNextStart() async throws {
         let dir = try TemporaryDirectory("vigil-keeper-snapshot")
         defer { dir.remove() }
         let events = RecorderEvents()
         let keeper = try StorageKeeper.open(root: dir.path, policy: RetentionPolicy(), events: events)
         keeper.start()
-        let path = try RecordingPaths(root: dir.path, cameraID: "c").snapshot(at: 1_795_330_620 * second)
+        let path = try StorageLayout(root: dir.path).snapshot(camera: "c", at: 1_795_330_620 * second)
         try Data(count: 1234).write(to: URL(fileURLWithPath: path))
         events.emit(.stillSaved(camera: "c", path: path, shotWallNanos: nil))
-        keeper.stop()
+        await keeper.stop()
         let entry = try #require(try keeper.index.entries().first)
         #expect(entry.kind == .snapshot && entry.startNanos == 1_795_330_620 * second && entry.bytes == 1234)
         let again = try StorageKeeper.open(root: dir.path, policy: RetentionPolicy(), events: events)
@@ -441,7 +442,7 @@ struct DiskFullErrnoTests {
         return (try StorageKeeper.open(root: disk.path, policy: policy, events: events), events)
     }
 
-    @Test func aWriteFailingWithENOSPCMakesRoomWhateverItsMessageSays() throws {
+    @Test func aWriteFailingWithENOSPCMakesRoomWhateverItsMessageSays() async throws {
         let small = try SmallDisk("vigil-enospc")
         defer { small.remove() }
         // No floor at all: only the ENOSPC report can start the sweep.
@@ -449,8 +450,8 @@ struct DiskFullErrnoTests {
         let free = try #require(StorageKeeper.space(small.path)).free
         let old = try place(keeper, camera: "c", endNanos: 1_795_330_620 * second, bytes: Int(free) - 16_384)
         keeper.start()
-        events.emit(.error(camera: "c", message: "recording failed (write: some other wording)", errno: ENOSPC))
-        keeper.stop()
+        events.emit(.error(camera: "c", message: "recording failed (write: some other wording)", errno: .noSpace))
+        await keeper.stop()
         #expect(!exists(small.path, old), "the oldest recording makes room")
     }
 
@@ -458,10 +459,10 @@ struct DiskFullErrnoTests {
         let small = try SmallDisk("vigil-full-of-recordings")
         defer { small.remove() }
         // No index file (it was lost), and two stills fill every block: the older one is most of the disk.
-        let paths = try RecordingPaths(root: small.path, cameraID: "porch")
+        let layout = StorageLayout(root: small.path)
         let now: Int64 = 1_795_330_620 * second
-        let old = try paths.snapshot(at: now - day).replacingOccurrences(of: "/snapshots/", with: "/stills/")
-        let new = try paths.snapshot(at: now).replacingOccurrences(of: "/snapshots/", with: "/stills/")
+        let old = try layout.snapshot(camera: "porch", at: now - day).replacingOccurrences(of: "/snapshots/", with: "/stills/")
+        let new = try layout.snapshot(camera: "porch", at: now).replacingOccurrences(of: "/snapshots/", with: "/stills/")
         for still in [old, new] {
             try FileManager.default.createDirectory(atPath: (still as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         }
@@ -470,12 +471,12 @@ struct DiskFullErrnoTests {
         try Data(count: Int(try #require(StorageKeeper.space(small.path)).free)).write(to: URL(fileURLWithPath: new))
         #expect(try #require(StorageKeeper.space(small.path)).free == 0)
         let keeper = try StorageKeeper.open(root: small.path, policy: RetentionPolicy(), events: RecorderEvents())
-        #expect(keeper.index.path == "\(small.path)/\(RecordingIndex.fileName)", "the index file, not one in memory")
+        #expect(keeper.index.path == StorageLayout(root: small.path).indexPath, "the index file, not one in memory")
         #expect(!FileManager.default.fileExists(atPath: old), "the oldest recording made room")
         #expect(try keeper.index.entries().map(\.path) == [String(new.dropFirst(small.path.count + 1))])
     }
 
-    @Test func anIndexWriteOnAFullDiskMakesRoomAndIsNotLost() throws {
+    @Test func anIndexWriteOnAFullDiskMakesRoomAndIsNotLost() async throws {
         let small = try SmallDisk("vigil-index-write-full")
         defer { small.remove() }
         // No floor: only the index's own full-disk report can start the sweep.
@@ -486,9 +487,9 @@ struct DiskFullErrnoTests {
         let free = try #require(StorageKeeper.space(small.path)).free
         try Data(count: Int(free)).write(to: URL(fileURLWithPath: "\(small.path)/filler"))
         keeper.start()
-        let segment = "\(small.path)/c/video/\(RecordingPaths.utcStamp(now).day)/c-\(RecordingPaths.utcStamp(now).stamp).mp4"
+        let segment = "\(small.path)/c/video/\(StorageLayout.utcStamp(now).day)/c-\(StorageLayout.utcStamp(now).stamp).mp4"
         events.emit(.segmentStarted(camera: "c", path: segment, startWallNanos: now))
-        keeper.stop()
+        await keeper.stop()
         #expect(!exists(small.path, old), "the oldest recording made room for the index")
         #expect(try keeper.index.entries().map(\.state) == [.writing], "the new segment is indexed")
     }
@@ -496,7 +497,7 @@ struct DiskFullErrnoTests {
     @Test func aDiskFullOfOtherFilesLeavesRecordingWithAnIndexInMemory() throws {
         let small = try SmallDisk("vigil-full-index")
         defer { small.remove() }
-        let still = try RecordingPaths(root: small.path, cameraID: "porch").snapshot(at: 1_795_330_620 * second)
+        let still = try StorageLayout(root: small.path).snapshot(camera: "porch", at: 1_795_330_620 * second)
             .replacingOccurrences(of: "/snapshots/", with: "/stills/")
         try FileManager.default.createDirectory(atPath: (still as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         try Data(count: 500).write(to: URL(fileURLWithPath: still))
@@ -517,7 +518,7 @@ struct DiskFullErrnoTests {
         defer { small.remove() }
         // A leftover from a crash (newer than the good segment), quarantined at start.
         let now: Int64 = 1_795_330_620 * second
-        let folder = "porch/video/\(RecordingPaths.utcStamp(now).day)"
+        let folder = "porch/video/\(StorageLayout.utcStamp(now).day)"
         try FileManager.default.createDirectory(atPath: "\(small.path)/\(folder)", withIntermediateDirectories: true)
         try Data(count: 1_200_000).write(to: URL(fileURLWithPath: "\(small.path)/\(folder)/porch-20261122T065000Z.mp4.partial"))
         var policy = RetentionPolicy()
@@ -529,10 +530,42 @@ struct DiskFullErrnoTests {
         // Someone else's file fills the disk to below the floor.
         let free = try #require(StorageKeeper.space(small.path)).free
         try Data(count: Int(free) - 512 * 1024).write(to: URL(fileURLWithPath: "\(small.path)/filler"))
-        keeper.checkFreeSpace(Clock.monotonicNanos())
+        keeper.checkFreeSpace(SystemClocks.monotonicNanos())
         #expect(try keeper.index.entries(states: [.quarantined]).isEmpty)
         #expect(RecordingInspector.files(under: "\(small.path)/.quarantine", endingWith: ".partial").isEmpty)
         #expect(exists(small.path, segment), "the leftover was enough to make room")
+    }
+}
+
+/// A full disk is recognised by its cause (SQLITE_FULL, ENOSPC), never by a message's text.
+@Suite(.enabled(if: getuid() == 0, "needs root to mount a size-limited tmpfs"))
+struct IndexDiskFullTests {
+    @Test func anIndexWriteOnAFullDiskIsRecognisedAsFull() throws {
+        let small = try SmallDisk("vigil-sqlite-full")
+        defer { small.remove() }
+        let index = try RecordingIndex(root: small.path)
+        // Leave a few blocks, then write rows until SQLite cannot grow its WAL.
+        let free = try #require(StorageKeeper.space(small.path)).free
+        try Data(count: Int(free) - 8192).write(to: URL(fileURLWithPath: "\(small.path)/filler"))
+        let error = #expect(throws: RecorderError.self) {
+            for n in 0..<100_000 {
+                try index.put(RecordingIndex.Entry(
+                    kind: .segment, camera: "c", path: "c/video/2026-11-22/c-\(n)-\(String(repeating: "x", count: 200)).mp4",
+                    startNanos: Int64(n), endNanos: Int64(n), frames: 1, bytes: 1, codec: "h264", width: 1, height: 1, state: .complete))
+            }
+        }
+        #expect(error?.isDiskFull == true, "\(String(describing: error))")
+        #expect(error?.isDamagedIndex == false)
+    }
+}
+
+@Suite struct RecorderErrorTests {
+    /// SQLite's own code for a full disk is enough, with or without the system's errno.
+    @Test func sqliteFullIsADiskFullWhateverTheText() {
+        #expect(RecorderError.index(code: 13 /* SQLITE_FULL */, errno: nil, message: "x", isNewer: false).isDiskFull)
+        #expect(RecorderError.index(code: 10 /* SQLITE_IOERR */, errno: .diskQuotaExceeded, message: "x", isNewer: false).isDiskFull)
+        #expect(!RecorderError.index(code: 10, errno: .ioError, message: "disk is full", isNewer: false).isDiskFull)
+        #expect(!RecorderError.export("the disk is full").isDiskFull)
     }
 }
 
@@ -550,7 +583,7 @@ struct DiskFullErrnoTests {
                 kind: .segment, camera: "c", path: "c/video/2026-11-22/c-\(i).mp4", startNanos: end - 10 * second, endNanos: end,
                 frames: 150, bytes: 100_000, codec: "h264", width: 160, height: 120, state: .complete))
             if i % 50 == 0 {
-                let size = (try? FileManager.default.attributesOfItem(atPath: "\(dir.path)/\(RecordingIndex.fileName)-wal")[.size] as? Int64) ?? 0
+                let size = (try? FileManager.default.attributesOfItem(atPath: StorageLayout(root: dir.path).indexWALPath)[.size] as? Int64) ?? 0
                 largest = max(largest, size)
             }
         }

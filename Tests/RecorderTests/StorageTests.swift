@@ -9,7 +9,7 @@ private let day: Int64 = 86_400_000_000_000
 
 /// A recording file of `bytes` bytes under `root`, and its index entry.
 private func place(_ keeper: StorageKeeper, camera: String, kind: RecordingIndex.Kind, endNanos: Int64, bytes: Int, state: RecordingIndex.State = .complete) throws -> String {
-    let stamp = RecordingPaths.utcStamp(endNanos)
+    let stamp = StorageLayout.utcStamp(endNanos)
     let folder = kind == .segment ? "video" : "stills"
     let relative = "\(camera)/\(folder)/\(stamp.day)/\(camera)-\(stamp.stamp).\(kind == .segment ? "mp4" : "jpg")"
     try FileManager.default.createDirectory(atPath: "\(keeper.root)/\((relative as NSString).deletingLastPathComponent)", withIntermediateDirectories: true)
@@ -127,7 +127,7 @@ struct FullDiskSweepTests {
         #expect(await poll(seconds: 30) { log.all.dropFirst(firstDeletion).filter { $0.name == "segment_finalized" }.count >= 3 })
         run.cancel()
         await run.value
-        keeper.stop()
+        await keeper.stop()
 
         let finalized = log.all.compactMap { if case .segmentFinalized(_, let info) = $0 { return info } else { return nil } }
         #expect(!FileManager.default.fileExists(atPath: finalized[0].path), "the oldest segment was kept")

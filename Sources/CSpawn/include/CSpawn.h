@@ -6,4 +6,8 @@
 /// behind _GNU_SOURCE: the child closes every descriptor from `lowfd` up.
 int cspawn_file_actions_addclosefrom(posix_spawn_file_actions_t *actions, int lowfd);
 
+/// pidfd_open(2) (Linux 5.3+): a descriptor that becomes readable when the process exits, so a
+/// hook's thread can sleep in poll() until its hook ends or its time is up. -1 and errno on failure.
+int cspawn_pidfd_open(pid_t pid);
+
 #endif

@@ -40,7 +40,7 @@ public final class CaptureDevice: Sendable, CustomStringConvertible {
     public func supports(_ preset: Preset) -> Bool { preset.resolve(in: formats) != nil }
 
     /// The device format for a request and frame rate, or an error that lists what exists.
-    public func resolve(_ request: FormatRequest, frameRate: Double) throws(SessionError) -> DeviceFormat {
+    public func resolve(_ request: FormatRequest, frameRate: Double) throws(CaptureError) -> DeviceFormat {
         // A network camera sends what it is set to send (its one format is 0x0): any request takes it.
         if formats.count == 1, formats[0].width == 0, formats[0].height == 0 { return formats[0] }
         let format: DeviceFormat?
@@ -78,7 +78,7 @@ public protocol CaptureStream: AnyObject {
     /// The largest frame this stream can deliver, so pooled buffers are allocated once.
     var maximumFrameBytes: Int { get }
     /// Waits up to `timeoutNanos` for the next frame and writes it into `frame`.
-    /// Throws `DeviceDisconnected` when the camera is gone.
+    /// Throws `CaptureError.disconnected` when the camera is gone.
     func readFrame(into frame: CapturedFrame, timeoutNanos: Int64) throws -> ReadResult
     /// Sets control values all at once (they were validated against `CaptureDevice.controls`).
     func apply(controls: [ControlSetting]) throws
@@ -98,7 +98,7 @@ extension CaptureStream {
     public var abortHandle: (any AbortHandle)? { nil }
 
     public func apply(controls: [ControlSetting]) throws {
-        if let first = controls.first { throw SessionError.invalidSetting("this camera has no control \(first.key)") }
+        if let first = controls.first { throw CaptureError.invalidSetting("this camera has no control \(first.key)") }
     }
 }
 
@@ -121,13 +121,6 @@ public struct ControlSetting: Sendable, Hashable {
     public let id: UInt32
     public let key: String
     public let value: Int64
-}
-
-/// The camera went away (unplugged, powered off): the session is interrupted, not failed.
-public struct DeviceDisconnected: Error, CustomStringConvertible {
-    public let reason: String
-    public init(reason: String) { self.reason = reason }
-    public var description: String { reason }
 }
 
 /// Where a camera is attached.

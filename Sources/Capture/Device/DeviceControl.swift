@@ -39,7 +39,7 @@ public struct DeviceControl: Sendable, Hashable {
 
     /// The value the driver will take for `value`: refused outside the range or not on the menu,
     /// otherwise rounded to the nearest step.
-    public func validated(_ value: Int64, camera: String) throws(SessionError) -> Int64 {
+    public func validated(_ value: Int64, camera: String) throws(CaptureError) -> Int64 {
         if isReadOnly { throw .invalidSetting("camera \(camera): control \(key) is read-only") }
         if kind == .menu {
             guard menu[value] != nil else {

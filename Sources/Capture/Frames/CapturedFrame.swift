@@ -1,9 +1,11 @@
+import Glibc
 import Media
 import Synchronization
 
 /// One frame as the camera delivered it: raw pixels or a compressed image, with its
 /// timestamps. Frames come from a `FramePool` and go back to it when every output that took
 /// the frame has released it, so steady-state capture allocates nothing.
+/// @unchecked: its bytes are written by the capture thread only before the frame is handed out, then only read until every holder released it.
 public final class CapturedFrame: @unchecked Sendable {
     public private(set) var storage: UnsafeMutableRawBufferPointer
     public internal(set) var byteCount = 0
@@ -31,11 +33,11 @@ public final class CapturedFrame: @unchecked Sendable {
     private unowned(unsafe) let pool: FramePool
 
     init(capacity: Int, pool: FramePool) {
-        storage = .allocate(byteCount: max(capacity, 1), alignment: 64)
+        storage = Self.map(capacity)
         self.pool = pool
     }
 
-    deinit { storage.deallocate() }
+    deinit { munmap(storage.baseAddress, storage.count) }
 
     /// The frame's bytes.
     public var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: storage[0..<byteCount]) }
@@ -43,8 +45,19 @@ public final class CapturedFrame: @unchecked Sendable {
     /// Grows the buffer (only when a larger format starts; never per frame in steady state).
     func reserve(_ capacity: Int) {
         guard capacity > storage.count else { return }
-        storage.deallocate()
-        storage = .allocate(byteCount: capacity, alignment: 64)
+        munmap(storage.baseAddress, storage.count)
+        storage = Self.map(capacity)
+    }
+
+    /// Frame buffers are mapped pages of their own rather than heap blocks: a page counts in the
+    /// process's memory only once written (an MJPEG frame uses a fraction of its worst-case
+    /// capacity), and a buffer the pool lets go goes back to the system at once instead of
+    /// staying in a malloc arena.
+    private static func map(_ capacity: Int) -> UnsafeMutableRawBufferPointer {
+        let bytes = max(capacity, 1)
+        let address = mmap(nil, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        guard let address, address != MAP_FAILED else { fatalError("out of memory for a \(bytes)-byte frame") }
+        return UnsafeMutableRawBufferPointer(start: address, count: bytes)
     }
 
     /// Grows the buffer keeping its first `count` bytes (a frame assembled from several packets).
@@ -92,22 +105,59 @@ public final class CapturedFrame: @unchecked Sendable {
     }
 }
 
-/// Recycles frame buffers between the capture thread and the outputs.
-final class FramePool: @unchecked Sendable {
-    private let free = Mutex<[CapturedFrame]>([])
-
-    init() {
-        free.withLock { $0.reserveCapacity(64) }
+/// Recycles frame buffers between the capture thread and the outputs. It keeps as many frames
+/// as were in use at once lately, not as many as ever were: after a burst (an encoder's queue
+/// filled while the machine was busy) the spare frames are let go once a whole window of
+/// `window` takes needed fewer, so memory follows need. Steady capture allocates nothing.
+final class FramePool: Sendable {
+    private struct State {
+        var free: [CapturedFrame] = []
+        /// Frames taken and not yet recycled.
+        var inUse = 0
+        /// The most frames in use at once in the current window.
+        var windowPeak = 0
+        var takesInWindow = 0
     }
 
+    private let state = Mutex(State())
+    private let window: Int
+
+    /// `window`: takes between two decisions (150 is 5 s of a 30 fps camera).
+    init(window: Int = 150) {
+        self.window = window
+        state.withLock { $0.free.reserveCapacity(64) }
+    }
+
+    /// Frames the pool holds: in use plus spare.
+    var frameCount: Int { state.withLock { $0.inUse + $0.free.count } }
+
     func take(capacity: Int) -> CapturedFrame {
-        let frame = free.withLock { $0.popLast() } ?? CapturedFrame(capacity: capacity, pool: self)
+        var surplus: [CapturedFrame] = []
+        let reused = state.withLock { s -> CapturedFrame? in
+            let frame = s.free.popLast()
+            s.inUse += 1
+            s.windowPeak = max(s.windowPeak, s.inUse)
+            s.takesInWindow += 1
+            if s.takesInWindow >= window {
+                // Keep spares for what this window needed at most; the rest is released below, unlocked.
+                let spares = max(0, s.windowPeak - s.inUse)
+                while s.free.count > spares { surplus.append(s.free.removeLast()) }
+                s.takesInWindow = 0
+                s.windowPeak = s.inUse
+            }
+            return frame
+        }
+        surplus.removeAll()
+        let frame = reused ?? CapturedFrame(capacity: capacity, pool: self)
         frame.reserve(capacity)
         frame.setHolders(1)
         return frame
     }
 
     func recycle(_ frame: CapturedFrame) {
-        free.withLock { $0.append(frame) }
+        state.withLock {
+            $0.inUse -= 1
+            $0.free.append(frame)
+        }
     }
 }

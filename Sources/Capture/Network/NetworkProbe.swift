@@ -28,7 +28,7 @@ public struct NetworkProbe: Sendable, CustomStringConvertible {
         isRecordable = source.format != nil
         var keyframes: [Int64] = []
         let packet = Packet()
-        let end = Clock.monotonicNanos() + listenNanos
+        let end = SystemClocks.monotonicNanos() + listenNanos
         while keyframes.count < 2 && source.format != .mjpeg, let times = try? source.read(into: packet, deadlineNanos: end) {
             if packet.isKeyframe, let t = times.dts ?? times.pts, keyframes.last != t { keyframes.append(t) }
             packet.unref()

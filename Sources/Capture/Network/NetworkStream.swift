@@ -68,8 +68,8 @@ final class NetworkStream: CaptureStream {
                 return error.failure == .aborted ? .timeout : lose(stallOr(error.failure))
             }
         }
-        let arrival = Clock.monotonicNanos()
-        let arrivalWall = Clock.wallNanos()
+        let arrival = SystemClocks.monotonicNanos()
+        let arrivalWall = SystemClocks.wallNanos()
         lastVideoArrival = arrival
         var byteCount = append(packet, to: frame, at: 0)
         var keyframe = format == .mjpeg || packet.isKeyframe
@@ -137,9 +137,9 @@ final class NetworkStream: CaptureStream {
     }
 
     private func connectWhenDue(timeoutNanos: Int64) -> ReadResult {
-        let now = Clock.monotonicNanos()
+        let now = SystemClocks.monotonicNanos()
         if now < nextAttempt {
-            Clock.sleep(untilMonotonic: min(nextAttempt, now + timeoutNanos))
+            SystemClocks.sleep(untilMonotonic: min(nextAttempt, now + timeoutNanos))
             return .timeout
         }
         do {
@@ -151,7 +151,7 @@ final class NetworkStream: CaptureStream {
             stream = connection.stream
             source = connection
             ladder.reset()
-            lastVideoArrival = Clock.monotonicNanos()
+            lastVideoArrival = SystemClocks.monotonicNanos()
             logger.info("\(address): connected, \(connection.stream.codecName) \(connection.stream.width)x\(connection.stream.height)")
             return .timeout
         } catch {
@@ -163,7 +163,7 @@ final class NetworkStream: CaptureStream {
     private func retryLater(after failure: NetworkFailure) -> ReadResult {
         ladder.recordFailure()
         let delay = ladder.nextDelaySeconds * Double.random(in: 0.8...1.2)
-        nextAttempt = Clock.monotonicNanos() + Int64(delay * 1e9)
+        nextAttempt = SystemClocks.monotonicNanos() + Int64(delay * 1e9)
         // Said once per outage, and again when the cause changes; each attempt is logged.
         logger.debug("\(address): \(failure); next attempt in \(String(format: "%.1f", delay)) s")
         guard reportedLoss != failure else { return .timeout }

@@ -6,17 +6,19 @@ import Synchronization
 ///
 /// Subclasses override `accepts` (capture thread: cheap, decides whether to queue a frame at
 /// all), `process` (worker thread) and `finish` (worker thread, when the session stops).
+/// @unchecked: a subclass's own state is touched only on its worker thread (`process`, `finish`).
 public class CaptureOutput: @unchecked Sendable, CustomStringConvertible {
     public let name: String
-    private let queueCapacity: Int
+    /// nil: sized by need when the output is attached (`QueueSizing`).
+    private let requestedQueueCapacity: Int?
     private let dropsLateFrames: Bool
     private let counters = Mutex<(received: Int, dropped: Int, unreported: Int)>((0, 0, 0))
-    private let state = Mutex<(worker: OutputWorker?, context: OutputContext?)>((nil, nil))
+    private let state = Mutex<(worker: OutputWorker?, context: OutputContext?, capacity: Int)>((nil, nil, 0))
     var logger: Logger
 
-    init(name: String, queueCapacity: Int, dropsLateFrames: Bool) {
+    init(name: String, queueCapacity: Int?, dropsLateFrames: Bool) {
         self.name = name
-        self.queueCapacity = queueCapacity
+        requestedQueueCapacity = queueCapacity
         self.dropsLateFrames = dropsLateFrames
         logger = Logger(label: "vigil.output")
     }
@@ -44,7 +46,7 @@ public class CaptureOutput: @unchecked Sendable, CustomStringConvertible {
     func streamLost() {}
 
     /// Validates the output against the format the session is about to use.
-    func validate(format: DeviceFormat, settings: ConnectionSettings) throws(SessionError) {}
+    func validate(format: DeviceFormat, settings: ConnectionSettings) throws(CaptureError) {}
 
     /// The session this output is attached to, for events and naming.
     var context: OutputContext? { state.withLock { $0.context } }
@@ -57,8 +59,9 @@ public class CaptureOutput: @unchecked Sendable, CustomStringConvertible {
         state.withLock { state in
             state.context = context
             if state.worker == nil {
+                state.capacity = requestedQueueCapacity ?? QueueSizing.capacity(frameRate: context.frameRate, frameBytes: context.rawFrameBytes, interFrameCoded: context.interFrameCoded)
                 state.worker = OutputWorker(
-                    name: "vigil-\(context.cameraID)-\(name)", capacity: queueCapacity,
+                    name: "vigil-\(context.cameraID)-\(name)", capacity: state.capacity,
                     dropsLateFrames: dropsLateFrames
                 ) { [unowned self] frame, settings in
                     if frame.marksStreamLoss {
@@ -118,6 +121,31 @@ public class CaptureOutput: @unchecked Sendable, CustomStringConvertible {
 
     /// Whether a running session feeds this output.
     var isAttached: Bool { state.withLock { $0.worker != nil } }
+
+    /// Frames that may wait in this output's queue (known once attached).
+    var queueCapacity: Int { state.withLock { $0.capacity } }
+}
+
+/// How many frames an output's queue holds when its owner does not say. A queue absorbs the
+/// moments its worker cannot run (a busy machine, a segment's fsync); a deeper one only holds
+/// memory: every queued raw frame is a whole picture (1.8 MB at 720p YUYV), and the frames a
+/// queue once held stay in the capture pool until it trims them. So: a quarter of a second of
+/// video, at most 12 MiB of raw frames, never fewer than 2.
+enum QueueSizing {
+    static let seconds = 0.25
+    static let rawFrameBudget = 12 << 20
+
+    /// `frameBytes`: size of one raw frame; 0 for compressed frames, whose pages are only as
+    /// large as each image (a fraction of a raw frame), so only time bounds their queue.
+    /// H.264/H.265: a dropped frame spoils every frame up to the next keyframe, and the frames
+    /// are small, so their queues hold this long (a segment's fsync and rename must not drop one).
+    static let interFrameCodedSeconds = 2.0
+
+    static func capacity(frameRate: Double, frameBytes: Int, interFrameCoded: Bool = false) -> Int {
+        var frames = Int((frameRate * (interFrameCoded ? interFrameCodedSeconds : seconds)).rounded(.up))
+        if frameBytes > 0 { frames = min(frames, rawFrameBudget / frameBytes) }
+        return max(2, frames)
+    }
 }
 
 /// What an output knows of the session it is attached to.
@@ -126,4 +154,8 @@ struct OutputContext: Sendable {
     let events: EventBroadcaster
     /// The camera's nominal frame rate (encoders use it for rate control).
     let frameRate: Double
+    /// Bytes of one raw frame; 0 when frames are compressed (queue sizing).
+    var rawFrameBytes = 0
+    /// Frames depend on earlier ones (H.264/H.265): queues are sized to drop none.
+    var interFrameCoded = false
 }

@@ -1,6 +1,7 @@
 /// Hands every frame to a consumer on the output's own thread (`AVCaptureVideoDataOutput`):
 /// motion analysis, live preview, tests. With `dropsLateFrames` (the default, like
 /// `alwaysDiscardsLateVideoFrames`) a slow consumer loses its late frames and nothing else does.
+/// @unchecked only because Swift makes a subclass restate its base class's; its one property is a Sendable closure.
 public final class FrameOutput: CaptureOutput, @unchecked Sendable {
     private let handler: @Sendable (CapturedFrame) -> Void
 

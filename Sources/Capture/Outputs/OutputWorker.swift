@@ -3,6 +3,7 @@ import Synchronization
 
 /// A dedicated thread with a bounded queue in front of it. The capture thread never waits on
 /// a worker that drops late frames: when the queue is full, the new frame is dropped and counted.
+/// @unchecked: the ring and controls are guarded by `condition` (an NSCondition: the worker waits on it).
 final class OutputWorker: @unchecked Sendable {
     enum Item {
         case frame(CapturedFrame, ConnectionSettings)

@@ -20,6 +20,7 @@ public struct PhotoSettings: Sendable {
 }
 
 /// Takes a photo from the next frame on request: `try await output.capturePhoto()`.
+/// @unchecked as its base class: its own state is touched only on its worker thread.
 public final class PhotoOutput: CaptureOutput, @unchecked Sendable {
     private struct Request {
         let settings: PhotoSettings
@@ -37,13 +38,13 @@ public final class PhotoOutput: CaptureOutput, @unchecked Sendable {
     /// The next frame the camera delivers, as a JPEG.
     public func capturePhoto(_ settings: PhotoSettings = PhotoSettings()) async throws -> Photo {
         guard (1...100).contains(settings.quality) else {
-            throw SessionError.invalidSetting("JPEG quality must be 1–100, not \(settings.quality)")
+            throw CaptureError.invalidSetting("JPEG quality must be 1–100, not \(settings.quality)")
         }
-        guard let context else { throw SessionError.notRunning(camera: "(no session)") }
+        guard let context else { throw CaptureError.notRunning(camera: "(no session)") }
         return try await withCheckedThrowingContinuation { continuation in
             waiting.withLock { $0.append(Request(settings: settings, continuation: continuation)) }
             // If the session stopped meanwhile, nobody will serve it: fail at once.
-            if !isAttached { failAll(SessionError.notRunning(camera: context.cameraID)) }
+            if !isAttached { failAll(CaptureError.notRunning(camera: context.cameraID)) }
         }
     }
 
@@ -75,7 +76,7 @@ public final class PhotoOutput: CaptureOutput, @unchecked Sendable {
     }
 
     override func finish() {
-        failAll(SessionError.stopped(camera: context?.cameraID ?? "?"))
+        failAll(CaptureError.stopped(camera: context?.cameraID ?? "?"))
     }
 
     private func failAll(_ error: Error) {

@@ -19,7 +19,7 @@ final class SegmentFile {
 
     init(finalPath: String, container: Container, stream: StreamDescription, startPTS: Int64, firstFrameWallNanos: Int64) throws {
         self.finalPath = finalPath
-        partialPath = finalPath + RecordingPaths.partialSuffix
+        partialPath = finalPath + StorageLayout.partialSuffix
         self.stream = stream
         self.container = container
         self.startPTS = startPTS

@@ -1,11 +1,14 @@
 import Foundation
 import Logging
 import Media
+import Synchronization
+import SystemPackage
 
 /// Records continuously into files of `segmentSeconds` each (`AVCaptureMovieFileOutput`, cut
 /// into segments). Segment boundaries sit on multiples of the segment length in wall-clock time
 /// (a 60 s segment starts at :00); each segment starts with a keyframe and no frame is lost or
 /// repeated across a boundary. A file is `NAME.partial` while written and renamed when done.
+/// @unchecked as its base class: its own state is touched only on its worker thread.
 public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     public enum Encoding: Sendable, Equatable {
         /// Encode to H.264 with libx264.
@@ -22,8 +25,9 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         /// fragmented MP4 unless a container was chosen.
         public var container: Container
         private let containerWasChosen: Bool
-        /// Frames that may wait for the encoder before late ones are dropped.
-        public var queueCapacity: Int
+        /// Frames that may wait for the encoder before late ones are dropped (nil: by need,
+        /// from the frame rate and frame size; see `QueueSizing`).
+        public var queueCapacity: Int?
         /// Drop frames when the encoder falls behind (live cameras) or wait (files, benchmarks).
         public var dropsLateFrames: Bool
         /// Records only inside this schedule (nil: always). Leaving it finalizes the open segment;
@@ -32,7 +36,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
 
         public init(
             storageRoot: String, segmentSeconds: Int = 60, encoding: Encoding = .h264(EncoderSettings()),
-            container: Container? = nil, queueCapacity: Int = 30, dropsLateFrames: Bool = true,
+            container: Container? = nil, queueCapacity: Int? = nil, dropsLateFrames: Bool = true,
             schedule: (any OutputSchedule)? = nil
         ) {
             self.storageRoot = storageRoot
@@ -66,7 +70,6 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     private var originMonotonic: Int64?
     private var restartAfterFailureAt: Int64?
     private var lastFailureReport: Int64?
-    private var paths: RecordingPaths?
     private let status = StatusBox()
     private var gate: ScheduleGate
     /// Stream copy: a new segment is due and starts at the next keyframe.
@@ -75,21 +78,40 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     private var framesBeforeKeyframe = 0
     /// The MJPEG description of the current size (a camera's MJPEG frames carry none).
     private var mjpegStream: StreamDescription?
+    /// H.264/H.265: the last frame copied, and whether a frame was dropped since (the frames
+    /// after a lost one cannot be decoded: they are skipped up to the next keyframe).
+    private var lastCopiedSequence: UInt64?
+    private var skipsToKeyframe = false
+    private var framesSkippedAfterLoss = 0
+    /// Capture-thread copy of the schedule, so frames outside it are never queued at all.
+    private var admission: ScheduleGate
+    /// Whether the worker has a segment or an encoder open; while it has, frames outside the
+    /// schedule still go to the worker, whose first such frame closes them.
+    private let isRecording = Atomic<Bool>(false)
 
-    public init(_ settings: Settings) throws(SessionError) {
+    public init(_ settings: Settings) throws(CaptureError) {
         guard settings.segmentSeconds >= 1 else {
             throw .invalidSetting("segment length must be at least 1 second, not \(settings.segmentSeconds)")
         }
         self.settings = settings
         gate = ScheduleGate(settings.schedule)
+        admission = ScheduleGate(settings.schedule)
         super.init(name: "movie", queueCapacity: settings.queueCapacity, dropsLateFrames: settings.dropsLateFrames)
         inFlight.reserveCapacity(256)
+        if case .h264 = settings.encoding { EncoderThreading.h264Outputs.add(1, ordering: .relaxed) }
     }
+
+    deinit {
+        if case .h264 = settings.encoding { EncoderThreading.h264Outputs.subtract(1, ordering: .relaxed) }
+    }
+
+    /// Threads of the H.264 encoder opened last (0 before one was opened).
+    public var encoderThreads: Int { status.threads }
 
     /// The file being written now, if any (for status displays).
     public var currentSegmentPath: String? { status.path }
 
-    override func validate(format: DeviceFormat, settings connection: ConnectionSettings) throws(SessionError) {
+    override func validate(format: DeviceFormat, settings connection: ConnectionSettings) throws(CaptureError) {
         if settings.encoding == .streamCopy {
             guard format.pixelFormat.isCompressed else {
                 throw .streamCopyNeedsCompressedSource(output: "the movie output", format: format.pixelFormat)
@@ -100,8 +122,14 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         }
     }
 
+    /// Outside its schedule the output costs nothing: once the worker has closed the segment,
+    /// frames are not even queued, so its thread sleeps and holds no encoder.
+    override func accepts(_ frame: CapturedFrame) -> Bool {
+        admission.isActive(at: frame.wallNanos) || isRecording.load(ordering: .acquiring)
+    }
+
     override func process(_ frame: CapturedFrame, _ connection: ConnectionSettings) {
-        if paths == nil, let context { paths = RecordingPaths(root: settings.storageRoot, cameraID: context.cameraID) }
+        defer { isRecording.store(encoder != nil || segment != nil, ordering: .releasing) }
         guard gate.isActive(at: frame.wallNanos) else {
             // Outside the schedule: the open segment ends with the last frame inside it.
             if encoder != nil || segment != nil { finish() }
@@ -121,7 +149,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
                 try encode(frame, connection, encoderSettings, startsSegment: startsSegment)
             }
         } catch let error as MediaError where error.operation == "decode frame" {
-            logger.warning("camera \(paths?.cameraID ?? "?"): dropped a corrupt frame: \(error.message)")
+            logger.warning("camera \(context?.cameraID ?? "?"): dropped a corrupt frame: \(error.message)")
         } catch {
             fail(error)
         }
@@ -144,11 +172,18 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         lastPTS = .min
         originMonotonic = nil
         cutPending = false
+        // An idle output keeps no pictures either (they come back with the next frame).
+        converter.releaseBuffers()
+        isRecording.store(false, ordering: .releasing)
     }
 
     /// The connection to a network camera was lost: its segment ends with the last frame that
     /// arrived; the next starts at the first keyframe after the reconnect.
-    override func streamLost() { finish() }
+    override func streamLost() {
+        finish()
+        lastCopiedSequence = nil
+        skipsToKeyframe = false
+    }
 
     // MARK: - Stream copy
 
@@ -158,8 +193,21 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     /// one, so no frame is lost or repeated at a boundary.
     private func copy(_ frame: CapturedFrame, startsSegment: Bool) throws {
         if frame.format == .mjpeg && !JPEGCheck.looksComplete(frame.bytes) {
-            logger.warning("camera \(paths?.cameraID ?? "?"): dropped a truncated or corrupt MJPEG frame (\(frame.byteCount) bytes)")
+            logger.warning("camera \(context?.cameraID ?? "?"): dropped a truncated or corrupt MJPEG frame (\(frame.byteCount) bytes)")
             return
+        }
+        if frame.format.isVideoCodec {
+            if let last = lastCopiedSequence, frame.sequence != last &+ 1, !frame.isKeyframe { skipsToKeyframe = true }
+            lastCopiedSequence = frame.sequence
+            if skipsToKeyframe && frame.isKeyframe {
+                skipsToKeyframe = false
+                logger.warning("camera \(context?.cameraID ?? "?"): \(framesSkippedAfterLoss) frame(s) after a dropped one could not be decoded and were skipped up to this keyframe")
+                framesSkippedAfterLoss = 0
+            }
+            if skipsToKeyframe {
+                framesSkippedAfterLoss += 1
+                return
+            }
         }
         let stream = frame.stream ?? mjpegDescription(width: frame.width, height: frame.height)
         if let open = segment, open.stream !== stream, !open.stream.matches(stream) {
@@ -180,7 +228,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
             closeSegment()
             try openSegment(stream: stream, container: settings.container(for: frame.format), startPTS: pts, wallNanos: frame.wallNanos)
             if framesBeforeKeyframe > 0 {
-                logger.notice("camera \(paths?.cameraID ?? "?"): \(framesBeforeKeyframe) frame(s) before the first keyframe could not start a segment and were skipped")
+                logger.notice("camera \(context?.cameraID ?? "?"): \(framesBeforeKeyframe) frame(s) before the first keyframe could not start a segment and were skipped")
                 framesBeforeKeyframe = 0
             }
             try write(frame, pts: pts)
@@ -220,9 +268,12 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
                 try drainPackets()
                 closeSegment()
             }
+            var settings = encoderSettings
+            settings.threads = EncoderThreading.threads(configured: encoderSettings.threads)
             encoder = try VideoEncoder(
                 width: picture.width, height: picture.height,
-                framesPerSecond: context?.frameRate ?? 30, settings: encoderSettings)
+                framesPerSecond: context?.frameRate ?? 30, settings: settings)
+            status.threads = settings.threads
             encoderKey = (picture.width, picture.height)
             startsSegment = true
         }
@@ -265,12 +316,12 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
 
     private func openSegment(stream: StreamDescription, container: Container? = nil, startPTS: Int64, wallNanos: Int64) throws {
         restartAfterFailureAt = nil
-        guard let paths else { return }
+        guard let cameraID = context?.cameraID else { return }
         let container = container ?? settings.container
-        let path = try paths.segment(startingAt: wallNanos, extension: container.fileExtension)
+        let path = try StorageLayout(root: settings.storageRoot).segment(camera: cameraID, startingAt: wallNanos, extension: container.fileExtension)
         segment = try SegmentFile(finalPath: path, container: container, stream: stream, startPTS: startPTS, firstFrameWallNanos: wallNanos)
-        status.path = path + RecordingPaths.partialSuffix
-        if let cameraID = context?.cameraID { emit(.segmentStarted(camera: cameraID, path: path, startWallNanos: wallNanos)) }
+        status.path = path + StorageLayout.partialSuffix
+        emit(.segmentStarted(camera: cameraID, path: path, startWallNanos: wallNanos))
     }
 
     /// Writes a packet into the open segment; after a failure, the first successful write says
@@ -280,7 +331,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         try segment.write(packet, pts: pts, wallNanos: wallNanos)
         if lastFailureReport != nil {
             lastFailureReport = nil
-            logger.notice("camera \(paths?.cameraID ?? "?"): recording resumed in \(segment.finalPath)")
+            logger.notice("camera \(context?.cameraID ?? "?"): recording resumed in \(segment.finalPath)")
         }
     }
 
@@ -303,32 +354,35 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     /// a new segment about a second later so recording resumes as soon as the disk allows.
     private func fail(_ error: Error) {
         closeSegment()
-        restartAfterFailureAt = Clock.wallNanos() + 1_000_000_000
+        restartAfterFailureAt = SystemClocks.wallNanos() + 1_000_000_000
         // Retries happen every second; say so once, then at most every 30 s while it lasts.
-        let now = Clock.monotonicNanos()
+        let now = SystemClocks.monotonicNanos()
         if let last = lastFailureReport, now - last < 30_000_000_000 { return }
         lastFailureReport = now
-        let code = (error as? MediaError)?.posixErrno ?? (error as? POSIXError)?.code
-        let advice = code == ENOSPC || code == EDQUOT
+        let code = (error as? MediaError)?.errno ?? (error as? CaptureError)?.errno
+        let advice = code?.isDiskFull == true
             ? "the disk is full: free space under \(settings.storageRoot); recording resumes by itself"
             : "recording resumes with a new segment"
         report("recording failed (\(error)); \(advice)", errno: code)
     }
 
-    private func report(_ message: String, errno: Int32? = nil) {
+    private func report(_ message: String, errno: Errno? = nil) {
         let camera = context?.cameraID ?? "?"
         logger.error("camera \(camera): \(message)")
         emit(.runtimeError(camera: camera, message: message, errno: errno))
     }
 }
 
-/// The current file name, read by status displays on other threads.
-final class StatusBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: String?
+/// The current file name and encoder threads, read by status displays on other threads.
+final class StatusBox: Sendable {
+    private let value = Mutex<(path: String?, threads: Int)>((nil, 0))
     var path: String? {
-        get { lock.withLock { value } }
-        set { lock.withLock { value = newValue } }
+        get { value.withLock { $0.path } }
+        set { value.withLock { $0.path = newValue } }
+    }
+    var threads: Int {
+        get { value.withLock { $0.threads } }
+        set { value.withLock { $0.threads = newValue } }
     }
 }
 

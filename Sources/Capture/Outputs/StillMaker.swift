@@ -43,4 +43,14 @@ final class StillMaker {
         }
         return try encoder!.encode(picture) { try body($0, picture.width, picture.height) }
     }
+
+    /// Whether pictures or an encoder are kept for the next still.
+    var holdsBuffers: Bool { encoder != nil || converter.holdsPictures }
+
+    /// Frees the pictures and the JPEG encoder until the next still (a camera that only takes
+    /// a still now and then should not hold a few megabytes between them).
+    func releaseBuffers() {
+        encoder = nil
+        converter.releaseBuffers()
+    }
 }

@@ -1,10 +1,12 @@
 import Foundation
 import Media
 import Synchronization
+import SystemPackage
 
 /// Saves a JPEG still every `intervalSeconds` at wall-clock-aligned instants: shot k is at
 /// t0 + k·N however long encoding takes (fswebcam's `--loop`, not "sleep N after each shot").
 /// A gap (camera stalled, clock stepped) skips the missed shots and says so; it never takes a burst.
+/// @unchecked as its base class: its own state is touched only on its worker thread.
 public final class TimelapseOutput: CaptureOutput, @unchecked Sendable {
     public struct Settings: Sendable {
         public var storageRoot: String
@@ -32,11 +34,10 @@ public final class TimelapseOutput: CaptureOutput, @unchecked Sendable {
     private var gate: ScheduleGate
     private let skipped = Atomic<Int>(0)
     private let stills = StillMaker()
-    private var paths: RecordingPaths?
     /// H.264/H.265 (worker thread): the frames since the last keyframe, still compressed.
     private var run = CompressedRun()
 
-    public init(_ settings: Settings) throws(SessionError) {
+    public init(_ settings: Settings) throws(CaptureError) {
         guard settings.intervalSeconds >= 1 else {
             throw .invalidSetting("timelapse interval must be at least 1 second, not \(settings.intervalSeconds)")
         }
@@ -50,6 +51,13 @@ public final class TimelapseOutput: CaptureOutput, @unchecked Sendable {
         // Room for a camera's H.264 frames while a still is decoded (raw frames are queued only at shots).
         super.init(name: "timelapse", queueCapacity: 30, dropsLateFrames: true)
     }
+
+    /// Between stills this far apart the output keeps no pictures or encoder (making them again
+    /// costs far less than a still); closer stills keep them.
+    static let releaseBuffersFromSeconds = 5
+
+    /// Whether pictures or an encoder are kept for the next still.
+    var holdsStillBuffers: Bool { stills.holdsBuffers }
 
     /// Shots that could not be taken (no frame near their instant).
     public var skippedShotCount: Int { skipped.load(ordering: .relaxed) }
@@ -96,7 +104,6 @@ public final class TimelapseOutput: CaptureOutput, @unchecked Sendable {
 
     override func process(_ frame: CapturedFrame, _ connection: ConnectionSettings) {
         guard let context else { return }
-        if paths == nil { paths = RecordingPaths(root: settings.storageRoot, cameraID: context.cameraID) }
         let instant = shotInstant(frame.wallNanos)
         var compressed = false
         if frame.format.isVideoCodec {
@@ -110,7 +117,7 @@ public final class TimelapseOutput: CaptureOutput, @unchecked Sendable {
             compressed = true
         }
         do {
-            let path = try paths!.still(at: instant)
+            let path = try StorageLayout(root: settings.storageRoot).still(camera: context.cameraID, at: instant)
             let write = { (bytes: UnsafeRawBufferPointer, _: Int, _: Int) in try DurableFile.write(bytes, to: path) }
             if compressed {
                 try run.withFrames { try stills.jpeg(ofRun: $0, stream: frame.stream!, connection, quality: settings.quality, write) }
@@ -119,12 +126,13 @@ public final class TimelapseOutput: CaptureOutput, @unchecked Sendable {
             }
             emit(.stillSaved(camera: context.cameraID, StillInfo(
                 path: path, shotWallNanos: instant, frameWallNanos: frame.wallNanos, frameSequence: frame.sequence)))
+            if settings.intervalSeconds >= Self.releaseBuffersFromSeconds { stills.releaseBuffers() }
         } catch {
-            let diskFull = (error as? POSIXError)?.isDiskFull == true
-            let message = "timelapse still at \(RecordingPaths.utcStamp(instant).stamp) not saved: \(error)"
+            let diskFull = (error as? CaptureError)?.isDiskFull == true
+            let message = "timelapse still at \(StorageLayout.utcStamp(instant).stamp) not saved: \(error)"
                 + (diskFull ? "; free space under \(settings.storageRoot)" : "")
             logger.error("camera \(context.cameraID): \(message)")
-            emit(.runtimeError(camera: context.cameraID, message: message, errno: (error as? POSIXError)?.code))
+            emit(.runtimeError(camera: context.cameraID, message: message, errno: (error as? CaptureError)?.errno))
         }
     }
 

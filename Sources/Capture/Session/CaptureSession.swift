@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Synchronization
+import SystemPackage
 
 /// Owns one camera from open to close and feeds its frames to outputs (`AVCaptureSession`).
 ///
@@ -9,7 +10,7 @@ import Synchronization
 /// throws and leaves the previous configuration running.
 ///
 /// Frames are read on one dedicated thread per session and handed to each output's own worker.
-public final class CaptureSession: @unchecked Sendable {
+public final class CaptureSession: Sendable {
     struct Configuration: Sendable {
         var device: CaptureDevice?
         var format: FormatRequest = .preset(.high)
@@ -63,7 +64,7 @@ public final class CaptureSession: @unchecked Sendable {
     }
 
     /// Applies the changes made since `beginConfiguration()` atomically.
-    public func commitConfiguration() throws(SessionError) {
+    public func commitConfiguration() throws(CaptureError) {
         let pending: Configuration? = state.withLock { s in
             guard s.depth > 0 else { return nil }
             s.depth -= 1
@@ -75,7 +76,7 @@ public final class CaptureSession: @unchecked Sendable {
         try apply(pending)
     }
 
-    public func addInput(_ device: CaptureDevice) throws(SessionError) {
+    public func addInput(_ device: CaptureDevice) throws(CaptureError) {
         try change { $0.device = device }
     }
 
@@ -84,17 +85,17 @@ public final class CaptureSession: @unchecked Sendable {
     }
 
     /// Chooses the camera format by preset or explicit size.
-    public func setFormat(_ request: FormatRequest) throws(SessionError) {
+    public func setFormat(_ request: FormatRequest) throws(CaptureError) {
         try change { $0.format = request }
     }
 
-    public func setFrameRate(_ framesPerSecond: Double) throws(SessionError) {
+    public func setFrameRate(_ framesPerSecond: Double) throws(CaptureError) {
         try change { $0.frameRate = framesPerSecond }
     }
 
     /// Sets a camera control (`brightness`, `focus_auto`, `exposure_absolute`, …). Checked against
     /// the camera's range on commit; all controls of one commit are applied together.
-    public func setControl(_ key: String, to value: Int64) throws(SessionError) {
+    public func setControl(_ key: String, to value: Int64) throws(CaptureError) {
         try change { $0.controls[key] = value }
     }
 
@@ -103,7 +104,7 @@ public final class CaptureSession: @unchecked Sendable {
         state.withLock { Dictionary(uniqueKeysWithValues: $0.activeControls.map { ($0.key, $0.value) }) }
     }
 
-    public func addOutput(_ output: CaptureOutput, settings: ConnectionSettings = .init()) throws(SessionError) {
+    public func addOutput(_ output: CaptureOutput, settings: ConnectionSettings = .init()) throws(CaptureError) {
         try change { c in
             if !c.connections.contains(where: { $0.output === output }) {
                 c.connections.append(CaptureConnection(output: output, settings: settings))
@@ -111,12 +112,12 @@ public final class CaptureSession: @unchecked Sendable {
         }
     }
 
-    public func removeOutput(_ output: CaptureOutput) throws(SessionError) {
+    public func removeOutput(_ output: CaptureOutput) throws(CaptureError) {
         try change { c in c.connections.removeAll { $0.output === output } }
     }
 
     /// Enables/disables an output's connection or changes its rotation and mirroring.
-    public func setConnection(for output: CaptureOutput, _ settings: ConnectionSettings) throws(SessionError) {
+    public func setConnection(for output: CaptureOutput, _ settings: ConnectionSettings) throws(CaptureError) {
         try change { c in
             if let i = c.connections.firstIndex(where: { $0.output === output }) { c.connections[i].settings = settings }
         }
@@ -126,13 +127,13 @@ public final class CaptureSession: @unchecked Sendable {
         state.withLock { $0.active.connections.first { $0.output === output } }
     }
 
-    private func change(_ body: (inout Configuration) -> Void) throws(SessionError) {
+    private func change(_ body: (inout Configuration) -> Void) throws(CaptureError) {
         beginConfiguration()
         state.withLock { s in body(&s.pending!) }
         try commitConfiguration()
     }
 
-    private func apply(_ new: Configuration) throws(SessionError) {
+    private func apply(_ new: Configuration) throws(CaptureError) {
         control.lock()
         defer { control.unlock() }
         let old = state.withLock { $0.active }
@@ -177,7 +178,7 @@ public final class CaptureSession: @unchecked Sendable {
     // MARK: - Running
 
     /// Opens the camera and starts delivering frames to the outputs.
-    public func startRunning() throws(SessionError) {
+    public func startRunning() throws(CaptureError) {
         control.lock()
         defer { control.unlock() }
         let (configuration, format, controls, running) = state.withLock { ($0.active, $0.activeFormat, $0.activeControls, $0.capture != nil) }
@@ -186,8 +187,10 @@ public final class CaptureSession: @unchecked Sendable {
         let stream: any CaptureStream
         do {
             stream = try device.backend.open(format: format, frameRate: configuration.frameRate)
-        } catch let error as SessionError {
-            throw error
+        } catch let error as CaptureError {
+            // A failed V4L2 call is named with the camera it happened to; the errno stays.
+            guard case .deviceCall = error else { throw error }
+            throw .deviceFailed(camera: device.id, reason: "\(error)", errno: error.errno)
         } catch {
             throw .deviceFailed(camera: device.id, reason: "\(error)")
         }
@@ -196,10 +199,13 @@ public final class CaptureSession: @unchecked Sendable {
                 try stream.apply(controls: controls)
             } catch {
                 stream.close()
-                throw .deviceFailed(camera: device.id, reason: "refused the control values: \(error)")
+                throw .deviceFailed(camera: device.id, reason: "refused the control values: \(error)", errno: (error as? CaptureError)?.errno)
             }
         }
-        let context = OutputContext(cameraID: device.id, events: broadcaster, frameRate: configuration.frameRate)
+        let context = OutputContext(
+            cameraID: device.id, events: broadcaster, frameRate: configuration.frameRate,
+            rawFrameBytes: format.pixelFormat.isCompressed ? 0 : stream.maximumFrameBytes,
+            interFrameCoded: format.pixelFormat.isVideoCodec)
         for c in configuration.connections { c.output.attach(context) }
         let capture = CaptureThread(
             device: device, stream: stream, format: format, frameRate: configuration.frameRate,
@@ -240,7 +246,7 @@ public final class CaptureSession: @unchecked Sendable {
         }
     }
 
-    private static func resolveControls(_ values: [String: Int64], on device: CaptureDevice) throws(SessionError) -> [ControlSetting] {
+    private static func resolveControls(_ values: [String: Int64], on device: CaptureDevice) throws(CaptureError) -> [ControlSetting] {
         var settings: [ControlSetting] = []
         for key in values.keys.sorted() {
             guard let control = device.control(key) else {

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Synchronization
+import SystemPackage
 
 /// A counter shared between threads.
 final class SharedCounter: Sendable {
@@ -11,6 +12,7 @@ final class SharedCounter: Sendable {
 
 /// The one thread that reads a session's camera and fans frames out to its outputs.
 /// Nothing here waits on an output (unless that output asked not to drop frames).
+/// @unchecked: the stream, format and corruption counters are touched only on the capture thread; shared state is in Mutex/Atomic.
 final class CaptureThread: @unchecked Sendable {
     let device: CaptureDevice
     let connections: Mutex<[CaptureConnection]>
@@ -31,11 +33,12 @@ final class CaptureThread: @unchecked Sendable {
 
     /// A change requested by a commit while running, carried out by the capture thread (the
     /// only thread that touches the stream): a new format, new control values, or both.
-    private final class FormatSwitch: @unchecked Sendable {
+    private final class FormatSwitch: Sendable {
         let format: DeviceFormat?
         let frameRate: Double
         let controls: [ControlSetting]?
-        var error: SessionError?
+        /// Set by the capture thread before `done` is signalled, read by the requester after.
+        let outcome = Mutex<CaptureError?>(nil)
         let done = DispatchSemaphore(value: 0)
         init(format: DeviceFormat?, frameRate: Double, controls: [ControlSetting]?) {
             self.format = format
@@ -94,7 +97,7 @@ final class CaptureThread: @unchecked Sendable {
 
     /// Reopens the camera with a new format and/or sets controls; on refusal keeps (or reopens)
     /// the old format and throws.
-    func reconfigure(format: DeviceFormat?, frameRate: Double, controls: [ControlSetting]?) throws(SessionError) {
+    func reconfigure(format: DeviceFormat?, frameRate: Double, controls: [ControlSetting]?) throws(CaptureError) {
         let request = FormatSwitch(format: format, frameRate: frameRate, controls: controls)
         let accepted = pendingSwitch.withLock { p -> Bool in
             guard p.accepting else { return false }
@@ -103,11 +106,11 @@ final class CaptureThread: @unchecked Sendable {
         }
         guard accepted else { throw .stopped(camera: device.id) }
         request.done.wait()
-        if let error = request.error { throw error }
+        if let error = request.outcome.withLock({ $0 }) { throw error }
     }
 
     private func run() {
-        var lastDropReport = Clock.monotonicNanos()
+        var lastDropReport = SystemClocks.monotonicNanos()
         defer {
             // Corrupt frames since the last report are counted too, not lost with the session.
             reportCorruptFrames()
@@ -117,7 +120,7 @@ final class CaptureThread: @unchecked Sendable {
                 defer { p = (nil, false) }
                 return p.request
             }) {
-                request.error = .stopped(camera: device.id)
+                request.outcome.withLock { $0 = .stopped(camera: device.id) }
                 request.done.signal()
             }
             endedFlag.store(true, ordering: .releasing)
@@ -135,18 +138,18 @@ final class CaptureThread: @unchecked Sendable {
             let result: ReadResult
             do {
                 result = try stream.readFrame(into: frame, timeoutNanos: Self.readTimeoutNanos)
-            } catch is EndOfFile {
+            } catch CaptureError.endOfFile {
                 frame.release()
                 return
-            } catch let gone as DeviceDisconnected {
+            } catch CaptureError.disconnected(let reason) {
                 frame.release()
-                logger.warning("camera \(device.id) disconnected: \(gone.reason)")
-                events.emit(.interrupted(camera: device.id, reason: gone.reason))
+                logger.warning("camera \(device.id) disconnected: \(reason)")
+                events.emit(.interrupted(camera: device.id, reason: reason))
                 return
             } catch {
                 frame.release()
                 logger.error("camera \(device.id) failed: \(error)")
-                events.emit(.runtimeError(camera: device.id, message: "\(error)"))
+                events.emit(.runtimeError(camera: device.id, message: "\(error)", errno: (error as? CaptureError)?.errno))
                 return
             }
             switch result {
@@ -168,7 +171,7 @@ final class CaptureThread: @unchecked Sendable {
                 logger.notice("camera \(device.id) is back")
                 events.emit(.interruptionEnded(camera: device.id))
             }
-            let now = Clock.monotonicNanos()
+            let now = SystemClocks.monotonicNanos()
             if now - lastDropReport >= 1_000_000_000 {
                 lastDropReport = now
                 for c in connections.withLock({ $0 }) { c.output.reportDrops() }
@@ -180,7 +183,7 @@ final class CaptureThread: @unchecked Sendable {
     /// Hands a stream-loss marker (made from `frame`) to every connected output, in order
     /// with the frames before it, so open segments end where the stream ended.
     private func announceStreamLoss(_ frame: CapturedFrame) {
-        frame.markStreamLoss(monotonicNanos: Clock.monotonicNanos(), wallNanos: Clock.wallNanos())
+        frame.markStreamLoss(monotonicNanos: SystemClocks.monotonicNanos(), wallNanos: SystemClocks.wallNanos())
         takers.removeAll(keepingCapacity: true)
         connections.withLock { current in takers.append(contentsOf: current) }
         frame.setHolders(takers.count + 1)
@@ -219,12 +222,12 @@ final class CaptureThread: @unchecked Sendable {
                 format = newFormat
                 frameRate = request.frameRate
             } catch {
-                request.error = .deviceFailed(camera: device.id, reason: "refused \(newFormat): \(error)")
+                request.outcome.withLock { $0 = .deviceFailed(camera: device.id, reason: "refused \(newFormat): \(error)", errno: (error as? CaptureError)?.errno) }
                 do {
                     stream = try device.backend.open(format: format, frameRate: frameRate)
                     abortHandle.withLock { $0 = stream.abortHandle }
                 } catch {
-                    events.emit(.runtimeError(camera: device.id, message: "could not reopen \(format): \(error)"))
+                    events.emit(.runtimeError(camera: device.id, message: "could not reopen \(format): \(error)", errno: (error as? CaptureError)?.errno))
                     stopRequested.store(true, ordering: .releasing)
                     return
                 }
@@ -239,7 +242,7 @@ final class CaptureThread: @unchecked Sendable {
                 try stream.apply(controls: newControls)
                 controls = newControls
             } catch {
-                request.error = .deviceFailed(camera: device.id, reason: "refused the control values: \(error)")
+                request.outcome.withLock { $0 = .deviceFailed(camera: device.id, reason: "refused the control values: \(error)", errno: (error as? CaptureError)?.errno) }
             }
         }
     }

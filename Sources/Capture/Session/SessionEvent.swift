@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import SystemPackage
 
 /// What a session reports while it runs, like AVFoundation's session notifications.
 public enum SessionEvent: Sendable, CustomStringConvertible {
@@ -7,8 +8,8 @@ public enum SessionEvent: Sendable, CustomStringConvertible {
     case stopped(camera: String)
     case interrupted(camera: String, reason: String)
     case interruptionEnded(camera: String)
-    /// `errno` is the POSIX error behind it when there is one (ENOSPC: the disk is full).
-    case runtimeError(camera: String, message: String, errno: Int32? = nil)
+    /// `errno` is the POSIX error behind it when there is one (`errno.isDiskFull`: the disk is full).
+    case runtimeError(camera: String, message: String, errno: Errno? = nil)
     /// An output dropped `count` late frames since its last report.
     case droppedFrames(camera: String, output: String, count: Int)
     /// A segment file was created (as `path` + `.partial`); it is being written.

@@ -31,17 +31,15 @@ public struct SyntheticCamera: CaptureDeviceBackend {
     }
 
     public func open(format: DeviceFormat, frameRate: Double) throws -> any CaptureStream {
-        if faults.isUnplugged { throw DeviceDisconnected(reason: "synthetic camera is unplugged") }
+        if faults.isUnplugged { throw CaptureError.disconnected(reason: "synthetic camera is unplugged") }
         return try SyntheticStream(format: format, frameRate: frameRate, faults: faults)
     }
 }
 
 final class SyntheticStream: CaptureStream {
     private let format: DeviceFormat
-    private let intervalNanos: Int64
+    private var pacer: FramePacer
     private let painter: PatternPainter
-    private let startNanos = Clock.monotonicNanos()
-    private var sequence: UInt64 = 0
     // MJPEG only: the camera's own encoder.
     private var yuyv: UnsafeMutableRawBufferPointer?
     private var jpeg: JPEGEncoder?
@@ -54,7 +52,7 @@ final class SyntheticStream: CaptureStream {
     init(format: DeviceFormat, frameRate: Double, faults: SyntheticFaults) throws {
         self.format = format
         self.faults = faults
-        intervalNanos = Int64(1_000_000_000 / frameRate)
+        pacer = FramePacer(frameRate: frameRate)
         painter = PatternPainter(width: format.width, height: format.height)
         let raw = format.width * format.height * 2
         if format.pixelFormat == .mjpeg {
@@ -71,20 +69,15 @@ final class SyntheticStream: CaptureStream {
     deinit { yuyv?.deallocate() }
 
     func readFrame(into frame: CapturedFrame, timeoutNanos: Int64) throws -> ReadResult {
-        if faults.isUnplugged { throw DeviceDisconnected(reason: "synthetic camera was unplugged") }
+        if faults.isUnplugged { throw CaptureError.disconnected(reason: "synthetic camera was unplugged") }
         if faults.isWedged {
-            Clock.sleep(untilMonotonic: Clock.monotonicNanos() + timeoutNanos)
+            SystemClocks.sleep(untilMonotonic: SystemClocks.monotonicNanos() + timeoutNanos)
             return .timeout
         }
-        let due = startNanos + Int64(sequence) * intervalNanos
-        let now = Clock.monotonicNanos()
-        if due > now + timeoutNanos {
-            Clock.sleep(untilMonotonic: now + timeoutNanos)
-            return .timeout
-        }
-        Clock.sleep(untilMonotonic: due)
-        let wall = Clock.wallNanos()
-        let monotonic = Clock.monotonicNanos()
+        guard pacer.waitForNextFrame(timeoutNanos: timeoutNanos) else { return .timeout }
+        let sequence = pacer.sequence - 1
+        let wall = SystemClocks.wallNanos()
+        let monotonic = SystemClocks.monotonicNanos()
         let byteCount: Int
         if let yuyv, let jpeg, let jpegPicture {
             painter.paint(into: yuyv.baseAddress!, sequence: sequence, wallNanos: wall)
@@ -102,7 +95,6 @@ final class SyntheticStream: CaptureStream {
             byteCount: byteCount, format: format.pixelFormat, width: format.width, height: format.height,
             sequence: sequence, monotonicNanos: monotonic,
             wallNanos: wall)
-        sequence += 1
         return .frame
     }
 

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import Logging
 import Media
+import SystemPackage
 
 /// Opens a V4L2 node for capture.
 public struct V4L2Camera: CaptureDeviceBackend {
@@ -41,7 +42,7 @@ final class V4L2Stream: CaptureStream {
         self.node = node
         self.format = format
         let fd = system.open(node)
-        guard fd >= 0 else { throw V4L2Error("open", node: node, errno: -fd) }
+        guard fd >= 0 else { throw CaptureError.deviceCall(call: "open", node: node, errno: Errno(rawValue: -fd)) }
         self.fd = fd
         do {
             try negotiate(frameRate: frameRate)
@@ -61,7 +62,7 @@ final class V4L2Stream: CaptureStream {
     @discardableResult
     private func call(_ name: String, _ request: UInt, _ argument: UnsafeMutableRawPointer) throws -> Int32 {
         let r = system.ioctl(fd, request, argument)
-        if r < 0 { throw V4L2Error(name, node: node, errno: -r) }
+        if r < 0 { throw CaptureError.deviceCall(call: name, node: node, errno: Errno(rawValue: -r)) }
         return r
     }
 
@@ -76,7 +77,7 @@ final class V4L2Stream: CaptureStream {
         // The driver answers with what it really chose.
         let chosen = (Int(f.fmt.pix.width), Int(f.fmt.pix.height), V4L2Discovery.pixelFormat(f.fmt.pix.pixelformat))
         guard chosen.0 == format.width, chosen.1 == format.height, chosen.2 == format.pixelFormat else {
-            throw SessionError.deviceFailed(
+            throw CaptureError.deviceFailed(
                 camera: node,
                 reason: "asked for \(format.sizeDescription) \(format.pixelFormat), the driver chose \(chosen.0)x\(chosen.1) \(chosen.2.map { "\($0)" } ?? "an unsupported format")")
         }
@@ -98,7 +99,7 @@ final class V4L2Stream: CaptureStream {
         req.memory = V4L2_MEMORY_MMAP.rawValue
         try call("VIDIOC_REQBUFS", CV4L2_VIDIOC_REQBUFS, &req)
         guard req.count >= 2 else {
-            throw SessionError.deviceFailed(camera: node, reason: "the driver granted \(req.count) buffer(s); at least 2 are needed")
+            throw CaptureError.deviceFailed(camera: node, reason: "the driver granted \(req.count) buffer(s); at least 2 are needed")
         }
         for i in 0..<req.count {
             var b = v4l2_buffer()
@@ -107,7 +108,7 @@ final class V4L2Stream: CaptureStream {
             b.memory = V4L2_MEMORY_MMAP.rawValue
             try call("VIDIOC_QUERYBUF", CV4L2_VIDIOC_QUERYBUF, &b)
             let (address, error) = system.mmap(fd, length: Int(b.length), offset: Int(b.m.offset))
-            guard let address else { throw V4L2Error("mmap", node: node, errno: -error) }
+            guard let address else { throw CaptureError.deviceCall(call: "mmap", node: node, errno: Errno(rawValue: -error)) }
             buffers.append((address, Int(b.length)))
             maximumFrameBytes = max(maximumFrameBytes, Int(b.length))
         }
@@ -122,14 +123,14 @@ final class V4L2Stream: CaptureStream {
     }
 
     func readFrame(into frame: CapturedFrame, timeoutNanos: Int64) throws -> ReadResult {
-        if let disconnected { throw DeviceDisconnected(reason: disconnected) }
+        if let disconnected { throw CaptureError.disconnected(reason: disconnected) }
         let (ready, events) = system.poll(fd, timeoutMilliseconds: Int32(timeoutNanos / 1_000_000))
         if ready < 0 {
             if -ready == EINTR { return .timeout }
-            throw V4L2Error("poll", node: node, errno: -ready)
+            throw CaptureError.deviceCall(call: "poll", node: node, errno: Errno(rawValue: -ready))
         }
         if events & Int16(POLLERR | POLLHUP) != 0 {
-            throw DeviceDisconnected(reason: "\(node) stopped responding (poll reported \(events & Int16(POLLHUP) != 0 ? "hang-up" : "an error")): unplugged?")
+            throw CaptureError.disconnected(reason: "\(node) stopped responding (poll reported \(events & Int16(POLLHUP) != 0 ? "hang-up" : "an error")): unplugged?")
         }
         if ready == 0 { return .timeout }
         var b = v4l2_buffer()
@@ -137,9 +138,9 @@ final class V4L2Stream: CaptureStream {
         b.memory = V4L2_MEMORY_MMAP.rawValue
         let r = system.ioctl(fd, CV4L2_VIDIOC_DQBUF, &b)
         if r < 0 {
-            let error = V4L2Error("VIDIOC_DQBUF", node: node, errno: -r)
+            let error = CaptureError.deviceCall(call: "VIDIOC_DQBUF", node: node, errno: Errno(rawValue: -r))
             if -r == EAGAIN { return .timeout }
-            if error.isDisconnect { throw DeviceDisconnected(reason: error.description) }
+            if error.isDisconnect { throw CaptureError.disconnected(reason: error.description) }
             throw error
         }
         let result = copy(b, into: frame)
@@ -149,8 +150,8 @@ final class V4L2Stream: CaptureStream {
         return result
     }
 
-    private func queueBack(_ index: UInt32) -> V4L2Error? {
-        do { try queue(index) } catch let e as V4L2Error { return e } catch { return nil }
+    private func queueBack(_ index: UInt32) -> CaptureError? {
+        do { try queue(index) } catch let e as CaptureError { return e } catch { return nil }
         return nil
     }
 
@@ -174,12 +175,12 @@ final class V4L2Stream: CaptureStream {
         frame.storage.copyMemory(from: source)
         // V4L2 timestamps are CLOCK_MONOTONIC; the wall time is derived from the same instant.
         let monotonic = Int64(b.timestamp.tv_sec) * 1_000_000_000 + Int64(b.timestamp.tv_usec) * 1000
-        let nowMonotonic = Clock.monotonicNanos()
+        let nowMonotonic = SystemClocks.monotonicNanos()
         let stamped = monotonic > 0 && monotonic <= nowMonotonic ? monotonic : nowMonotonic
         frame.setContents(
             byteCount: source.count, format: format.pixelFormat, width: format.width, height: format.height,
             sequence: UInt64(b.sequence), monotonicNanos: stamped,
-            wallNanos: Clock.wallNanos() - (nowMonotonic - stamped),
+            wallNanos: SystemClocks.wallNanos() - (nowMonotonic - stamped),
             keyframe: keyframe, stream: compressedStream)
         return .frame
     }
@@ -200,7 +201,7 @@ final class V4L2Stream: CaptureStream {
         let r = system.ioctl(fd, CV4L2_VIDIOC_S_EXT_CTRLS, &request)
         if r < 0 {
             let failed = Int(request.error_idx) < controls.count ? " (\(controls[Int(request.error_idx)].key))" : ""
-            throw V4L2Error("VIDIOC_S_EXT_CTRLS\(failed)", node: node, errno: -r)
+            throw CaptureError.deviceCall(call: "VIDIOC_S_EXT_CTRLS\(failed)", node: node, errno: Errno(rawValue: -r))
         }
     }
 

@@ -1,6 +1,7 @@
 import CV4L2
 import Glibc
 import Media
+import SystemPackage
 
 /// Finds V4L2 cameras: every capture node, its formats, sizes, frame rates and controls, and a
 /// stable identity that survives replugging (by-id name with the USB serial, else bus position,
@@ -25,17 +26,17 @@ public struct V4L2Discovery: Sendable {
         case camera(CaptureDevice)
         /// A node that is not a video capture device (metadata, output, codec).
         case notACamera
-        case failed(V4L2Error)
+        case failed(CaptureError)
     }
 
     /// Describes one node.
     public func probe(_ node: String, stableName: String? = nil) -> ProbeResult {
         let fd = system.open(node)
-        guard fd >= 0 else { return .failed(V4L2Error("open", node: node, errno: -fd)) }
+        guard fd >= 0 else { return .failed(CaptureError.deviceCall(call: "open", node: node, errno: Errno(rawValue: -fd))) }
         defer { system.close(fd) }
         var cap = v4l2_capability()
         let r = system.ioctl(fd, CV4L2_VIDIOC_QUERYCAP, &cap)
-        guard r >= 0 else { return .failed(V4L2Error("VIDIOC_QUERYCAP", node: node, errno: -r)) }
+        guard r >= 0 else { return .failed(CaptureError.deviceCall(call: "VIDIOC_QUERYCAP", node: node, errno: Errno(rawValue: -r))) }
         let caps = cap.capabilities & UInt32(V4L2_CAP_DEVICE_CAPS) != 0 ? cap.device_caps : cap.capabilities
         guard caps & UInt32(V4L2_CAP_VIDEO_CAPTURE) != 0, caps & UInt32(V4L2_CAP_STREAMING) != 0 else { return .notACamera }
         let card = Self.string(cap.card)

@@ -2,9 +2,13 @@ import CV4L2
 import Capture
 import Foundation
 import Media
+import Synchronization
 
-/// One emulated USB camera: what it reports, what it can deliver and how it misbehaves.
-public final class EmulatedCamera: @unchecked Sendable {
+/// One emulated USB camera: what it reports, what it can deliver and how it misbehaves. Tests
+/// read and set its `Properties` as if they were its own (`camera.isWedged = true`) from any
+/// thread; each access takes the camera's lock.
+@dynamicMemberLookup
+public final class EmulatedCamera: Sendable {
     public struct Format: Sendable {
         public var pixelFormat: PixelFormat
         public var sizes: [(width: Int, height: Int)]
@@ -47,63 +51,80 @@ public final class EmulatedCamera: @unchecked Sendable {
         case truncatedJPEG
     }
 
-    // Identity.
-    public var node: String
-    public var card: String
-    public var driver = "uvcvideo"
-    public var bus: String
-    /// The `/dev/v4l/by-id` name (with the USB serial), or nil for a camera without a serial.
-    public var stableName: String?
-    /// A node that is not a capture device (UVC cameras also expose a metadata node).
-    public var isMetadataNode = false
+    public struct Properties: Sendable {
+        // Identity.
+        public var node: String
+        public var card: String
+        public var driver = "uvcvideo"
+        public var bus: String
+        /// The `/dev/v4l/by-id` name (with the USB serial), or nil for a camera without a serial.
+        public var stableName: String?
+        /// A node that is not a capture device (UVC cameras also expose a metadata node).
+        public var isMetadataNode = false
 
-    public var formats: [Format]
-    public var controls: [Control]
+        public var formats: [Format]
+        public var controls: [Control]
 
-    // Faults.
-    /// errno that `open` fails with (EACCES: no permission).
-    public var openError: Int32?
-    /// How many times streaming was started on this camera (`VIDIOC_STREAMON`).
-    public internal(set) var streamStarts = 0
-    /// Another program is streaming: the camera opens and answers queries, but refuses
-    /// `VIDIOC_S_FMT` and `VIDIOC_REQBUFS` with EBUSY, as uvcvideo does.
-    public var isBusy = false
-    /// errno that `VIDIOC_STREAMON` fails with (ENOSPC: USB bandwidth).
-    public var streamOnError: Int32?
-    /// Every `corruptEvery`-th frame is broken this way.
-    public var corruption: (kind: Corruption, every: Int)?
-    /// After this many frames have been dequeued the camera is unplugged, between the frame's
-    /// DQBUF and its QBUF (the middle of a frame).
-    public var unplugAfterFrames: Int?
-    /// After `frames` frames have been dequeued, `VIDIOC_DQBUF` fails once with `errno` (EIO: a
-    /// USB transfer error; EPIPE: the stream broke) while the camera stays plugged in.
-    public var dequeueFailure: (errno: Int32, frames: Int)?
-    /// A wedged camera stays open and streaming but delivers no frame (a stalled device).
-    public var isWedged = false
-    /// Events `poll` reports on an open file although the camera stays plugged in (POLLERR
-    /// alone, POLLHUP alone), as a failing driver may; set with `EmulatedV4L2.reportOnPoll`.
-    var pollFault: Int16?
-    /// Frames are JPEG-encoded once and reused in turn (for benchmarks: the emulator's own cost
-    /// stays a memory copy). 0 paints and encodes every frame.
-    public var precomputedFrames = 0
+        // Faults.
+        /// errno that `open` fails with (EACCES: no permission).
+        public var openError: Int32?
+        /// How many times streaming was started on this camera (`VIDIOC_STREAMON`).
+        public internal(set) var streamStarts = 0
+        /// Another program is streaming: the camera opens and answers queries, but refuses
+        /// `VIDIOC_S_FMT` and `VIDIOC_REQBUFS` with EBUSY, as uvcvideo does.
+        public var isBusy = false
+        /// errno that `VIDIOC_STREAMON` fails with (ENOSPC: USB bandwidth).
+        public var streamOnError: Int32?
+        /// Every `corruptEvery`-th frame is broken this way.
+        public var corruption: (kind: Corruption, every: Int)?
+        /// After this many frames have been dequeued the camera is unplugged, between the frame's
+        /// DQBUF and its QBUF (the middle of a frame).
+        public var unplugAfterFrames: Int?
+        /// After `frames` frames have been dequeued, `VIDIOC_DQBUF` fails once with `errno` (EIO: a
+        /// USB transfer error; EPIPE: the stream broke) while the camera stays plugged in.
+        public var dequeueFailure: (errno: Int32, frames: Int)?
+        /// A wedged camera stays open and streaming but delivers no frame (a stalled device).
+        public var isWedged = false
+        /// Events `poll` reports on an open file although the camera stays plugged in (POLLERR
+        /// alone, POLLHUP alone), as a failing driver may; set with `EmulatedV4L2.reportOnPoll`.
+        var pollFault: Int16?
+        /// Frames are JPEG-encoded once and reused in turn (for benchmarks: the emulator's own cost
+        /// stays a memory copy). 0 paints and encodes every frame.
+        public var precomputedFrames = 0
 
-    var isPlugged = true
-    /// Frames this camera has produced since it was created: the number painted into each frame.
-    var framesProduced: UInt64 = 0
-    /// Frames broken by `corruption` that a reader dequeued (read it with `EmulatedV4L2.corruptFrames(of:)`).
-    var corruptFramesDequeued = 0
+        var isPlugged = true
+        /// Frames this camera has produced since it was created: the number painted into each frame.
+        var framesProduced: UInt64 = 0
+        /// Frames broken by `corruption` that a reader dequeued (read it with `EmulatedV4L2.corruptFrames(of:)`).
+        var corruptFramesDequeued = 0
+
+        init(node: String, card: String, bus: String, stableName: String?, formats: [Format], controls: [Control]) {
+            self.node = node
+            self.card = card
+            self.bus = bus
+            self.stableName = stableName
+            self.formats = formats
+            self.controls = controls
+        }
+    }
+
+    private let properties: Mutex<Properties>
 
     public init(
         node: String = "/dev/video0", card: String = "Emulated USB Camera", bus: String = "usb-0000:00:14.0-1",
         stableName: String? = "usb-Vigil_Emulated_Camera_SN0001-video-index0",
         formats: [Format] = EmulatedCamera.typicalFormats, controls: [Control] = EmulatedCamera.typicalControls
     ) {
-        self.node = node
-        self.card = card
-        self.bus = bus
-        self.stableName = stableName
-        self.formats = formats
-        self.controls = controls
+        properties = Mutex(Properties(node: node, card: card, bus: bus, stableName: stableName, formats: formats, controls: controls))
+    }
+
+    public subscript<T: Sendable>(dynamicMember key: KeyPath<Properties, T> & Sendable) -> T {
+        properties.withLock { $0[keyPath: key] }
+    }
+
+    public subscript<T: Sendable>(dynamicMember key: WritableKeyPath<Properties, T> & Sendable) -> T {
+        get { properties.withLock { $0[keyPath: key] } }
+        set { properties.withLock { $0[keyPath: key] = newValue } }
     }
 
     /// Like a typical 1080p USB webcam: MJPEG up to 1920×1080 at 30 fps, YUYV slower at large sizes.

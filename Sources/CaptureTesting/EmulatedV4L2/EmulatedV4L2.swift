@@ -10,6 +10,7 @@ import Media
 /// moment: from then on every call fails with ENODEV and poll reports POLLERR|POLLHUP, as the
 /// kernel does. File descriptors and buffer mappings are real (an eventfd per open, a shared
 /// memory file per buffer), so leaks show up in /proc/self/fd and /proc/self/maps.
+/// @unchecked: open files, cameras and mappings are guarded by `lock` (an NSCondition: blocking polls wait on it).
 public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
     private let lock = NSCondition()
     private var cameras: [EmulatedCamera] = []
@@ -71,7 +72,7 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
         lock.withLock {
             camera.isWedged = on
             // A resumed camera restarts its clock instead of bursting the missed frames.
-            if !on { for f in files.values where f.camera === camera && f.streaming { f.nextFrameDue = Capture.Clock.monotonicNanos() + f.intervalNanos } }
+            if !on { for f in files.values where f.camera === camera && f.streaming { f.nextFrameDue = Capture.SystemClocks.monotonicNanos() + f.intervalNanos } }
             lock.broadcast()
         }
     }
@@ -148,7 +149,7 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
             if now >= deadline { return (0, 0) }
             var wake = deadline
             if file.streaming, let due = file.nextFrameDue {
-                wake = min(wake, Date(timeIntervalSinceNow: Double(due - Capture.Clock.monotonicNanos()) / 1e9))
+                wake = min(wake, Date(timeIntervalSinceNow: Double(due - Capture.SystemClocks.monotonicNanos()) / 1e9))
             }
             _ = lock.wait(until: max(wake, now.addingTimeInterval(0.0005)))
         }
@@ -288,7 +289,7 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
             file.streaming = true
             camera.streamStarts += 1
             file.sequence = 0
-            file.nextFrameDue = Capture.Clock.monotonicNanos() + file.intervalNanos
+            file.nextFrameDue = Capture.SystemClocks.monotonicNanos() + file.intervalNanos
             lock.broadcast()
             return 0
         case CV4L2_VIDIOC_STREAMOFF:
@@ -365,7 +366,7 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
     /// is queued are lost, as with a real driver.
     private func produceDueFrames(_ file: OpenFile) {
         guard file.streaming, !file.camera.isWedged, var due = file.nextFrameDue else { return }
-        let now = Capture.Clock.monotonicNanos()
+        let now = Capture.SystemClocks.monotonicNanos()
         // After a long stall start afresh instead of delivering a burst.
         if now - due > 1_000_000_000 { due = now }
         let started = Self.threadCPUNanos()

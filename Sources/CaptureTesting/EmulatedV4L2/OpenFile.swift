@@ -142,7 +142,7 @@ final class OpenFile {
     }
 
     private func paint(_ number: UInt64, into target: UnsafeMutableRawPointer, capacity: Int) -> Int {
-        let wall = Capture.Clock.wallNanos()
+        let wall = Capture.SystemClocks.wallNanos()
         if pixelFormat == .h264 {
             let packet = h264Frame(number)
             packet.withUnsafeBytes { target.copyMemory(from: $0.baseAddress!, byteCount: min($0.count, capacity)) }

@@ -22,10 +22,6 @@ public struct ExportSummary: Sendable {
 /// one frame interval after the previous one ended, and a pause between segments (camera
 /// unplugged, outside a schedule) is closed up and reported.
 public enum SegmentJoiner {
-    public struct ExportError: Error, CustomStringConvertible {
-        public let description: String
-    }
-
     public static func export(
         _ segments: [RecordingIndex.Entry], root: String, from: Int64, to: Int64, output: String, exact: Bool,
         progress: (AssemblyProgress) -> Void
@@ -34,19 +30,19 @@ public enum SegmentJoiner {
             // Only playable files: not missing, being written or quarantined.
             $0.kind == .segment && StorageKeeper.finished.contains($0.state) && $0.endNanos >= from && $0.startNanos <= to
         }.sorted { $0.startNanos < $1.startNanos }
-        guard let first = usable.first else { throw ExportError(description: "no finished recording between those times") }
+        guard let first = usable.first else { throw RecorderError.export("no finished recording between those times") }
         let isH264 = first.codec == "h264"
         let container: Container = isH264 ? .fragmentedMP4 : .matroska
         guard (output as NSString).pathExtension.lowercased() == container.fileExtension else {
-            throw ExportError(description: "these recordings are \(isH264 ? "H.264" : "MJPEG"): write them to a .\(container.fileExtension) file (-o NAME.\(container.fileExtension))")
+            throw RecorderError.export("these recordings are \(isH264 ? "H.264" : "MJPEG"): write them to a .\(container.fileExtension) file (-o NAME.\(container.fileExtension))")
         }
-        var job = Join(root: root, from: from, to: to, partial: output + RecordingPaths.partialSuffix, container: container)
+        var job = Join(root: root, from: from, to: to, partial: output + StorageLayout.partialSuffix, container: container)
         defer { unlink(job.partial) }
         for (n, entry) in usable.enumerated() {
             progress(AssemblyProgress(done: n, total: usable.count))
             if exact && isH264 { try job.reencode(entry) } else { try job.copy(entry) }
         }
-        guard job.frames > 0, let firstWall = job.firstWall else { throw ExportError(description: "no frame between those times") }
+        guard job.frames > 0, let firstWall = job.firstWall else { throw RecorderError.export("no frame between those times") }
         try job.finish()
         try DurableFile.commit(job.partial, to: output)
         progress(AssemblyProgress(done: usable.count, total: usable.count))
@@ -86,7 +82,7 @@ public enum SegmentJoiner {
             if let end = previousEnd, entry.startNanos - end > 1_000_000_000 { gaps.append((end, entry.startNanos)) }
             previousEnd = entry.endNanos
             if let size, size != (width, height) {
-                throw ExportError(description: "the picture size changes to \(width)x\(height) at \(entry.path): export the parts before and after it separately")
+                throw RecorderError.export("the picture size changes to \(width)x\(height) at \(entry.path): export the parts before and after it separately")
             }
             size = (width, height)
         }
@@ -95,7 +91,7 @@ public enum SegmentJoiner {
         func base(firstPTS: Int64) -> Int64 { outPTS < 0 ? -firstPTS : outPTS + frameTicks - firstPTS }
 
         mutating func copy(_ entry: RecordingIndex.Entry) throws {
-            let path = "\(root)/\(entry.path)"
+            let path = StorageLayout(root: root).absolute(entry.path)
             // The keyframe to start from: the last one at or before `from` (or the first one).
             var startPTS: Int64?
             if firstWall == nil {
@@ -123,7 +119,7 @@ public enum SegmentJoiner {
         }
 
         mutating func reencode(_ entry: RecordingIndex.Entry) throws {
-            let reader = try MovieReader(path: "\(root)/\(entry.path)")
+            let reader = try MovieReader(path: StorageLayout(root: root).absolute(entry.path))
             try begin(entry, width: reader.width, height: reader.height)
             var segmentBase: Int64?
             var previous: Int64?

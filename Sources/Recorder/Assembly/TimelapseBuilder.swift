@@ -21,14 +21,14 @@ public struct TimelapseSummary: Sendable, Equatable {
 public enum TimelapseBuilder {
     /// A camera's stills captured in [from, to], ordered by capture time (from their UTC names).
     public static func stills(root: String, camera: String, from: Date, to: Date) -> [String] {
-        let directory = "\(root)/\(RecordingPaths(root: root, cameraID: camera).cameraDirectory)/stills"
+        let directory = StorageLayout(root: root).stillsDirectory(camera: camera)
         let fromNanos = Int64(from.timeIntervalSince1970 * 1e9), toNanos = Int64(to.timeIntervalSince1970 * 1e9)
-        let firstDay = RecordingPaths.utcStamp(fromNanos).day, lastDay = RecordingPaths.utcStamp(toNanos).day
+        let firstDay = StorageLayout.utcStamp(fromNanos).day, lastDay = StorageLayout.utcStamp(toNanos).day
         let days = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0 >= firstDay && $0 <= lastDay }
         var found: [(Int64, String)] = []
         for day in days {
             for name in (try? FileManager.default.contentsOfDirectory(atPath: "\(directory)/\(day)")) ?? [] where name.hasSuffix(".jpg") {
-                guard let wall = RecordingPaths.wallNanos(fromFileName: name), wall >= fromNanos, wall <= toNanos else { continue }
+                guard let wall = StorageLayout.wallNanos(fromFileName: name), wall >= fromNanos, wall <= toNanos else { continue }
                 found.append((wall, "\(directory)/\(day)/\(name)"))
             }
         }
@@ -46,7 +46,7 @@ public enum TimelapseBuilder {
         var target: Picture?
         var encoder: VideoEncoder?
         var muxer: Muxer?
-        let partial = output + RecordingPaths.partialSuffix
+        let partial = output + StorageLayout.partialSuffix
         var frames = 0, skipped = 0
         func drain() throws {
             while try encoder!.receive(into: packet) == .ok {

@@ -23,7 +23,9 @@ extension Configuration {
             lines.append("camera \(camera.name): \(camera.match.text), \(camera.format), \(DeviceFormat.rate(camera.frameRate)) fps" + presence)
             if let r = camera.record {
                 let codec: String
-                if case .h264(let s) = r.encoding, case .crf(let q) = s.rateControl { codec = "H.264 crf \(q) \(s.preset)" } else { codec = "stream copy" }
+                if case .h264(let s) = r.encoding, case .crf(let q) = s.rateControl {
+                    codec = "H.264 crf \(q) \(s.preset)" + (s.threads > 0 ? ", \(s.threads) x264 thread(s)" : "")
+                } else { codec = "stream copy" }
                 lines.append("  record: \(r.segmentSeconds) s segments, \(codec), " + Self.when(r.schedule))
             }
             if let t = camera.timelapse {

@@ -1,12 +1,5 @@
 import Foundation
 
-/// A window's text that cannot be used, with what to write instead.
-public struct ScheduleError: Error, Sendable, Equatable, CustomStringConvertible {
-    public var message: String
-    public var fix: String
-    public var description: String { "\(message); \(fix)" }
-}
-
 /// When a job is active: windows in local time, active when any window is. A window is an
 /// optional day part and a time range:
 ///
@@ -54,7 +47,7 @@ public struct Schedule: Sendable, Equatable {
     }
 
     /// Parses the windows (an empty list is `always`).
-    public init(windows texts: [String], timeZone: TimeZone, location: GeoLocation?) throws(ScheduleError) {
+    public init(windows texts: [String], timeZone: TimeZone, location: GeoLocation?) throws(RecorderError) {
         var parsed: [Window] = []
         for text in texts {
             let window = try Self.parse(text)
@@ -65,7 +58,7 @@ public struct Schedule: Sendable, Equatable {
     }
 
     /// Checks one window's text; sun-relative windows need a location.
-    public static func check(window text: String, hasLocation: Bool) -> ScheduleError? {
+    public static func check(window text: String, hasLocation: Bool) -> RecorderError? {
         do {
             let window = try parse(text)
             return window.isSunRelative && !hasLocation ? needsLocation(text) : nil
@@ -177,17 +170,17 @@ public struct Schedule: Sendable, Equatable {
     private static let dayNames = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"]
     private static let fullDayNames = ["sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"]
 
-    static func parse(_ text: String) throws(ScheduleError) -> Window {
+    static func parse(_ text: String) throws(RecorderError) -> Window {
         let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
         guard !trimmed.isEmpty else {
-            throw ScheduleError(message: "an empty schedule window", fix: "write a window such as \"mon-fri 07:00-19:00\"")
+            throw RecorderError.schedule(message: "an empty schedule window", fix: "write a window such as \"mon-fri 07:00-19:00\"")
         }
         var days = Set(1...7)
         var range = Substring(trimmed)
         if let first = trimmed.first, first.isLetter, !trimmed.hasPrefix("sunrise"), !trimmed.hasPrefix("sunset") {
             let parts = trimmed.split(separator: " ", maxSplits: 1)
             guard parts.count == 2 else {
-                throw ScheduleError(
+                throw RecorderError.schedule(
                     message: "\"\(text)\" has days but no time range",
                     fix: "add a time range, e.g. \"\(trimmed) 07:00-19:00\" (or \"sunrise-sunset\")")
             }
@@ -197,26 +190,26 @@ public struct Schedule: Sendable, Equatable {
         var cursor = Substring(range.filter { !$0.isWhitespace })
         let start = try parseTime(&cursor, in: text)
         guard cursor.first == "-" else {
-            throw ScheduleError(message: "\"\(text)\" is not a time range", fix: "write START-END, e.g. 07:00-19:00 or sunrise-30m-sunset+30m")
+            throw RecorderError.schedule(message: "\"\(text)\" is not a time range", fix: "write START-END, e.g. 07:00-19:00 or sunrise-30m-sunset+30m")
         }
         cursor.removeFirst()
         let end = try parseTime(&cursor, in: text)
         guard cursor.isEmpty else {
-            throw ScheduleError(message: "unexpected \"\(cursor)\" in \"\(text)\"", fix: "write START-END, e.g. 07:00-19:00 or sunrise-30m-sunset+30m")
+            throw RecorderError.schedule(message: "unexpected \"\(cursor)\" in \"\(text)\"", fix: "write START-END, e.g. 07:00-19:00 or sunrise-30m-sunset+30m")
         }
         if start == end {
-            throw ScheduleError(message: "\"\(text)\" starts and ends at the same time", fix: "for all day leave out the schedule, or write 00:00-24:00")
+            throw RecorderError.schedule(message: "\"\(text)\" starts and ends at the same time", fix: "for all day leave out the schedule, or write 00:00-24:00")
         }
         return Window(days: days, start: start, end: end)
     }
 
-    private static func parseDays(_ text: String) throws(ScheduleError) -> Set<Int> {
+    private static func parseDays(_ text: String) throws(RecorderError) -> Set<Int> {
         if ["daily", "everyday", "all"].contains(text) { return Set(1...7) }
         var days = Set<Int>()
         for item in text.split(separator: ",", omittingEmptySubsequences: false) {
             let ends = item.split(separator: "-", omittingEmptySubsequences: false)
             guard (1...2).contains(ends.count) else {
-                throw ScheduleError(message: "\"\(item)\" is not a day or a range of days", fix: "write e.g. mon-fri or sat,sun")
+                throw RecorderError.schedule(message: "\"\(item)\" is not a day or a range of days", fix: "write e.g. mon-fri or sat,sun")
             }
             let first = try day(String(ends[0]))
             let last = ends.count == 2 ? try day(String(ends[1])) : first
@@ -230,14 +223,14 @@ public struct Schedule: Sendable, Equatable {
         return days
     }
 
-    private static func day(_ name: String) throws(ScheduleError) -> Int {
+    private static func day(_ name: String) throws(RecorderError) -> Int {
         if let i = dayNames.firstIndex(of: name) ?? fullDayNames.firstIndex(of: name) { return i + 1 }
-        throw ScheduleError(
+        throw RecorderError.schedule(
             message: "unknown day \"\(name)\"\(Suggestion.phrase(for: name, among: dayNames))",
             fix: "use mon, tue, wed, thu, fri, sat, sun, ranges like mon-fri, lists like sat,sun, or daily")
     }
 
-    private static func parseTime(_ cursor: inout Substring, in text: String) throws(ScheduleError) -> TimePoint {
+    private static func parseTime(_ cursor: inout Substring, in text: String) throws(RecorderError) -> TimePoint {
         for (word, isRise) in [("sunrise", true), ("sunset", false)] where cursor.hasPrefix(word) {
             cursor.removeFirst(word.count)
             var offset = 0
@@ -254,7 +247,7 @@ public struct Schedule: Sendable, Equatable {
               let h = Int(parts[0]), let m = Int(parts[1]), (0...24).contains(h), (0...59).contains(m), h < 24 || m == 0
         else {
             let shown = clock.isEmpty ? String(cursor.prefix(12)) : String(clock)
-            throw ScheduleError(
+            throw RecorderError.schedule(
                 message: "\"\(shown)\" is not a time of day (in \"\(text)\")",
                 fix: "use HH:MM from 00:00 to 24:00, or sunrise/sunset with an offset such as sunrise-30m")
         }
@@ -263,16 +256,16 @@ public struct Schedule: Sendable, Equatable {
 
     /// "1h30m", "45m", "2h" → minutes. Each part is checked against the 12-hour limit as it
     /// is read, so no number of digits can overflow.
-    private static func parseOffset(_ cursor: inout Substring, in text: String) throws(ScheduleError) -> Int {
+    private static func parseOffset(_ cursor: inout Substring, in text: String) throws(RecorderError) -> Int {
         let limit = 12 * 60
-        let tooLarge = ScheduleError(message: "a sun offset must be between 1 minute and 12 hours (in \"\(text)\")", fix: "write e.g. sunrise-30m or sunset+1h30m")
+        let tooLarge = RecorderError.schedule(message: "a sun offset must be between 1 minute and 12 hours (in \"\(text)\")", fix: "write e.g. sunrise-30m or sunset+1h30m")
         var total = 0
         var any = false
         while let first = cursor.first, first.isASCII, first.isNumber {
             let digits = cursor.prefix { $0.isASCII && $0.isNumber }
             cursor.removeFirst(digits.count)
             guard let unit = cursor.first, unit == "h" || unit == "m" else {
-                throw ScheduleError(message: "offset \"\(digits.prefix(12))\" needs a unit (in \"\(text)\")", fix: "write e.g. sunrise-30m or sunset+1h30m")
+                throw RecorderError.schedule(message: "offset \"\(digits.prefix(12))\" needs a unit (in \"\(text)\")", fix: "write e.g. sunrise-30m or sunset+1h30m")
             }
             cursor.removeFirst()
             guard digits.count <= 4, let value = Int(digits) else { throw tooLarge }
@@ -284,8 +277,8 @@ public struct Schedule: Sendable, Equatable {
         return total
     }
 
-    private static func needsLocation(_ text: String) -> ScheduleError {
-        ScheduleError(
+    private static func needsLocation(_ text: String) -> RecorderError {
+        RecorderError.schedule(
             message: "\"\(text)\" uses sunrise/sunset but no location is configured",
             fix: "add [location] with latitude = … and longitude = … (degrees, north and east positive)")
     }

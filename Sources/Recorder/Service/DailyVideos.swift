@@ -1,35 +1,79 @@
 import Capture
 import Foundation
 import Logging
+import ServiceLifecycle
+import Synchronization
 
 /// The nightly timelapse video of each camera with `daily_video`: at its local time `at`, the
 /// previous local day's stills become `ROOT/CAMERA/timelapse/CAMERA-YYYY-MM-DD.mp4`, indexed (so
-/// listed and retained) like every file Vigil writes. Building runs on a plain thread; a day
+/// listed and retained) like every file Vigil writes. Building runs on its own I/O thread; a day
 /// without stills is logged, not an error.
-final class DailyVideos: @unchecked Sendable {
+final class DailyVideos: Service {
     struct Job: Equatable {
         let camera: String
         let video: DailyVideo
     }
 
-    private let logger = Logger(label: "vigil.timelapse")
-    private var next: [String: Date] = [:]
-    private var building: Set<String> = []
-    private let lock = NSLock()
+    /// What the service needs of the configuration in force (a reload changes it).
+    struct Plan {
+        var jobs: [Job]
+        var root: String
+        var timeZone: TimeZone
+    }
 
-    /// Starts the builds that are due at `now`; call it now and then.
-    func tick(_ jobs: [Job], root: String, timeZone: TimeZone, storage: StorageKeeper, now: Date = Date()) {
-        for job in jobs {
-            let due = next[job.camera] ?? Self.nextRun(after: now, at: job.video.at, timeZone: timeZone)
+    private let logger = Logger(label: "vigil.timelapse")
+    private let plan: @Sendable () async -> Plan
+    private let storage: StorageKeeper
+    /// The time by which builds are due; a test moves it instead of waiting for the night.
+    private let clock: @Sendable () -> Date
+    /// Builds run here, one after another; the service goes on waiting for the next instant.
+    private let io = BlockingIO("vigil.timelapse")
+    private let state = Mutex<(next: [String: Date], building: Set<String>)>(([:], []))
+
+    init(plan: @escaping @Sendable () async -> Plan, storage: StorageKeeper, clock: @escaping @Sendable () -> Date) {
+        self.plan = plan
+        self.storage = storage
+        self.clock = clock
+    }
+
+    /// Sleeps until the next build is due (by a minute at most, so a clock step or a reload is
+    /// seen within a minute), starts what is due, and again, until the group shuts down. A build
+    /// under way at shutdown is not waited for.
+    func run() async {
+        let wakeup = Wakeup()
+        await withGracefulShutdownHandler {
+            repeat {
+                let now = clock()
+                let next = startDue(await plan(), now: now)
+                let seconds = min(max(next.map { $0.timeIntervalSince(now) } ?? 60, 0.01), 60)
+                if !(await wakeup.sleep(nanos: Int64(seconds * 1e9))) { break }
+            } while true
+        } onGracefulShutdown: {
+            wakeup.stop()
+        }
+    }
+
+    /// Starts the builds that are due at `now`; returns when the next one is due.
+    private func startDue(_ plan: Plan, now: Date) -> Date? {
+        var earliest: Date?
+        for job in plan.jobs {
+            let due = state.withLock { $0.next[job.camera] } ?? Self.nextRun(after: now, at: job.video.at, timeZone: plan.timeZone)
             guard now >= due else {
-                next[job.camera] = due
+                state.withLock { $0.next[job.camera] = due }
+                earliest = min(earliest ?? due, due)
                 continue
             }
-            next[job.camera] = Self.nextRun(after: now, at: job.video.at, timeZone: timeZone)
-            let day = Self.day(before: due, timeZone: timeZone)
-            guard lock.withLock({ building.insert(job.camera).inserted }) else { continue }
-            Thread.detachNewThread { [self] in
-                defer { _ = lock.withLock { building.remove(job.camera) } }
+            let following = Self.nextRun(after: now, at: job.video.at, timeZone: plan.timeZone)
+            earliest = min(earliest ?? following, following)
+            let day = Self.day(before: due, timeZone: plan.timeZone)
+            let started = state.withLock { s -> Bool in
+                s.next[job.camera] = following
+                return s.building.insert(job.camera).inserted
+            }
+            guard started else { continue }
+            let root = plan.root
+            io.enqueue { [self, storage, logger] in
+                defer { _ = state.withLock { $0.building.remove(job.camera) } }
                 do {
                     if let entry = try Self.build(job, day: day, root: root) {
                         storage.add(entry)
@@ -43,13 +87,14 @@ final class DailyVideos: @unchecked Sendable {
                 }
             }
         }
+        return earliest
     }
 
     /// Builds the video of one local day and returns its index entry; nil when the day has no stills.
     static func build(_ job: Job, day: LocalDay, root: String) throws -> RecordingIndex.Entry? {
         let stills = TimelapseBuilder.stills(root: root, camera: job.camera, from: day.start, to: day.end.addingTimeInterval(-0.001))
         guard !stills.isEmpty else { return nil }
-        let path = try RecordingPaths(root: root, cameraID: job.camera).dailyVideo(day: day.label)
+        let path = try StorageLayout(root: root).dailyVideo(camera: job.camera, day: day.label)
         let summary = try TimelapseBuilder.build(stills: stills, output: path, framesPerSecond: job.video.framesPerSecond) { _ in }
         var st = stat()
         stat(path, &st)

@@ -1,17 +1,42 @@
 import Capture
 import Foundation
 import Logging
+import ServiceLifecycle
 import Synchronization
+import UnixSignals
 
-/// `vigil run`: the daemon. Loads the configuration (or the built-in default: every camera,
-/// continuously), opens one session per camera feeding all of that camera's jobs while any job
-/// is scheduled, reloads on SIGHUP or when the file changes, takes snapshots on SIGUSR1, builds
-/// daily timelapse videos, and talks to systemd. Stops cleanly (every file finalized) on
-/// SIGINT/SIGTERM.
-public final class RecorderService: @unchecked Sendable {
+/// `vigil run` and `vigil demo`: the recorder, one tree of services in a `ServiceGroup`.
+///
+/// Loads the configuration (a file, the built-in default, or one `vigil demo` made from its
+/// flags), checks it against the cameras present, opens the storage, and runs:
+///
+/// | service | does |
+/// |---|---|
+/// | `EventService` | logs every event, runs the hooks |
+/// | `StorageService` | indexes every file, retention, the free-space floor |
+/// | `DailyVideos` | the nightly timelapse videos |
+/// | `Supervisor` | one session per camera: reattach, retries, watchdog, schedules |
+/// | `DeviceMonitorService` | plug events, for the supervisor and camera discovery |
+/// | `RecorderControl` | SIGHUP and file saves (reload), SIGUSR1 (snapshots), new cameras |
+/// | `StatusService` | the status lines (not under systemd) |
+/// | `NotifierService` | systemd: ready, watchdog, stopping |
+/// | `ChaosService` | `vigil demo --chaos` |
+/// | `DeadlineService` | `--duration` |
+///
+/// More services (an HTTP server, network cameras) are more entries in that list.
+///
+/// SIGINT/SIGTERM (through `stop()`, also for a signal during start-up), or the end of
+/// `--duration`, shut the group down gracefully, in the reverse of that order, each service once
+/// the one after it has returned: systemd is told,
+/// every camera stops at once (each finalizing its open segment), the index takes what they
+/// announced, then the last events are logged and their hooks run and are awaited. Nothing
+/// depends on timing.
+public final class RecorderService: Sendable {
     public struct Options: Sendable {
-        /// The configuration file (nil: the built-in default).
+        /// The configuration file (nil: the built-in default, or `configuration`).
         public var configurationPath: String?
+        /// A configuration made by the caller instead of a file (`vigil demo`).
+        public var configuration: Configuration?
         /// Overrides the configuration's storage root.
         public var dataDirectory: String?
         public var durationSeconds: Double?
@@ -21,6 +46,13 @@ public final class RecorderService: @unchecked Sendable {
         /// The time by which jobs due at a local time of day (`daily_video.at`) are started;
         /// a test moves it past that time instead of waiting for the night.
         public var clock: @Sendable () -> Date = { Date() }
+        /// SIGINT/SIGTERM stop, SIGHUP reloads, SIGUSR1 takes snapshots (the command line).
+        /// Off: `stop()` ends the run (tests).
+        public var handlesSignals = false
+        /// What is said at start instead of the configuration's summary (`vigil demo`).
+        public var introduction: [String]?
+        /// Unplug and wedge the synthetic cameras now and then (`vigil demo --chaos`).
+        public var chaos = false
 
         public init(configurationPath: String? = nil, dataDirectory: String? = nil, durationSeconds: Double? = nil) {
             self.configurationPath = configurationPath
@@ -34,15 +66,16 @@ public final class RecorderService: @unchecked Sendable {
         public let description: String
     }
 
+    /// Blocking work of the control plane: enumerating devices, loading the configuration,
+    /// writing snapshots.
+    static let controlIO = BlockingIO("vigil.control")
+
     private let options: Options
+    private let configuration: Configuration
+    private let root: String
     private let logger = Logger(label: "vigil.run")
-    private let events = RecorderEvents()
-    private let hooks = HookSlot()
-    private var configuration: Configuration
-    private var root: String
-    private var jobs: [String: CameraJobs] = [:]
-    private var configurationStamp: FileStamp?
-    private let dailyVideos = DailyVideos()
+    /// The running group, for `stop()`; `stopped` covers a stop before it runs.
+    private let group = Mutex<(group: ServiceGroup?, stopped: Bool)>((nil, false))
 
     /// Loads and checks the configuration; throws before any camera is touched.
     public init(options: Options) throws {
@@ -51,139 +84,109 @@ public final class RecorderService: @unchecked Sendable {
             do {
                 configuration = try ConfigurationLoader.load(path: path)
             } catch {
-                throw Refused(description: "\(error)\n\(path) has errors: nothing was started. Check it with `vigil check-config \(path)`.")
+                throw RecorderError.refused("\(error)\n\(path) has errors: nothing was started. Check it with `vigil check-config \(path)`.")
             }
-            configurationStamp = FileStamp(path)
         } else {
-            configuration = .builtInDefault()
+            configuration = options.configuration ?? .builtInDefault()
         }
         root = URL(fileURLWithPath: options.dataDirectory ?? configuration.storageRoot).standardizedFileURL.path
-        let configured = try Self.hooks(configuration)
-        hooks.set(configured)
+        _ = try RecorderControl.hooks(configuration)
     }
 
-    /// Records until `stop` is raised or the duration ends. `control` delivers SIGHUP (reload) and
-    /// SIGUSR1 (snapshot).
-    public func run(until stop: StopSignal, control: ProcessSignals) async throws {
+    /// Shuts the recorder down gracefully (as SIGTERM does); `run()` returns when it is done.
+    public func stop() async {
+        let running = group.withLock { g -> ServiceGroup? in
+            g.stopped = true
+            return g.group
+        }
+        await running?.triggerGracefulShutdown()
+    }
+
+    /// Records until stopped or the duration ends; throws only when nothing could start.
+    public func run() async throws {
+        // SIGINT/SIGTERM are trapped before anything else: one during start-up (a long recovery
+        // scan) stops the recorder as soon as its group runs, cleanly, like one that comes later.
+        let stopSignals = options.handlesSignals ? await UnixSignalsSequence(trapping: .sigterm, .sigint) : nil
+        let stopOnSignal = stopSignals.map { signals in
+            Task { [self] in for await _ in signals { await stop() } }
+        }
+        defer { stopOnSignal?.cancel() }
+        let io = Self.controlIO
         configuration.fileMode.apply()
-        try StorageCheck.ensureWritable(root)
-        let synthetic = syntheticSource()
+        try await io.run { [root] in try StorageCheck.ensureWritable(root) }
+        let synthetic = await io.run { [self] in syntheticSource() }
         let source = MergedDeviceSource(
             [options.deviceSource ?? V4L2DeviceSource()] + (synthetic.map { [$0] } ?? []) + [networkSource()])
+        // Its subscription lists the device folder (the baseline of "from now on").
+        let monitor = await io.run { DeviceMonitorService(source: source) }
+        let present = await io.run { source.devices() }
         // A camera that is present must be able to do what the file asks, or nothing starts.
-        let problems = configuration.problems(with: source.devices())
+        let problems = configuration.problems(with: present)
         guard problems.isEmpty else {
             let path = options.configurationPath ?? "the configuration"
-            throw Refused(description: problems.map(\.description).joined(separator: "\n")
+            throw RecorderError.refused(problems.map(\.description).joined(separator: "\n")
                 + "\nnothing was started: fix \(path) (`vigil check-config \(path)` shows the same)")
         }
+        let events = RecorderEvents()
+        let control = try RecorderControl(
+            configuration: configuration, root: root, configurationPath: options.configurationPath,
+            rootIsFixed: options.dataDirectory != nil, events: events, notifier: options.notifier, source: source)
+        let plans = await control.plans(present: present)
+        await announce(control, synthetic: synthetic)
 
-        var plans: [CameraPlan] = []
-        for camera in configuration.cameras + discoveredCameras(source.devices()) {
-            if let job = makeJobs(camera, reusing: nil) { plans.append(job.plan) }
+        let storage = try await io.run { [root, configuration] in
+            try StorageKeeper.open(root: root, policy: configuration.retention, events: events)
         }
-        announce(synthetic: synthetic)
-
-        let storage = try StorageKeeper.open(root: root, policy: configuration.retention, events: events)
-        Console.line("  Recordings index \(root)/\(RecordingIndex.fileName): \(storage.recovery)")
-        if let days = storage.daysOfStorageLeft() {
+        Console.line("  Recordings index \(root)/\(StorageLayout.indexFileName): \(storage.recovery)")
+        if let days = await storage.io.run({ storage.daysOfStorageLeft() }) {
             Console.line(String(format: "  At the recent rate this disk holds about %.1f days of recordings.", days))
         } else {
             Console.line("  How many days this disk holds is logged once there is a recording rate to go by (after ten minutes).")
         }
-        storage.start()
+
         let supervisor = Supervisor(
-            plans: plans, source: source, events: events, watchdogSeconds: configuration.watchdogSeconds)
-        let eventTask = startEventHandling()
-        let supervision = Task.detached { await supervisor.run() }
-        let signals = control.stream()
-        let pending = Mutex<[Int32]>([])
-        let signalTask = Task.detached { for await number in signals { pending.withLock { $0.append(number) } } }
+            plans: plans, source: source, events: events, watchdogSeconds: configuration.watchdogSeconds,
+            deviceChanges: monitor.changes())
+        let signals = options.handlesSignals ? await UnixSignalsSequence(trapping: .sighup, .sigusr1) : nil
+        await control.attach(supervisor: supervisor, storage: storage, signals: signals, deviceChanges: monitor.changes())
+        let outputs = await control.displayOutputs
+        let display = StatusDisplay(outputs: outputs, root: root)
 
-        options.notifier.ready(status: readyStatus)
-        // Status lines for a person watching; under systemd the journal gets events instead.
-        let display = isatty(STDOUT_FILENO) != 0 ? StatusDisplay(outputs: displayOutputs, root: root) : nil
-        var lastDisplay: Int64 = 0
-        let deadline = options.durationSeconds.map { Clock.monotonicNanos() + Int64($0 * 1e9) }
-        var lastWatchdog = Clock.monotonicNanos()
-        var lastRescan = lastWatchdog
-        var lastFileCheck = lastWatchdog
-        var lastDailyCheck: Int64?
-        while !stop.isRaised {
-            let now = Clock.monotonicNanos()
-            if let deadline, now >= deadline { break }
-            for number in pending.withLock({ p -> [Int32] in defer { p.removeAll() }; return p }) {
-                if number == SIGHUP { await reload(supervisor, storage: storage, reason: "SIGHUP") }
-                if number == SIGUSR1 { await takeSnapshots() }
-            }
-            if now - lastFileCheck > 2_000_000_000 {
-                lastFileCheck = now
-                if let path = options.configurationPath, FileStamp(path) != configurationStamp {
-                    await reload(supervisor, storage: storage, reason: "\(path) changed")
-                }
-            }
-            if configuration.discoversAllCameras && now - lastRescan > 5_000_000_000 {
-                lastRescan = now
-                let devices = await onThread { source.devices() }
-                for camera in discoveredCameras(devices) where jobs[camera.name] == nil {
-                    if let job = makeJobs(camera, reusing: nil) {
-                        Console.line("New camera \(camera.name): recording it")
-                        await supervisor.add(job.plan)
-                    }
-                }
-            }
-            if lastDailyCheck.map({ now - $0 > 10_000_000_000 }) ?? true {
-                lastDailyCheck = now
-                let daily = jobs.values.compactMap { job in
-                    job.camera.timelapse?.dailyVideo.map { DailyVideos.Job(camera: job.camera.name, video: $0) }
-                }
-                dailyVideos.tick(daily, root: root, timeZone: configuration.timeZone, storage: storage, now: options.clock())
-            }
-            if let display, now - lastDisplay >= 1_000_000_000 {
-                lastDisplay = now
-                display.tick(await supervisor.status())
-            }
-            if let interval = options.notifier.watchdogInterval, Double(now - lastWatchdog) / 1e9 >= interval {
-                lastWatchdog = now
-                options.notifier.watchdog()
-            }
-            try? await Task.sleep(nanoseconds: 250_000_000)
+        // Started in this order, shut down in the reverse one (see above).
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            .init(service: EventService(events: events, hooks: control.hooks)),
+            .init(service: StorageService(keeper: storage)),
+            .init(service: DailyVideos(plan: { await control.dailyVideoPlan }, storage: storage, clock: options.clock)),
+            .init(service: supervisor),
+            .init(service: monitor),
+            .init(service: control),
+        ]
+        if !LogDestination.current.isJournal {
+            services.append(.init(service: StatusService(supervisor: supervisor, display: display)))
         }
-        options.notifier.stopping()
-        Console.line("Stopping: finalizing open segments…")
-        signalTask.cancel()
-        await RecorderShutdown(
-            supervision: supervision, storage: storage, events: events, eventHandling: eventTask, hooks: { [hooks] in hooks.current }
-        ).run()
+        services.append(.init(service: NotifierService(notifier: options.notifier, readyStatus: { await control.readyStatus })))
+        if options.chaos, let synthetic {
+            services.append(.init(service: ChaosService(source: synthetic, watchdogSeconds: configuration.watchdogSeconds)))
+        }
+        if let seconds = options.durationSeconds {
+            services.append(.init(service: DeadlineService(seconds: seconds), successTerminationBehavior: .gracefullyShutdownGroup))
+        }
+        let group = ServiceGroup(configuration: .init(
+            services: services, gracefulShutdownSignals: [], logger: Logger(label: "vigil.services")))
+        let stopAtOnce = self.group.withLock { g -> Bool in
+            g.group = group
+            return g.stopped
+        }
+        // Remembered by the group and delivered as soon as it runs.
+        if stopAtOnce { await group.triggerGracefulShutdown() }
+        try await group.run()
+
         for s in await supervisor.status() {
-            Console.line("\(s.cameraID): \(s.frames) frames")
+            let o = outputs[s.cameraID]
+            let drops = (o?.movie?.droppedFrameCount ?? 0) + (o?.timelapse?.droppedFrameCount ?? 0)
+            Console.line("\(s.cameraID): \(s.frames) frames, \(drops) dropped, \(o?.timelapse?.skippedShotCount ?? 0) stills skipped")
         }
-        Console.line("Recordings are in \(root).")
-    }
-
-    // MARK: - Cameras and jobs
-
-    private var environment: CameraJobs.Environment {
-        .init(storageRoot: root, timeZone: configuration.timeZone, location: configuration.location)
-    }
-
-    /// Builds a camera's outputs and plan; a camera that cannot be set up is reported and left out.
-    private func makeJobs(_ camera: CameraConfig, reusing previous: CameraJobs?) -> CameraJobs? {
-        do {
-            let made = try CameraJobs(camera, environment: environment, reusing: previous)
-            jobs[camera.name] = made
-            return made
-        } catch {
-            logger.error("camera \(camera.name) not started: \(error)")
-            events.emit(.error(camera: camera.name, message: "not started: \(error)"))
-            return nil
-        }
-    }
-
-    /// With the built-in default, every camera present is recorded under its own id.
-    private func discoveredCameras(_ devices: [CaptureDevice]) -> [CameraConfig] {
-        guard configuration.discoversAllCameras else { return [] }
-        return devices.map { CameraConfig.discovered($0.id) }
+        Console.line("Recordings are in \(root). Play one with: ffplay FILE (or mpv/vlc)")
     }
 
     /// The network cameras the configuration names (`device = "rtsp://…"`). Those added by a
@@ -208,7 +211,11 @@ public final class RecorderService: @unchecked Sendable {
         return nil
     }
 
-    private func announce(synthetic: SyntheticDeviceSource?) {
+    private func announce(_ control: RecorderControl, synthetic: SyntheticDeviceSource?) async {
+        if let introduction = options.introduction {
+            introduction.forEach(Console.line)
+            return
+        }
         if let path = options.configurationPath {
             Console.line("Configuration \(path): \(configuration.cameras.count) camera(s). Recording into \(root)")
         } else {
@@ -217,7 +224,7 @@ public final class RecorderService: @unchecked Sendable {
                 Console.line("  No camera found: recording the synthetic test camera instead. Plug a camera in, or see `vigil run --help` for a configuration file.")
             }
         }
-        for (name, job) in jobs.sorted(by: { $0.key < $1.key }) {
+        for (name, job) in await control.jobs.sorted(by: { $0.key < $1.key }) {
             var what: [String] = []
             if let r = job.camera.record {
                 what.append("record \(r.segmentSeconds) s segments" + (r.schedule.isEmpty ? "" : " (\(r.schedule.joined(separator: ", ")))"))
@@ -230,130 +237,4 @@ public final class RecorderService: @unchecked Sendable {
         }
         Console.line("  SIGHUP reloads the configuration; SIGINT/SIGTERM stop (open files are finalized).")
     }
-
-    private var displayOutputs: [String: StatusDisplay.Outputs] {
-        jobs.mapValues { StatusDisplay.Outputs(movie: $0.movie, timelapse: $0.timelapse) }
-    }
-
-    private var readyStatus: String { "recording \(jobs.count) camera(s) into \(root)" }
-
-    // MARK: - Reload
-
-    /// Re-reads the configuration. An invalid file is refused and the running one stays;
-    /// unchanged cameras are not touched, changed ones are reconfigured, removed ones stopped.
-    private func reload(_ supervisor: Supervisor, storage: StorageKeeper, reason: String) async {
-        guard let path = options.configurationPath else {
-            logger.notice("reload requested, but vigil runs without a configuration file: nothing to reload")
-            return
-        }
-        configurationStamp = FileStamp(path)
-        options.notifier.reloading()
-        defer { options.notifier.ready(status: readyStatus) }
-        let new: Configuration
-        do {
-            new = try ConfigurationLoader.load(path: path)
-            _ = try Self.hooks(new)
-        } catch {
-            logger.error("reload (\(reason)) refused, the previous configuration keeps running:\n\(error)")
-            Console.line("Reload refused: \(path) has errors; the previous configuration keeps running. Check it with `vigil check-config \(path)`.")
-            return
-        }
-        if URL(fileURLWithPath: new.storageRoot).standardizedFileURL.path != root && options.dataDirectory == nil {
-            logger.warning("the storage root changed to \(new.storageRoot): that takes a restart; still recording into \(root)")
-        }
-        configuration = new
-        new.fileMode.apply()
-        storage.update(new.retention)
-        hooks.set(try? Self.hooks(new))
-        var changed: [String] = [], added: [String] = [], removed: [String] = []
-        let names = Set(new.cameras.map(\.name))
-        for name in jobs.keys where !names.contains(name) && !new.discoversAllCameras {
-            jobs[name] = nil
-            await supervisor.remove(cameraID: name)
-            removed.append(name)
-        }
-        for camera in new.cameras {
-            guard let old = jobs[camera.name] else {
-                if let job = makeJobs(camera, reusing: nil) {
-                    await supervisor.add(job.plan)
-                    added.append(camera.name)
-                }
-                continue
-            }
-            guard let next = try? CameraJobs(camera, environment: environment, reusing: old), next.differs(from: old) else { continue }
-            do {
-                try await supervisor.reconfigure(next.plan)
-                jobs[camera.name] = next
-                changed.append(camera.name)
-            } catch {
-                logger.error("camera \(camera.name): the new settings were refused (\(error)); it keeps its previous configuration")
-            }
-        }
-        let summary = "reloaded \(path) (\(reason)): \(changed.count) changed, \(added.count) added, \(removed.count) removed, "
-            + "\(jobs.count - changed.count - added.count) unchanged"
-        logger.notice("\(summary)")
-        Console.line(summary.prefix(1).uppercased() + summary.dropFirst())
-    }
-
-    // MARK: - Snapshots
-
-    /// SIGUSR1: every camera with a snapshot job saves a still now.
-    private func takeSnapshots() async {
-        let cameras = jobs.values.filter { $0.photo != nil }
-        guard !cameras.isEmpty else {
-            logger.notice("snapshot requested, but no camera has a [[snapshot]] job")
-            return
-        }
-        for job in cameras {
-            do {
-                let photo = try await job.photo!.capturePhoto()
-                let path = try RecordingPaths(root: root, cameraID: job.camera.name).snapshot(at: photo.wallNanos)
-                try photo.data.withUnsafeBytes { try DurableFile.write($0, to: path) }
-                Console.line("Snapshot \(job.camera.name): \(path)")
-                events.emit(.stillSaved(camera: job.camera.name, path: path, shotWallNanos: nil))
-            } catch {
-                logger.error("camera \(job.camera.name): snapshot failed: \(error)")
-            }
-        }
-    }
-
-    // MARK: - Events
-
-    private static func hooks(_ configuration: Configuration) throws -> EventHooks? {
-        guard !configuration.hooks.isEmpty else { return nil }
-        return try EventHooks(
-            definitions: configuration.hooks.map { "\($0.event)=\($0.command)" }, timeoutSeconds: configuration.hookTimeoutSeconds)
-    }
-
-    private func startEventHandling() -> Task<Void, Never> {
-        let stream = events.stream()
-        return Task.detached { [logger, hooks] in
-            for await event in stream {
-                DemoRecorder.log(event, logger)
-                hooks.current?.run(event)
-            }
-        }
-    }
-}
-
-/// A file's modification time and size, to notice that it changed.
-struct FileStamp: Equatable {
-    let modified: Int
-    let modifiedNanos: Int
-    let size: Int64
-
-    init?(_ path: String) {
-        var st = stat()
-        guard stat(path, &st) == 0 else { return nil }
-        modified = st.st_mtim.tv_sec
-        modifiedNanos = st.st_mtim.tv_nsec
-        size = Int64(st.st_size)
-    }
-}
-
-/// The event hooks in force; replaced on reload while events are being handled.
-final class HookSlot: Sendable {
-    private let hooks = Mutex<EventHooks?>(nil)
-    func set(_ new: EventHooks?) { hooks.withLock { $0 = new } }
-    var current: EventHooks? { hooks.withLock { $0 } }
 }

@@ -25,7 +25,7 @@ public final class SystemdNotifier: Sendable {
     public var isActive: Bool { socketPath != nil }
 
     public func ready(status: String) { send("READY=1\nSTATUS=\(status)") }
-    public func reloading() { send("RELOADING=1\nMONOTONIC_USEC=\(Clock.monotonicNanos() / 1000)") }
+    public func reloading() { send("RELOADING=1\nMONOTONIC_USEC=\(SystemClocks.monotonicNanos() / 1000)") }
     public func stopping() { send("STOPPING=1") }
     public func status(_ text: String) { send("STATUS=\(text)") }
     public func watchdog() { send("WATCHDOG=1") }

@@ -1,7 +1,8 @@
-import Capture
 internal import CSQLite
+import Capture
 import Foundation
 import Synchronization
+import SystemPackage
 
 /// The recordings index: every file Vigil writes under a storage root, in a SQLite file
 /// (`ROOT/vigil-index.sqlite3`, WAL mode). A segment is `writing` from the moment its file is
@@ -10,7 +11,7 @@ import Synchronization
 /// root. One connection, used under a lock; the recorder calls it from one serial queue, never
 /// from a capture thread or Swift's cooperative pool. The files are the truth: an index that is
 /// lost or damaged is rebuilt from them (`StorageKeeper.open`).
-public final class RecordingIndex: @unchecked Sendable {
+public final class RecordingIndex: Sendable {
     public enum Kind: String, Sendable, CaseIterable {
         case segment, still
         /// An on-demand still (SIGUSR1), under `CAMERA/snapshots/`.
@@ -21,10 +22,10 @@ public final class RecordingIndex: @unchecked Sendable {
         /// The folder under `ROOT/CAMERA/` that holds this kind.
         var folder: String {
             switch self {
-            case .segment: return RecordingPaths.videoFolder
-            case .still: return RecordingPaths.stillsFolder
-            case .snapshot: return RecordingPaths.snapshotsFolder
-            case .timelapse: return RecordingPaths.timelapseFolder
+            case .segment: return StorageLayout.videoFolder
+            case .still: return StorageLayout.stillsFolder
+            case .snapshot: return StorageLayout.snapshotsFolder
+            case .timelapse: return StorageLayout.timelapseFolder
             }
         }
     }
@@ -76,7 +77,6 @@ public final class RecordingIndex: @unchecked Sendable {
         }
     }
 
-    public static let fileName = "vigil-index.sqlite3"
     /// The schema this code writes; `PRAGMA user_version` of the file. 0 is a file from before
     /// versioning (the same tables as version 1) or a new one.
     public static let schemaVersion: Int32 = 1
@@ -84,15 +84,14 @@ public final class RecordingIndex: @unchecked Sendable {
     public let root: String
     /// The file, or nil for an index kept in memory (when the file cannot be used).
     public let path: String?
-    private let lock = NSLock()
-    private var db: OpaquePointer?
-    private var statements: [String: OpaquePointer] = [:]
+    /// The SQLite handle and its statements, reachable only under this lock.
+    private let connection: Mutex<Connection>
 
     /// Opens (or creates) the index file of `root`, migrating it to `schemaVersion`. Throws an
-    /// `IndexError` whose `problem` says whether the file is damaged, newer than this code, or
+    /// `RecorderError.index` whose code says whether the file is damaged, newer than this code, or
     /// cannot be written.
     public convenience init(root: String) throws {
-        try self.init(root: root, path: "\(root)/\(Self.fileName)")
+        try self.init(root: root, path: StorageLayout(root: root).indexPath)
     }
 
     /// An index in memory only, for recording on when the file cannot be used; it is filled from
@@ -105,14 +104,15 @@ public final class RecordingIndex: @unchecked Sendable {
         self.root = root
         self.path = path
         let name = path ?? ":memory:"
-        let status = sqlite3_open_v2(name, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nil)
-        guard status == SQLITE_OK else {
-            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
-            sqlite3_close(db)
-            db = nil
-            throw IndexError(code: status, message: "cannot open the index \(name): \(message)")
+        var handle: OpaquePointer?
+        let status = sqlite3_open_v2(name, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nil)
+        guard status == SQLITE_OK, let handle else {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close(handle)
+            throw RecorderError.index(code: status, errno: nil, message: "cannot open the index \(name): \(message)", isNewer: false)
         }
-        sqlite3_busy_timeout(db, 5000)
+        sqlite3_busy_timeout(handle, 5000)
+        connection = Mutex(Connection(handle))
         if path != nil {
             // The write-ahead log is checkpointed every 64 pages and cut back to 256 KiB after each
             // checkpoint: with SQLite's defaults (1000 pages, never shrunk) it alone grows to 4 MiB
@@ -125,7 +125,7 @@ public final class RecordingIndex: @unchecked Sendable {
         }
         let version = try userVersion()
         guard version <= Self.schemaVersion else {
-            throw IndexError(code: SQLITE_ERROR, message: "the index \(name) was written by a newer Vigil (schema version \(version); this one knows up to \(Self.schemaVersion))", isNewer: true)
+            throw RecorderError.index(code: SQLITE_ERROR, errno: nil, message: "the index \(name) was written by a newer Vigil (schema version \(version); this one knows up to \(Self.schemaVersion))", isNewer: true)
         }
         for (target, migration) in Self.migrations.enumerated() where Int32(target + 1) > version {
             try transaction {
@@ -168,13 +168,10 @@ public final class RecordingIndex: @unchecked Sendable {
     func checkIntegrity() throws {
         let result = try query("PRAGMA quick_check", []) { Self.text($0, 0) }
         guard result == ["ok"] else {
-            throw IndexError(code: SQLITE_CORRUPT, message: "the index \(path ?? ":memory:") is damaged: \(result.prefix(3).joined(separator: "; "))")
+            throw RecorderError.index(
+                code: SQLITE_CORRUPT, errno: nil, message: "the index \(path ?? ":memory:") is damaged: \(result.prefix(3).joined(separator: "; "))",
+                isNewer: false)
         }
-    }
-
-    deinit {
-        for s in statements.values { sqlite3_finalize(s) }
-        sqlite3_close(db)
     }
 
     // MARK: - Writing
@@ -285,39 +282,14 @@ public final class RecordingIndex: @unchecked Sendable {
         case integer(Int64)
     }
 
-    /// A failure with SQLite's result code, so callers decide by the code, never by the text.
-    public struct IndexError: Error, CustomStringConvertible {
-        /// SQLite's primary result code (`SQLITE_CORRUPT`, `SQLITE_FULL`, …).
-        let code: Int32
-        let message: String
-        /// The file's schema is newer than this code knows.
-        var isNewer = false
-
-        /// With what to do about it, for commands that only read the index.
-        public var description: String {
-            isDamaged ? "\(message): the index is damaged; `vigil run` moves it aside and rebuilds it from the recordings"
-                : isNewer ? "\(message): use that Vigil, or move the file aside and `vigil run` rebuilds it from the recordings"
-                : message
-        }
-
-        /// The file is not a usable database: it must be moved aside and rebuilt.
-        var isDamaged: Bool { code & 0xff == SQLITE_CORRUPT || code & 0xff == SQLITE_NOTADB }
-        /// SQLite found no room on the disk (SQLITE_FULL), as a write would get ENOSPC.
-        var isDiskFull: Bool { code & 0xff == SQLITE_FULL }
-    }
-
-    private func failure() -> IndexError {
-        IndexError(code: sqlite3_extended_errcode(db), message: "index: \(String(cString: sqlite3_errmsg(db)))")
-    }
-
     private func execute(_ sql: String) throws {
-        try lock.withLock {
+        try connection.withLock { c in
             var error: UnsafeMutablePointer<CChar>?
-            let status = sqlite3_exec(db, sql, nil, nil, &error)
+            let status = sqlite3_exec(c.db, sql, nil, nil, &error)
             guard status == SQLITE_OK else {
                 let message = error.map { String(cString: $0) } ?? "unknown error"
                 sqlite3_free(error)
-                throw IndexError(code: status, message: "index: \(message)")
+                throw c.failure(message)
             }
         }
     }
@@ -326,9 +298,9 @@ public final class RecordingIndex: @unchecked Sendable {
         _ = try query(sql, values) { _ in () }
     }
 
-    private func query<T>(_ sql: String, _ values: [Value], _ row: (OpaquePointer) -> T) throws -> [T] {
-        try lock.withLock {
-            let statement = try prepared(sql)
+    private func query<T: Sendable>(_ sql: String, _ values: [Value], _ row: (OpaquePointer) -> T) throws -> [T] {
+        try connection.withLock { c in
+            let statement = try c.prepared(sql)
             defer {
                 sqlite3_reset(statement)
                 sqlite3_clear_bindings(statement)
@@ -343,21 +315,45 @@ public final class RecordingIndex: @unchecked Sendable {
             while true {
                 let status = sqlite3_step(statement)
                 if status == SQLITE_ROW { rows.append(row(statement)); continue }
-                guard status == SQLITE_DONE else { throw failure() }
+                guard status == SQLITE_DONE else { throw c.failure() }
                 return rows
             }
         }
     }
 
-    /// Statements are prepared once and reused.
-    private func prepared(_ sql: String) throws -> OpaquePointer {
-        if let s = statements[sql] { return s }
-        var statement: OpaquePointer?
-        guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
-            throw failure()
+    /// One SQLite connection and its prepared statements, closed with it.
+    private final class Connection {
+        let db: OpaquePointer
+        private var statements: [String: OpaquePointer] = [:]
+
+        init(_ db: OpaquePointer) { self.db = db }
+
+        deinit {
+            for s in statements.values { sqlite3_finalize(s) }
+            sqlite3_close(db)
         }
-        statements[sql] = statement
-        return statement
+
+        /// Statements are prepared once and reused.
+        func prepared(_ sql: String) throws -> OpaquePointer {
+            if let s = statements[sql] { return s }
+            var statement: OpaquePointer?
+            guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+                throw failure()
+            }
+            statements[sql] = statement
+            return statement
+        }
+
+        /// The last failure, with SQLite's code and the system's errno behind it (ENOSPC under a
+        /// write, for one), so callers decide by the code, never by the text.
+        func failure(_ message: String? = nil) -> RecorderError {
+            let code = sqlite3_extended_errcode(db)
+            // SQLite keeps the last system errno even after later successes: it explains only I/O codes.
+            let systemErrno = [SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN].contains(code & 0xff) ? sqlite3_system_errno(db) : 0
+            return .index(
+                code: code, errno: systemErrno > 0 ? Errno(rawValue: systemErrno) : nil,
+                message: "index: \(message ?? String(cString: sqlite3_errmsg(db)))", isNewer: false)
+        }
     }
 
     private static func text(_ s: OpaquePointer, _ column: Int32) -> String {

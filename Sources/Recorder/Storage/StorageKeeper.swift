@@ -5,24 +5,25 @@ import Logging
 
 /// Keeps a storage root in order while the recorder runs: recovers it at start-up, indexes every
 /// file Vigil writes as it is written, enforces retention (age and bytes per camera, every 30 s)
-/// and the free-space floor (every 2 s, sweeping the oldest recordings when it is crossed, which
-/// is also how a full disk is cleared so recording resumes by itself). All of its work runs on one
-/// serial queue: never on a capture thread or on Swift's cooperative pool.
+/// and the free-space floor (after every file it indexes, and every 30 s for what others write,
+/// sweeping the oldest recordings when it is crossed, which is also how a full disk is cleared so
+/// recording resumes by itself). All of its work runs on its own I/O thread (`io`): never on a
+/// capture thread or on Swift's cooperative pool. `StorageService` drives it in `vigil run`.
+/// @unchecked: its mutable state (policy, sweep and clock bookkeeping) is touched only on `io`.
 public final class StorageKeeper: @unchecked Sendable {
     public let root: String
     public let index: RecordingIndex
     public let recovery: RecoverySummary
     private var policy: RetentionPolicy
     private let events: RecorderEvents
-    private let queue = DispatchQueue(label: "vigil.storage")
+    /// The keeper's thread: SQLite, statvfs, unlink. Everything below runs there.
+    let io = BlockingIO("vigil.storage")
     private let logger = Logger(label: "vigil.storage")
-    private var timer: DispatchSourceTimer?
     private var subscription: UUID?
-    private var lastRetention: Int64 = 0
     private var lastNothingToFree: Int64?
     private var diskLowReported = false
     /// The first estimate of days left comes after ten minutes of recording, then hourly.
-    private var nextDaysReport = Clock.monotonicNanos() + 600_000_000_000
+    private var nextDaysReport = SystemClocks.monotonicNanos() + 600_000_000_000
     /// Wall clock minus time since boot at the last look: a change is a clock step.
     private var clockOffset: Int64?
     /// The clock was seen to jump forward in this run, or the first retention pass found the
@@ -39,7 +40,8 @@ public final class StorageKeeper: @unchecked Sendable {
     /// from the files, serves this run. Either way a log line says what happened.
     public static func open(root: String, policy: RetentionPolicy, events: RecorderEvents) throws -> StorageKeeper {
         let logger = Logger(label: "vigil.storage")
-        let path = "\(root)/\(RecordingIndex.fileName)"
+        let layout = StorageLayout(root: root)
+        let path = layout.indexPath
         func openFile() throws -> (RecordingIndex, RecoverySummary) {
             let index = try RecordingIndex(root: root)
             try index.checkIntegrity()
@@ -48,35 +50,35 @@ public final class StorageKeeper: @unchecked Sendable {
         var opened: (RecordingIndex, RecoverySummary)?
         do {
             opened = try openFile()
-        } catch let error as RecordingIndex.IndexError where error.isDamaged {
-            let aside = "\(path).corrupt-\(RecordingPaths.utcStamp(Clock.wallNanos()).stamp)"
+        } catch let error as RecorderError where error.isDamagedIndex {
+            let aside = layout.damagedIndexPath(stamp: StorageLayout.utcStamp(SystemClocks.wallNanos()).stamp)
             if rename(path, aside) == 0 {
-                _ = rename("\(path)-wal", "\(aside)-wal")
-                unlink("\(path)-shm")
+                _ = rename(layout.indexWALPath, "\(aside)-wal")
+                unlink(layout.indexSharedMemoryPath)
                 do {
                     opened = try openFile()
-                    logger.error("\(error.message); moved it to \(aside) and rebuilt the index from the recordings (\(opened!.1)); nothing was lost")
+                    logger.error("\(error.indexMessage ?? "\(error)"); moved it to \(aside) and rebuilt the index from the recordings (\(opened!.1)); nothing was lost")
                 } catch {
                     logger.error("\(path) was damaged and moved to \(aside), but a new index cannot be made there either: \(error)")
                 }
             } else {
-                logger.error("\(error.message), and it cannot be moved aside: \(String(cString: strerror(errno)))")
+                logger.error("\(error.indexMessage ?? "\(error)"), and it cannot be moved aside: \(String(cString: strerror(errno)))")
             }
-        } catch let error as RecordingIndex.IndexError where error.isDiskFull {
+        } catch let error as RecorderError where error.isDiskFull {
             // Room is made from the recordings (listed by an index in memory) and the file tried again.
             let inMemory = try RecordingIndex.inMemory(root: root)
             let keeper = StorageKeeper(
                 root: root, index: inMemory, recovery: try StorageRecovery.run(root: root, index: inMemory, logger: logger),
                 policy: policy, events: events)
-            keeper.checkFreeSpace(Clock.monotonicNanos(), emergency: true)
+            keeper.checkFreeSpace(SystemClocks.monotonicNanos(), emergency: true)
             do {
                 opened = try openFile()
                 logger.warning("the disk under \(root) was full, so the index \(path) could not be opened; room was made by deleting the oldest recordings and it opened")
             } catch {
-                logger.error("the index \(path) cannot be used (\((error as? RecordingIndex.IndexError)?.message ?? "\(error)")), even after making room on the disk")
+                logger.error("the index \(path) cannot be used (\((error as? RecorderError)?.indexMessage ?? "\(error)")), even after making room on the disk")
             }
         } catch {
-            logger.error("the index \(path) cannot be used (\((error as? RecordingIndex.IndexError)?.message ?? "\(error)"))")
+            logger.error("the index \(path) cannot be used (\((error as? RecorderError)?.indexMessage ?? "\(error)"))")
         }
         if let (index, recovery) = opened {
             return StorageKeeper(root: root, index: index, recovery: recovery, policy: policy, events: events)
@@ -97,55 +99,55 @@ public final class StorageKeeper: @unchecked Sendable {
         self.events = events
     }
 
-    /// Starts indexing events and enforcing retention. Events are handed to the keeper's queue as
-    /// they are emitted, so `stop()` after the cameras have stopped indexes all of them.
+    /// Starts indexing events. Events are handed to the keeper's thread as they are emitted, so
+    /// `stop()` after the cameras have stopped indexes all of them. Retention and the periodic
+    /// look at free space are `tick()`, which the storage service calls every 30 s.
     public func start() {
-        subscription = events.subscribe { [self] event in queue.async { self.record(event) } }
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now(), repeating: 2.0)
-        timer.setEventHandler { [weak self] in self?.tick() }
-        timer.resume()
-        self.timer = timer
+        subscription = events.subscribe { [self] event in io.enqueue { self.record(event) } }
     }
 
     /// Stops, after every event emitted so far has been indexed.
-    public func stop() {
+    public func stop() async {
         subscription.map(events.unsubscribe)
         subscription = nil
-        timer?.cancel()
-        flush()
+        await flush()
     }
 
-    /// Waits until what was queued is done (every event emitted so far indexed, a sweep finished).
-    public func flush() {
-        queue.sync {}
+    /// Waits until what was handed over is done (every event emitted so far indexed, a sweep finished).
+    public func flush() async {
+        await io.run {}
     }
 
     /// A new retention policy (configuration reload).
-    public func update(_ policy: RetentionPolicy) { queue.async { self.policy = policy } }
+    public func update(_ policy: RetentionPolicy) { io.enqueue { self.policy = policy } }
 
     /// Indexes a file written outside the capture sessions (a daily timelapse video).
     func add(_ entry: RecordingIndex.Entry) {
-        queue.async {
+        io.enqueue {
             do { try self.index.put(entry) } catch { self.logger.error("could not index \(entry.path): \(error)") }
         }
     }
 
     // MARK: - Indexing
 
-    private func relative(_ path: String) -> String {
-        path.hasPrefix(root + "/") ? String(path.dropFirst(root.count + 1)) : path
-    }
+    private func relative(_ path: String) -> String { StorageLayout(root: root).relative(path) }
 
     /// Indexes an event; when the index finds the disk full, room is made (as after ENOSPC from
     /// a recording) and the write tried once more, so a recording made just before the disk
     /// filled is not left out of the index.
     private func record(_ event: RecorderEvent) {
+        defer {
+            // Vigil's own writes are what fills the disk: the floor is looked at after each one.
+            switch event {
+            case .segmentStarted, .segmentFinalized, .stillSaved: checkFreeSpace(SystemClocks.monotonicNanos())
+            default: break
+            }
+        }
         do {
             do {
                 try addToIndex(event)
-            } catch let error as RecordingIndex.IndexError where error.isDiskFull {
-                checkFreeSpace(Clock.monotonicNanos(), emergency: true)
+            } catch let error as RecorderError where error.isDiskFull {
+                checkFreeSpace(SystemClocks.monotonicNanos(), emergency: true)
                 try addToIndex(event)
             }
         } catch {
@@ -169,13 +171,13 @@ public final class StorageKeeper: @unchecked Sendable {
             var st = stat()
             stat(path, &st)
             // A snapshot (no shot instant) is named by when it was taken.
-            let at = shot ?? RecordingPaths.wallNanos(fromFileName: (path as NSString).lastPathComponent) ?? Clock.wallNanos()
+            let at = shot ?? StorageLayout.wallNanos(fromFileName: (path as NSString).lastPathComponent) ?? SystemClocks.wallNanos()
             try index.put(RecordingIndex.Entry(
                 kind: shot == nil ? .snapshot : .still, camera: camera, path: relative(path), startNanos: at, endNanos: at, frames: 1,
                 bytes: Int64(st.st_size), codec: "mjpeg", width: 0, height: 0, state: .complete))
-        case .error(_, _, let code?) where code == ENOSPC || code == EDQUOT:
+        case .error(_, _, let code?) where code.isDiskFull:
             // A write hit ENOSPC: make room now, even if the floor was set to nothing.
-            checkFreeSpace(Clock.monotonicNanos(), emergency: true)
+            checkFreeSpace(SystemClocks.monotonicNanos(), emergency: true)
         default:
             break
         }
@@ -183,14 +185,13 @@ public final class StorageKeeper: @unchecked Sendable {
 
     // MARK: - Retention and free space
 
-    private func tick() {
-        let now = Clock.monotonicNanos()
-        noteClock(wall: Clock.wallNanos(), sinceBoot: Self.nanosSinceBoot())
+    /// Every 30 s (on the keeper's thread): a clock step, the free-space floor (others write to
+    /// the disk too), retention, and now and then how many days the disk holds.
+    func tick() {
+        let now = SystemClocks.monotonicNanos()
+        noteClock(wall: SystemClocks.wallNanos(), sinceBoot: Self.nanosSinceBoot())
         checkFreeSpace(now)
-        if now - lastRetention >= 30_000_000_000 {
-            lastRetention = now
-            enforceRetention(nowWall: Clock.wallNanos())
-        }
+        enforceRetention(nowWall: SystemClocks.wallNanos())
         if now >= nextDaysReport {
             nextDaysReport = now + 3_600_000_000_000
             if let days = daysOfStorageLeft() {
@@ -340,7 +341,7 @@ public final class StorageKeeper: @unchecked Sendable {
     static let deletable = finished + [.quarantined]
 
     private func delete(_ entry: RecordingIndex.Entry, reason: String) {
-        let path = "\(root)/\(entry.path)"
+        let path = StorageLayout(root: root).absolute(entry.path)
         let gone = unlink(path) == 0
         guard gone || errno == ENOENT else {
             logger.error("could not delete \(path): \(String(cString: strerror(errno)))")
@@ -367,7 +368,7 @@ public final class StorageKeeper: @unchecked Sendable {
     /// How many days of recordings this disk holds at the rate of the last day: the bytes
     /// recordings use now plus what is free above the floor, divided by bytes per day. Nil
     /// before there is a rate to go by.
-    public func daysOfStorageLeft(nowWall: Int64 = Clock.wallNanos()) -> Double? {
+    public func daysOfStorageLeft(nowWall: Int64 = SystemClocks.wallNanos()) -> Double? {
         guard let (free, total) = Self.space(root),
               let recent = try? index.bytesRecorded(sinceNanos: nowWall - 86_400_000_000_000),
               let first = recent.firstStart, recent.bytes > 0 else { return nil }

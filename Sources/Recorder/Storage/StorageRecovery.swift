@@ -29,7 +29,6 @@ public struct RecoverySummary: Sendable, Equatable, CustomStringConvertible {
 /// It covers every kind of file Vigil writes (segments, stills, snapshots, daily timelapse videos
 /// and the quarantine), so it also rebuilds a lost index from the files alone.
 enum StorageRecovery {
-    static let quarantine = ".quarantine"
 
     static func run(root: String, index: RecordingIndex, logger: Logger) throws -> RecoverySummary {
         var summary = RecoverySummary()
@@ -38,7 +37,7 @@ enum StorageRecovery {
         // in a folder get the camera the index already uses for it.
         var cameraOfFolder: [String: String] = [:]
         for entry in indexed.values {
-            if let folder = entry.path.split(separator: "/").first, folder != quarantine { cameraOfFolder[String(folder)] = entry.camera }
+            if let folder = entry.path.split(separator: "/").first, folder != StorageLayout.quarantineFolder { cameraOfFolder[String(folder)] = entry.camera }
         }
         var seen = Set<String>()
         let walk = Walk(root: root)
@@ -58,8 +57,8 @@ enum StorageRecovery {
                                 logger.notice("recovery: \(relative) is not named like a Vigil recording; left alone")
                                 continue
                             }
-                            if name.hasSuffix(RecordingPaths.partialSuffix) {
-                                let final = String(relative.dropLast(RecordingPaths.partialSuffix.count))
+                            if name.hasSuffix(StorageLayout.partialSuffix) {
+                                let final = String(relative.dropLast(StorageLayout.partialSuffix.count))
                                 if kind == .segment, let entry = recoverSegment(relative, final: final, known: indexed[final], camera: camera, root: root, logger: logger) {
                                     try index.put(entry)
                                     indexed[final] = entry
@@ -97,7 +96,7 @@ enum StorageRecovery {
                 }
             }
             // What earlier runs moved aside: indexed too, so it is listed and counted against the limits.
-            for relative in walk.files(under: quarantine) where !seen.contains(relative) {
+            for relative in walk.files(under: StorageLayout.quarantineFolder) where !seen.contains(relative) {
                 seen.insert(relative)
                 if indexed[relative]?.state == .quarantined { continue }
                 let entry = quarantined(relative, root: root, cameraFolders: cameraFolders, cameraOfFolder: cameraOfFolder)
@@ -130,7 +129,7 @@ enum StorageRecovery {
         }
 
         private func entries(in relative: String, folders: Bool) -> [String] {
-            let directory = relative.isEmpty ? root : "\(root)/\(relative)"
+            let directory = relative.isEmpty ? root : StorageLayout(root: root).absolute(relative)
             guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
             return names.sorted().filter { name in
                 var st = stat()
@@ -144,7 +143,7 @@ enum StorageRecovery {
     private static func recoverSegment(
         _ relative: String, final: String, known: RecordingIndex.Entry?, camera: String, root: String, logger: Logger
     ) -> RecordingIndex.Entry? {
-        let path = "\(root)/\(relative)"
+        let path = StorageLayout(root: root).absolute(relative)
         if RecordingFileName((relative as NSString).lastPathComponent)?.fileExtension == "mp4" {
             // Nothing is cut from a file without one complete fragment: it goes to the quarantine whole.
             guard let layout = try? FragmentedMP4.layout(of: path), layout.completeFragments > 0,
@@ -157,7 +156,7 @@ enum StorageRecovery {
             entry.startNanos = known.startNanos
         }
         do {
-            try DurableFile.commit(path, to: "\(root)/\(final)")
+            try DurableFile.commit(path, to: StorageLayout(root: root).absolute(final))
         } catch {
             logger.error("recovery: could not finalize \(path): \(error)")
             return nil
@@ -170,7 +169,7 @@ enum StorageRecovery {
     /// A complete file the index does not know: a segment or daily video is described from its
     /// packets, a still or snapshot from its name and size.
     private static func adopt(_ relative: String, kind: RecordingIndex.Kind, camera: String, root: String) -> RecordingIndex.Entry? {
-        let path = "\(root)/\(relative)"
+        let path = StorageLayout(root: root).absolute(relative)
         switch kind {
         case .segment:
             return describe(path, relative: relative, camera: camera)
@@ -181,7 +180,7 @@ enum StorageRecovery {
             entry.endNanos = entry.startNanos + 86_400_000_000_000
             return entry
         case .still, .snapshot:
-            guard let start = RecordingPaths.wallNanos(fromFileName: (relative as NSString).lastPathComponent) else { return nil }
+            guard let start = StorageLayout.wallNanos(fromFileName: (relative as NSString).lastPathComponent) else { return nil }
             var st = stat()
             guard stat(path, &st) == 0, st.st_size > 0 else { return nil }
             return RecordingIndex.Entry(
@@ -192,7 +191,7 @@ enum StorageRecovery {
 
     /// Frame count and time span from the packets (nothing is decoded); nil if unplayable.
     private static func describe(_ path: String, relative: String, camera: String) -> RecordingIndex.Entry? {
-        guard let start = RecordingPaths.wallNanos(fromFileName: (relative as NSString).lastPathComponent),
+        guard let start = StorageLayout.wallNanos(fromFileName: (relative as NSString).lastPathComponent),
               let reader = try? PacketReader(path: path) else { return nil }
         let packet = Packet()
         var frames = 0
@@ -215,14 +214,15 @@ enum StorageRecovery {
     private static func moveAside(
         _ relative: String, kind: RecordingIndex.Kind, camera: String, root: String, logger: Logger
     ) -> RecordingIndex.Entry? {
-        var target = "\(quarantine)/\(relative)"
-        try? FileManager.default.createDirectory(atPath: "\(root)/\((target as NSString).deletingLastPathComponent)", withIntermediateDirectories: true)
+        let layout = StorageLayout(root: root)
+        var target = StorageLayout.quarantined(relative)
+        try? FileManager.default.createDirectory(atPath: layout.absolute((target as NSString).deletingLastPathComponent), withIntermediateDirectories: true)
         var n = 2
-        while FileManager.default.fileExists(atPath: "\(root)/\(target)") {
-            target = "\(quarantine)/\(relative).\(n)"
+        while FileManager.default.fileExists(atPath: layout.absolute(target)) {
+            target = StorageLayout.quarantined(relative, attempt: n)
             n += 1
         }
-        guard rename("\(root)/\(relative)", "\(root)/\(target)") == 0 else {
+        guard rename(StorageLayout(root: root).absolute(relative), StorageLayout(root: root).absolute(target)) == 0 else {
             logger.error("recovery: \(relative) is not playable and could not be moved aside: \(String(cString: strerror(errno)))")
             return nil
         }
@@ -241,14 +241,14 @@ enum StorageRecovery {
         let kinds = RecordingIndex.Kind.allCases
         let kind = parts.count > 2 ? kinds.first { $0.folder == parts[1] } ?? .segment
             : kinds.first { kind in folder.map { name.hasPrefix("\($0)_\(kind.folder)_") } ?? false } ?? .segment
-        return quarantinedEntry(relative, kind: kind, camera: folder.map { cameraOfFolder[$0] ?? $0 } ?? quarantine, root: root)
+        return quarantinedEntry(relative, kind: kind, camera: folder.map { cameraOfFolder[$0] ?? $0 } ?? StorageLayout.quarantineFolder, root: root)
     }
 
     private static func quarantinedEntry(_ relative: String, kind: RecordingIndex.Kind, camera: String, root: String) -> RecordingIndex.Entry {
         var st = stat()
-        stat("\(root)/\(relative)", &st)
+        stat(StorageLayout(root: root).absolute(relative), &st)
         // Named by when it was recorded if the name says so, else by when it was last written.
-        let start = RecordingPaths.wallNanos(fromFileName: (relative as NSString).lastPathComponent)
+        let start = StorageLayout.wallNanos(fromFileName: (relative as NSString).lastPathComponent)
             ?? Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
         return RecordingIndex.Entry(
             kind: kind, camera: camera, path: relative, startNanos: start, endNanos: start, frames: 0, bytes: Int64(st.st_size),

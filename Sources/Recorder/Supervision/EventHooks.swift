@@ -1,4 +1,5 @@
 internal import CSpawn
+import Capture
 import Foundation
 import Logging
 import Synchronization
@@ -32,21 +33,16 @@ public final class EventHooks: Sendable {
     public init(definitions: [String], timeoutSeconds: Double = 30, maximumRunning: Int = 8) throws {
         hooks = try definitions.map { definition in
             guard let eq = definition.firstIndex(of: "="), !definition[definition.index(after: eq)...].isEmpty else {
-                throw HookError("hook \"\(definition)\" must be EVENT=COMMAND, e.g. camera_lost='notify-send \"$VIGIL_CAMERA lost\"'")
+                throw RecorderError.hook("hook \"\(definition)\" must be EVENT=COMMAND, e.g. camera_lost='notify-send \"$VIGIL_CAMERA lost\"'")
             }
             let event = String(definition[..<eq])
             guard RecorderEvent.names.contains(event) else {
-                throw HookError("unknown hook event \"\(event)\"; events are \(RecorderEvent.names.joined(separator: ", "))")
+                throw RecorderError.hook("unknown hook event \"\(event)\"; events are \(RecorderEvent.names.joined(separator: ", "))")
             }
             return Hook(event: event, command: String(definition[definition.index(after: eq)...]))
         }
         self.timeoutSeconds = timeoutSeconds
         self.maximumRunning = maximumRunning
-    }
-
-    public struct HookError: Error, CustomStringConvertible {
-        public let description: String
-        init(_ d: String) { description = d }
     }
 
     /// Starts the hooks for `event` on their own threads and returns at once. `completion`
@@ -151,29 +147,49 @@ public final class EventHooks: Sendable {
                 if output.count < 4096 { output += chunk[0..<min(n, 4096 - output.count)] }
             }
         }
-        let deadline = Date().addingTimeInterval(timeoutSeconds)
+        // The hook's thread sleeps in poll() until there is output, the hook ends (its pidfd
+        // becomes readable) or its time is up; without a pidfd (a kernel before 5.3) it waits
+        // for the end of the output instead.
+        let pidfd = cspawn_pidfd_open(pid)
+        defer { if pidfd >= 0 { close(pidfd) } }
         var status: Int32 = 0
-        var outcome: Outcome?
-        while outcome == nil {
-            drain()
+        func reaped() -> Bool {
             let r = waitpid(pid, &status, WNOHANG)
-            if r == pid {
-                outcome = .exited((status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f))
-            } else if r < 0 && errno != EINTR {
-                outcome = .exited(-1)
-            } else if Date() >= deadline {
-                killpg(pid, SIGTERM)
-                let grace = Date().addingTimeInterval(2)
-                while waitpid(pid, &status, WNOHANG) == 0 && Date() < grace { usleep(20_000) }
+            return r == pid || (r < 0 && errno != EINTR)
+        }
+        /// Waits until the hook ends, at most until `deadline` (monotonic nanoseconds); true if it ended.
+        func waitForExit(until deadline: Int64) -> Bool {
+            var outputOpen = true
+            while !reaped() {
+                let left = deadline - SystemClocks.monotonicNanos()
+                if left <= 0 { return false }
+                var fds = [pollfd(fd: outputOpen ? readEnd : -1, events: Int16(POLLIN), revents: 0),
+                           pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)]
+                let millis = Int32(min((left + 999_999) / 1_000_000, Int64(Int32.max)))
+                if poll(&fds, 2, millis) < 0 && errno != EINTR { return false }
+                if fds[0].revents & Int16(POLLHUP) != 0 && fds[0].revents & Int16(POLLIN) == 0 {
+                    // The output ended: without a pidfd, the hook is waited for (its children may
+                    // have kept the pipe open until now, but the shell itself is done or nearly).
+                    outputOpen = false
+                    if pidfd < 0 { _ = waitpid(pid, &status, 0); return true }
+                }
+                drain()
+            }
+            return true
+        }
+        let outcome: Outcome
+        if waitForExit(until: SystemClocks.monotonicNanos() + Int64(timeoutSeconds * 1e9)) {
+            outcome = .exited((status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f))
+        } else {
+            killpg(pid, SIGTERM)
+            if !waitForExit(until: SystemClocks.monotonicNanos() + 2_000_000_000) {
                 killpg(pid, SIGKILL)
                 _ = waitpid(pid, &status, 0)
-                outcome = .killedAfterTimeout
-            } else {
-                usleep(20_000)
             }
+            outcome = .killedAfterTimeout
         }
         drain()
         close(readEnd)
-        return (outcome!, String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+        return (outcome, String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
     }
 }

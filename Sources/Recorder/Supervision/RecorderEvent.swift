@@ -1,6 +1,7 @@
 import Capture
 import Foundation
 import Synchronization
+import SystemPackage
 
 /// One event stream for the whole recorder: logged, and runnable as user hooks.
 public enum RecorderEvent: Sendable, CustomStringConvertible {
@@ -16,8 +17,8 @@ public enum RecorderEvent: Sendable, CustomStringConvertible {
     case recordingDeleted(camera: String, path: String, reason: String)
     case framesDropped(camera: String, output: String, count: Int)
     case diskLow(path: String, freeBytes: Int64)
-    /// `errno` is the POSIX error behind it when there is one (ENOSPC: the disk is full).
-    case error(camera: String, message: String, errno: Int32? = nil)
+    /// `errno` is the POSIX error behind it when there is one (`errno.isDiskFull`: the disk is full).
+    case error(camera: String, message: String, errno: Errno? = nil)
 
     /// The name used for hooks (`--hook camera_lost=…`) and logs.
     public var name: String {

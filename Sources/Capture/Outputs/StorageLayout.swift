@@ -1,68 +1,112 @@
 import Foundation
 
-/// Where recordings and stills live under a storage root. Names are in UTC so that they sort
+/// Every path under a storage root, in one place. Recording names are in UTC so that they sort
 /// chronologically and never repeat across daylight-saving changes:
 ///
+///     ROOT/vigil-index.sqlite3                                the index (and its -wal, -shm)
+///     ROOT/vigil-index.sqlite3.corrupt-STAMP                  a damaged index, moved aside
 ///     ROOT/CAMERA/video/2026-11-22/CAMERA-20261122T065700Z.mp4
 ///     ROOT/CAMERA/stills/2026-11-22/CAMERA-20261122T065700Z.jpg
 ///     ROOT/CAMERA/snapshots/2026-11-22/CAMERA-20261122T065700Z.jpg
-///     ROOT/CAMERA/timelapse/CAMERA-2026-11-22.mp4          (a daily timelapse video, local day)
-public struct RecordingPaths: Sendable {
+///     ROOT/CAMERA/timelapse/CAMERA-2026-11-22.mp4            a daily timelapse video (local day)
+///     ROOT/.quarantine/CAMERA/…                               unplayable leftovers, same path below it
+///
+/// The index stores paths relative to the root; `absolute` and `relative` convert.
+public struct StorageLayout: Sendable {
     /// The folders under `ROOT/CAMERA/`, one per kind of file Vigil writes.
     public static let videoFolder = "video", stillsFolder = "stills", snapshotsFolder = "snapshots", timelapseFolder = "timelapse"
+    /// Where unplayable leftovers are moved, below the root.
+    public static let quarantineFolder = ".quarantine"
+    /// The SQLite index, directly under the root.
+    public static let indexFileName = "vigil-index.sqlite3"
+    public static let partialSuffix = ".partial"
 
     public let root: String
-    public let cameraID: String
 
-    public init(root: String, cameraID: String) {
+    public init(root: String) {
         self.root = root
-        self.cameraID = cameraID
     }
 
-    /// The camera id as a file-name part: letters, digits, `.`, `_` and `-` only
+    /// `ROOT/relative` for a path the index stores.
+    public func absolute(_ relative: String) -> String { "\(root)/\(relative)" }
+
+    /// The path below the root of `path` (unchanged when it is not under the root).
+    public func relative(_ path: String) -> String {
+        path.hasPrefix(root + "/") ? String(path.dropFirst(root.count + 1)) : path
+    }
+
+    // MARK: - The index
+
+    public var indexPath: String { absolute(Self.indexFileName) }
+
+    /// SQLite's companions of the index file in WAL mode.
+    public var indexWALPath: String { indexPath + "-wal" }
+    public var indexSharedMemoryPath: String { indexPath + "-shm" }
+
+    /// Where a damaged index is moved aside, named by the UTC time it was found (`stamp`).
+    public func damagedIndexPath(stamp: String) -> String { "\(indexPath).corrupt-\(stamp)" }
+
+    // MARK: - The quarantine
+
+    /// The path below the root where the leftover at `relative` is kept; `attempt` > 1 adds a
+    /// suffix when that name is taken.
+    public static func quarantined(_ relative: String, attempt: Int = 1) -> String {
+        "\(quarantineFolder)/\(relative)" + (attempt > 1 ? ".\(attempt)" : "")
+    }
+
+    // MARK: - A camera's files
+
+    /// The camera id as a folder and file-name part: letters, digits, `.`, `_` and `-` only
     /// (`v4l2:usb-Logitech_C920_AB12-video-index0` → `v4l2-usb-Logitech_C920_AB12-video-index0`).
-    public var cameraDirectory: String {
+    public static func cameraFolder(_ cameraID: String) -> String {
         String(cameraID.map { $0.isLetter || $0.isNumber || $0 == "." || $0 == "_" || $0 == "-" ? $0 : "-" })
     }
 
-    public static let partialSuffix = ".partial"
+    /// `ROOT/CAMERA/stills`: one folder per UTC day below it.
+    public func stillsDirectory(camera cameraID: String) -> String {
+        absolute("\(Self.cameraFolder(cameraID))/\(Self.stillsFolder)")
+    }
 
     /// A segment file path for a segment starting at `wallNanos`; never an existing file.
-    func segment(startingAt wallNanos: Int64, extension ext: String) throws -> String {
-        try unusedPath(kind: Self.videoFolder, wallNanos: wallNanos, extension: ext)
+    func segment(camera cameraID: String, startingAt wallNanos: Int64, extension ext: String) throws -> String {
+        try unusedPath(camera: cameraID, kind: Self.videoFolder, wallNanos: wallNanos, extension: ext)
     }
 
     /// The path of the still for the aligned instant `wallNanos`.
-    func still(at wallNanos: Int64) throws -> String {
-        try unusedPath(kind: Self.stillsFolder, wallNanos: wallNanos, extension: "jpg")
+    func still(camera cameraID: String, at wallNanos: Int64) throws -> String {
+        try unusedPath(camera: cameraID, kind: Self.stillsFolder, wallNanos: wallNanos, extension: "jpg")
     }
 
     /// The path of an on-demand snapshot taken at `wallNanos` (`ROOT/CAMERA/snapshots/DAY/…jpg`).
-    public func snapshot(at wallNanos: Int64) throws -> String {
-        try unusedPath(kind: Self.snapshotsFolder, wallNanos: wallNanos, extension: "jpg")
+    public func snapshot(camera cameraID: String, at wallNanos: Int64) throws -> String {
+        try unusedPath(camera: cameraID, kind: Self.snapshotsFolder, wallNanos: wallNanos, extension: "jpg")
     }
 
     /// The path of the daily timelapse video of the local day `label` (`YYYY-MM-DD`); creates its folder.
-    public func dailyVideo(day label: String) throws -> String {
-        let directory = "\(root)/\(cameraDirectory)/\(Self.timelapseFolder)"
+    public func dailyVideo(camera cameraID: String, day label: String) throws -> String {
+        let folder = Self.cameraFolder(cameraID)
+        let directory = absolute("\(folder)/\(Self.timelapseFolder)")
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        return "\(directory)/\(cameraDirectory)-\(label).mp4"
+        return "\(directory)/\(folder)-\(label).mp4"
     }
 
-    private func unusedPath(kind: String, wallNanos: Int64, extension ext: String) throws -> String {
+    private func unusedPath(camera cameraID: String, kind: String, wallNanos: Int64, extension ext: String) throws -> String {
         let (day, stamp) = Self.utcStamp(wallNanos)
-        let directory = "\(root)/\(cameraDirectory)/\(kind)/\(day)"
+        let folder = Self.cameraFolder(cameraID)
+        let directory = absolute("\(folder)/\(kind)/\(day)")
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        var path = "\(directory)/\(cameraDirectory)-\(stamp).\(ext)"
+        var path = "\(directory)/\(folder)-\(stamp).\(ext)"
         var n = 2
         // A camera restarted within the same second gets "_02", "_03", … rather than
         // overwriting; they sort after the first file of that second, in order.
         while FileManager.default.fileExists(atPath: path) || FileManager.default.fileExists(atPath: path + Self.partialSuffix) {
-            path = "\(directory)/\(cameraDirectory)-\(stamp)_\(String(format: "%02d", n)).\(ext)"
+            path = "\(directory)/\(folder)-\(stamp)_\(String(format: "%02d", n)).\(ext)"
             n += 1
         }
         return path
     }
+
+    // MARK: - Names
 
     /// The UTC instant in a recording's file name (`CAM-20261122T065700Z[_02].ext`), nil if none.
     public static func wallNanos(fromFileName name: String) -> Int64? {
@@ -110,7 +154,7 @@ public struct RecordingPaths: Sendable {
 /// timelapse video's `CAMERA-2026-11-22.mp4`. Read from the end, because a camera id may hold
 /// dots and dashes (`pci-0000-00-14.0-usb-0-1-1.0`). The one parser of recording names.
 public struct RecordingFileName: Sendable, Equatable {
-    /// The camera part (`RecordingPaths.cameraDirectory` of the camera that wrote it).
+    /// The camera part (`StorageLayout.cameraFolder` of the camera that wrote it).
     public let camera: String
     /// The UTC instant in the name; for a daily video, the UTC midnight of its day's date.
     public let wallNanos: Int64
@@ -125,8 +169,8 @@ public struct RecordingFileName: Sendable, Equatable {
 
     public init?(_ name: String) {
         var rest = Substring(name)
-        isPartial = rest.hasSuffix(RecordingPaths.partialSuffix)
-        if isPartial { rest = rest.dropLast(RecordingPaths.partialSuffix.count) }
+        isPartial = rest.hasSuffix(StorageLayout.partialSuffix)
+        if isPartial { rest = rest.dropLast(StorageLayout.partialSuffix.count) }
         guard let dot = rest.lastIndex(of: ".") else { return nil }
         fileExtension = String(rest[rest.index(after: dot)...])
         guard !fileExtension.isEmpty, fileExtension.allSatisfy({ $0.isLetter || $0.isNumber }) else { return nil }
@@ -142,7 +186,7 @@ public struct RecordingFileName: Sendable, Equatable {
         for length in [16, 10] where rest.count > length + 1 {
             let stamp = rest.suffix(length)
             let camera = rest.dropLast(length)
-            guard camera.hasSuffix("-"), let wall = RecordingPaths.wallNanos(stamp: stamp) else { continue }
+            guard camera.hasSuffix("-"), let wall = StorageLayout.wallNanos(stamp: stamp) else { continue }
             guard length == 16 || sequence == 1 else { return nil }
             self.camera = String(camera.dropLast())
             self.wallNanos = wall
@@ -151,60 +195,4 @@ public struct RecordingFileName: Sendable, Equatable {
         }
         return nil
     }
-}
-
-/// Durable file operations: data reaches the disk before a name says it is complete.
-public enum DurableFile {
-    /// fsyncs `path`, renames it to `finalPath` and fsyncs the directory (Moonfire's protocol).
-    public static func commit(_ path: String, to finalPath: String) throws {
-        try sync(path)
-        guard rename(path, finalPath) == 0 else { throw POSIXError(errno, "rename \(path)") }
-        try sync(directory(of: finalPath))
-    }
-
-    /// The directory holding `path`: "." for a bare file name such as `clip.mp4`.
-    static func directory(of path: String) -> String {
-        let directory = (path as NSString).deletingLastPathComponent
-        return directory.isEmpty ? "." : directory
-    }
-
-    static func sync(_ path: String) throws {
-        let fd = open(path, O_RDONLY)
-        guard fd >= 0 else { throw POSIXError(errno, "open \(path)") }
-        defer { close(fd) }
-        guard fsync(fd) == 0 else { throw POSIXError(errno, "fsync \(path)") }
-    }
-
-    /// Writes `bytes` to `path` atomically (temporary file, fsync, rename).
-    public static func write(_ bytes: UnsafeRawBufferPointer, to path: String) throws {
-        let temporary = path + RecordingPaths.partialSuffix
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)  // the process umask decides who may read
-        guard fd >= 0 else { throw POSIXError(errno, "create \(temporary)") }
-        var written = 0
-        while written < bytes.count {
-            let n = Glibc.write(fd, bytes.baseAddress! + written, bytes.count - written)
-            if n < 0 {
-                let e = errno
-                if e == EINTR { continue }
-                close(fd)
-                unlink(temporary)
-                throw POSIXError(e, "write \(temporary)")
-            }
-            written += n
-        }
-        close(fd)
-        try commit(temporary, to: path)
-    }
-}
-
-/// An errno with the operation that failed, e.g. "write /x: No space left on device".
-struct POSIXError: Error, CustomStringConvertible {
-    let code: Int32
-    let operation: String
-    init(_ code: Int32, _ operation: String) {
-        self.code = code
-        self.operation = operation
-    }
-    var description: String { "\(operation): \(String(cString: strerror(code)))" }
-    var isDiskFull: Bool { code == ENOSPC || code == EDQUOT }
 }

@@ -1,8 +1,9 @@
 import Glibc
 
-/// The two clocks a recorder needs: monotonic for frame timing (never jumps), wall for
+/// The two system clocks a recorder reads, in nanoseconds (named so as not to shadow Swift's
+/// `Clock` protocol): monotonic for frame timing (never jumps), wall for
 /// segment boundaries, shot instants and file names (follows NTP and the user's idea of time).
-public enum Clock {
+public enum SystemClocks {
     public static func monotonicNanos() -> Int64 { read(CLOCK_MONOTONIC) }
     public static func wallNanos() -> Int64 { read(CLOCK_REALTIME) }
 

@@ -1,0 +1,244 @@
+import Capture
+import Foundation
+import Logging
+import ServiceLifecycle
+import UnixSignals
+
+/// The recorder's configuration in force and what follows from it: the cameras' jobs, the
+/// hooks, the retention policy. As a service it reacts to SIGHUP and to the file being saved
+/// (reload), to SIGUSR1 (snapshots), and, under the built-in default, to cameras plugged in
+/// (recorded at once). An actor: one reload or snapshot at a time.
+actor RecorderControl: Service {
+    private let logger = Logger(label: "vigil.run")
+    private(set) var configuration: Configuration
+    let root: String
+    private let configurationPath: String?
+    /// The storage root was given on the command line: the file's root does not apply.
+    private let rootIsFixed: Bool
+    private var configurationStamp: FileStamp?
+    private(set) var jobs: [String: CameraJobs] = [:]
+    let events: RecorderEvents
+    let hooks = HookSlot()
+    private let notifier: SystemdNotifier
+    private let source: any DeviceSource
+    private var supervisor: Supervisor?
+    private var storage: StorageKeeper?
+    /// What the control plane listens to while it runs.
+    private var signals: UnixSignalsSequence?
+    private var deviceChanges: AsyncStream<DeviceChange>?
+
+    init(
+        configuration: Configuration, root: String, configurationPath: String?, rootIsFixed: Bool, events: RecorderEvents,
+        notifier: SystemdNotifier, source: any DeviceSource
+    ) throws {
+        self.configuration = configuration
+        self.root = root
+        self.configurationPath = configurationPath
+        self.rootIsFixed = rootIsFixed
+        configurationStamp = configurationPath.flatMap(FileStamp.init)
+        self.events = events
+        self.notifier = notifier
+        self.source = source
+        hooks.set(try Self.hooks(configuration))
+    }
+
+    /// The plans of the cameras in the configuration, plus (built-in default) every camera present.
+    func plans(present: [CaptureDevice]) -> [CameraPlan] {
+        (configuration.cameras + discoveredCameras(present)).compactMap { makeJobs($0, reusing: nil)?.plan }
+    }
+
+    func attach(supervisor: Supervisor, storage: StorageKeeper, signals: UnixSignalsSequence?, deviceChanges: AsyncStream<DeviceChange>) {
+        self.supervisor = supervisor
+        self.storage = storage
+        self.signals = signals
+        self.deviceChanges = deviceChanges
+    }
+
+    func run() async {
+        let fileChanges = configurationPath.map { FileWatcher.changes(of: $0, logger: logger) }
+        await withDiscardingTaskGroup { group in
+            if let signals {
+                group.addTask {
+                    for await signal in signals.cancelOnGracefulShutdown() {
+                        if signal == .sighup { await self.reload(reason: "SIGHUP") }
+                        if signal == .sigusr1 { await self.takeSnapshots() }
+                    }
+                }
+            }
+            if let fileChanges, let path = configurationPath {
+                group.addTask {
+                    for await _ in fileChanges.cancelOnGracefulShutdown() where await self.fileChanged() {
+                        await self.reload(reason: "\(path) changed")
+                    }
+                }
+            }
+            if configuration.discoversAllCameras, let deviceChanges {
+                group.addTask {
+                    for await change in deviceChanges.cancelOnGracefulShutdown() {
+                        if case .connected = change { await self.recordNewCameras() }
+                    }
+                }
+            }
+            // Stays until the group shuts it down, even with nothing to listen to.
+            group.addTask { try? await gracefulShutdown() }
+        }
+    }
+
+    private func fileChanged() async -> Bool {
+        await RecorderService.controlIO.run { [configurationPath] in configurationPath.flatMap(FileStamp.init) } != configurationStamp
+    }
+
+    // MARK: - Cameras and jobs
+
+    private var environment: CameraJobs.Environment {
+        .init(storageRoot: root, timeZone: configuration.timeZone, location: configuration.location)
+    }
+
+    /// Builds a camera's outputs and plan; a camera that cannot be set up is reported and left out.
+    private func makeJobs(_ camera: CameraConfig, reusing previous: CameraJobs?) -> CameraJobs? {
+        do {
+            let made = try CameraJobs(camera, environment: environment, reusing: previous)
+            jobs[camera.name] = made
+            return made
+        } catch {
+            logger.error("camera \(camera.name) not started: \(error)")
+            events.emit(.error(camera: camera.name, message: "not started: \(error)"))
+            return nil
+        }
+    }
+
+    /// With the built-in default, every camera present is recorded under its own id.
+    private func discoveredCameras(_ devices: [CaptureDevice]) -> [CameraConfig] {
+        guard configuration.discoversAllCameras else { return [] }
+        return devices.map { CameraConfig.discovered($0.id) }
+    }
+
+    /// A camera was plugged in: under the built-in default, one not seen before is recorded.
+    private func recordNewCameras() async {
+        let devices = await RecorderService.controlIO.run { [source] in source.devices() }
+        for camera in discoveredCameras(devices) where jobs[camera.name] == nil {
+            if let job = makeJobs(camera, reusing: nil) {
+                Console.line("New camera \(camera.name): recording it")
+                await supervisor?.add(job.plan)
+            }
+        }
+    }
+
+    var displayOutputs: [String: StatusDisplay.Outputs] {
+        jobs.mapValues { StatusDisplay.Outputs(movie: $0.movie, timelapse: $0.timelapse) }
+    }
+
+    var readyStatus: String { "recording \(jobs.count) camera(s) into \(root)" }
+
+    var dailyVideoPlan: DailyVideos.Plan {
+        let daily = jobs.values.compactMap { job in
+            job.camera.timelapse?.dailyVideo.map { DailyVideos.Job(camera: job.camera.name, video: $0) }
+        }
+        return .init(jobs: daily, root: root, timeZone: configuration.timeZone)
+    }
+
+    // MARK: - Reload
+
+    /// Re-reads the configuration. An invalid file is refused and the running one stays;
+    /// unchanged cameras are not touched, changed ones are reconfigured, removed ones stopped.
+    private func reload(reason: String) async {
+        guard let path = configurationPath, let supervisor, let storage else {
+            logger.notice("reload requested, but vigil runs without a configuration file: nothing to reload")
+            return
+        }
+        configurationStamp = await RecorderService.controlIO.run { FileStamp(path) }
+        notifier.reloading()
+        defer { notifier.ready(status: readyStatus) }
+        let new: Configuration
+        do {
+            new = try await RecorderService.controlIO.run { try ConfigurationLoader.load(path: path) }
+            _ = try Self.hooks(new)
+        } catch {
+            logger.error("reload (\(reason)) refused, the previous configuration keeps running:\n\(error)")
+            Console.line("Reload refused: \(path) has errors; the previous configuration keeps running. Check it with `vigil check-config \(path)`.")
+            return
+        }
+        if URL(fileURLWithPath: new.storageRoot).standardizedFileURL.path != root && !rootIsFixed {
+            logger.warning("the storage root changed to \(new.storageRoot): that takes a restart; still recording into \(root)")
+        }
+        configuration = new
+        new.fileMode.apply()
+        storage.update(new.retention)
+        hooks.set(try? Self.hooks(new))
+        var changed: [String] = [], added: [String] = [], removed: [String] = []
+        let names = Set(new.cameras.map(\.name))
+        for name in jobs.keys where !names.contains(name) && !new.discoversAllCameras {
+            jobs[name] = nil
+            await supervisor.remove(cameraID: name)
+            removed.append(name)
+        }
+        for camera in new.cameras {
+            guard let old = jobs[camera.name] else {
+                if let job = makeJobs(camera, reusing: nil) {
+                    await supervisor.add(job.plan)
+                    added.append(camera.name)
+                }
+                continue
+            }
+            guard let next = try? CameraJobs(camera, environment: environment, reusing: old), next.differs(from: old) else { continue }
+            do {
+                try await supervisor.reconfigure(next.plan)
+                jobs[camera.name] = next
+                changed.append(camera.name)
+            } catch {
+                logger.error("camera \(camera.name): the new settings were refused (\(error)); it keeps its previous configuration")
+            }
+        }
+        let summary = "reloaded \(path) (\(reason)): \(changed.count) changed, \(added.count) added, \(removed.count) removed, "
+            + "\(jobs.count - changed.count - added.count) unchanged"
+        logger.notice("\(summary)")
+        Console.line(summary.prefix(1).uppercased() + summary.dropFirst())
+    }
+
+    static func hooks(_ configuration: Configuration) throws -> EventHooks? {
+        guard !configuration.hooks.isEmpty else { return nil }
+        return try EventHooks(
+            definitions: configuration.hooks.map { "\($0.event)=\($0.command)" }, timeoutSeconds: configuration.hookTimeoutSeconds)
+    }
+
+    // MARK: - Snapshots
+
+    /// SIGUSR1: every camera with a snapshot job saves a still now (written and fsynced on the
+    /// I/O thread).
+    private func takeSnapshots() async {
+        let cameras = jobs.values.filter { $0.photo != nil }
+        guard !cameras.isEmpty else {
+            logger.notice("snapshot requested, but no camera has a [[snapshot]] job")
+            return
+        }
+        for job in cameras {
+            do {
+                let photo = try await job.photo!.capturePhoto()
+                let path = try await RecorderService.controlIO.run { [root, name = job.camera.name] in
+                    let path = try StorageLayout(root: root).snapshot(camera: name, at: photo.wallNanos)
+                    try photo.data.withUnsafeBytes { try DurableFile.write($0, to: path) }
+                    return path
+                }
+                Console.line("Snapshot \(job.camera.name): \(path)")
+                events.emit(.stillSaved(camera: job.camera.name, path: path, shotWallNanos: nil))
+            } catch {
+                logger.error("camera \(job.camera.name): snapshot failed: \(error)")
+            }
+        }
+    }
+}
+
+/// A file's modification time and size, to notice that it changed.
+struct FileStamp: Equatable, Sendable {
+    let modified: Int
+    let modifiedNanos: Int
+    let size: Int64
+
+    init?(_ path: String) {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        modified = st.st_mtim.tv_sec
+        modifiedNanos = st.st_mtim.tv_nsec
+        size = Int64(st.st_size)
+    }
+}

@@ -1,0 +1,130 @@
+import Capture
+import Foundation
+
+/// Opening, losing and stopping one camera's session, and what its events mean.
+extension Supervisor {
+    func start(_ camera: Camera, on device: CaptureDevice) async {
+        let plan = camera.plan
+        defer { camera.isStarting = false }
+        let session = CaptureSession()
+        // Subscribed before the session runs, so that not even its first event (an error in its
+        // first frame) is missed.
+        let sessionEvents = session.events
+        // Recordings and events carry the plan's name for the camera.
+        let input = device.id == plan.cameraID ? device : device.renamed(plan.cameraID)
+        let result: Result<Void, Error> = await io.run {
+            Result {
+                session.beginConfiguration()
+                try session.addInput(input)
+                try session.setFormat(plan.format)
+                try session.setFrameRate(plan.frameRate)
+                for (key, value) in plan.controls { try session.setControl(key, to: value) }
+                for (output, settings) in plan.outputs { try session.addOutput(output, settings: settings) }
+                try session.commitConfiguration()
+                try session.startRunning()
+            }
+        }
+        let now = SystemClocks.monotonicNanos()
+        switch result {
+        case .failure(let error):
+            camera.ladder.recordFailure()
+            let delay = camera.ladder.nextDelaySeconds
+            camera.nextAttempt = now + Int64(delay * 1e9)
+            camera.lastProblem = "\(error)"
+            logger.error("camera \(plan.cameraID) could not start (attempt \(camera.ladder.failures)): \(error); retrying in \(Int(delay)) s")
+            events.emit(.error(camera: plan.cameraID, message: "could not start: \(error)"))
+        case .success where camera.isRemoved || isStopping:
+            await session.stop()
+        case .success:
+            camera.session = session
+            camera.node = device.details.node
+            camera.ladder.reset()
+            camera.nextAttempt = nil
+            camera.lastFrames = 0
+            camera.lastFrameProgress = now
+            camera.lastProblem = nil
+            camera.sessionError = nil
+            let id = plan.cameraID
+            camera.sessionTask = Task { [weak self] in
+                for await event in sessionEvents {
+                    await self?.sessionEvent(event, cameraID: id, session: session)
+                    // `stopped` is a session's last event.
+                    if case .stopped = event { break }
+                }
+            }
+            if camera.wasLost {
+                // From the connect event that brought it back (nil if it came back without one).
+                let latency = lastConnect.flatMap { $0 >= camera.lostAt! ? Double(now - $0) / 1e9 : nil }
+                events.emit(.cameraFound(camera: id, node: device.details.node ?? "?", reattachSeconds: latency))
+            }
+            events.emit(.sessionStarted(camera: id))
+        }
+    }
+
+    private func sessionEvent(_ event: SessionEvent, cameraID: String, session: CaptureSession) async {
+        guard let camera = cameras.first(where: { $0.plan.cameraID == cameraID }), camera.session === session else {
+            forward(event)
+            return
+        }
+        // Losing the camera stops its session, which waits for this very event stream to drain:
+        // so it runs apart from the stream, which goes on delivering the session's last events.
+        switch event {
+        case .interrupted(_, let reason):
+            Task { await self.lose(camera, of: session, reason: reason) }
+        case .runtimeError(_, let message, _):
+            camera.sessionError = message
+            forward(event)
+        case .stopped:
+            // Nobody stopped it (stopping clears `camera.session` first): capture ended by itself,
+            // after an error such as EIO from VIDIOC_DQBUF. The camera is lost at once, not when
+            // the watchdog notices that no frame comes.
+            let reason = camera.sessionError ?? "capture ended by itself"
+            Task { await self.lose(camera, of: session, reason: reason) }
+        default:
+            forward(event)
+        }
+    }
+
+    private func forward(_ event: SessionEvent) {
+        switch event {
+        case .segmentStarted(let c, let path, let start): events.emit(.segmentStarted(camera: c, path: path, startWallNanos: start))
+        case .segmentFinished(let c, let info): events.emit(.segmentFinalized(camera: c, info))
+        case .stillSaved(let c, let info): events.emit(.stillSaved(camera: c, path: info.path, shotWallNanos: info.shotWallNanos))
+        case .droppedFrames(let c, let o, let n): events.emit(.framesDropped(camera: c, output: o, count: n))
+        case .runtimeError(let c, let m, let code): events.emit(.error(camera: c, message: m, errno: code))
+        default: break
+        }
+    }
+
+    /// Marks a camera lost: its session is stopped (files finalized) and it waits to come back.
+    func lose(_ camera: Camera, of session: CaptureSession? = nil, reason: String, restartAt: Int64? = nil) async {
+        guard camera.session != nil, session == nil || camera.session === session else { return }
+        await stopSession(of: camera)
+        camera.lostAt = SystemClocks.monotonicNanos()
+        camera.wasLost = true
+        camera.lastProblem = reason
+        camera.nextAttempt = restartAt ?? camera.lostAt! + Int64(camera.ladder.nextDelaySeconds * 1e9)
+        events.emit(.cameraLost(camera: camera.plan.cameraID, reason: reason))
+        wakeup.signal()
+    }
+
+    func stopSession(of camera: Camera) async {
+        guard let session = camera.session else { return }
+        camera.session = nil
+        await session.stop()
+        // Counted once capture has stopped, so the last frames are not missed.
+        camera.framesBefore += session.capturedFrameCount
+        // Its last events (the final segment, `stopped`) are delivered before it is forgotten:
+        // the index and the hooks must see them. Five seconds at most, in case one never comes.
+        if let task = camera.sessionTask {
+            let deadline = Task {
+                try? await Task.sleep(for: .seconds(5))
+                task.cancel()
+            }
+            await task.value
+            deadline.cancel()
+        }
+        camera.sessionTask = nil
+        events.emit(.sessionStopped(camera: camera.plan.cameraID))
+    }
+}

@@ -1,0 +1,118 @@
+@testable import Capture
+import CaptureTesting
+import Foundation
+import Media
+import Testing
+
+/// Memory and threads sized by need: queues by frame rate and frame size, the frame pool by
+/// what was in use lately, encoder threads by cameras and cores, nothing held while idle.
+@Suite(.timeLimit(.minutes(2))) struct ResourceSizingTests {
+    @Test func queuesHoldAQuarterSecondBoundedByTwelveMebibytesOfRawFrames() {
+        let yuyv720 = 1280 * 720 * 2, yuyv1080 = 1920 * 1080 * 2
+        #expect(QueueSizing.capacity(frameRate: 30, frameBytes: yuyv720) == 6)  // 12 MiB / 1.76 MiB
+        #expect(QueueSizing.capacity(frameRate: 30, frameBytes: yuyv1080) == 3)
+        #expect(QueueSizing.capacity(frameRate: 15, frameBytes: 640 * 480 * 2) == 4)  // a quarter second
+        #expect(QueueSizing.capacity(frameRate: 30, frameBytes: 0) == 8)  // MJPEG: time only
+        #expect(QueueSizing.capacity(frameRate: 1, frameBytes: 160 * 120 * 2) == 2)
+    }
+
+    @Test func aMovieOutputOnA720pYUYVCameraQueuesSixFramesNotThirty() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let movie = try SegmentedMovieOutput(.init(storageRoot: dir.path, segmentSeconds: 60))
+        let (session, log) = try startSession(
+            format: .size(width: 1280, height: 720, pixelFormat: .yuyv422), fps: 30, outputs: [(movie, .init())])
+        #expect(movie.queueCapacity == 6)
+        await stopAndDrain(session, log)
+    }
+
+    @Test func thePoolLetsGoOfFramesABurstNeededOnceAWindowNeedsFewer() {
+        let pool = FramePool(window: 4)
+        let burst = (0..<10).map { _ in pool.take(capacity: 4096) }
+        for frame in burst { frame.release() }
+        // Right after the burst the frames are kept: the same need may come back.
+        #expect(pool.frameCount == 10)
+        // Two windows of one frame at a time: the first still saw the burst, the second did not;
+        // the frame in use is one of the kept ones, never a new one.
+        let seen = Set(burst.map(ObjectIdentifier.init))
+        for _ in 0..<8 {
+            let frame = pool.take(capacity: 4096)
+            #expect(seen.contains(ObjectIdentifier(frame)), "a frame was allocated while spares were kept")
+            frame.release()
+        }
+        #expect(pool.frameCount == 1)
+    }
+
+    @Test func encodersGetOneThreadEachWhenCamerasOutnumberCores() {
+        #expect(EncoderThreading.threads(encoders: 8, cores: 2) == 1)
+        #expect(EncoderThreading.threads(encoders: 2, cores: 2) == 1)
+        #expect(EncoderThreading.threads(encoders: 1, cores: 2) == 2)
+        #expect(EncoderThreading.threads(encoders: 3, cores: 8) == 2)
+        #expect(EncoderThreading.threads(encoders: 0, cores: 4) == 4)
+    }
+
+    @Test func aRecordingAmongAsManyH264CamerasAsCoresEncodesWithOneThreadUnlessConfigured() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        // Other H.264 outputs of this process (other cameras) count, recording or not.
+        let others = try (1..<ProcessInfo.processInfo.activeProcessorCount).map { _ in
+            try SegmentedMovieOutput(.init(storageRoot: dir.path))
+        }
+        let automatic = try SegmentedMovieOutput(.init(storageRoot: dir.path, segmentSeconds: 60))
+        let configured = try SegmentedMovieOutput(.init(
+            storageRoot: dir.path, segmentSeconds: 60, encoding: .h264(EncoderSettings(threads: 3))))
+        for movie in [automatic, configured] {
+            let (session, log) = try startSession(
+                device: SyntheticCamera.device(index: movie === automatic ? 0 : 1),
+                format: .size(width: 160, height: 120, pixelFormat: .yuyv422), fps: 30, outputs: [(movie, .init())])
+            #expect(await waitUntil(seconds: 20) { movie.receivedFrameCount >= 3 })
+            await stopAndDrain(session, log)
+            #expect(log.segments.count == 1)
+            if let segment = log.segments.first { #expect(RecordingInspector.ffprobeProblem(segment.path) == nil) }
+        }
+        #expect(automatic.encoderThreads == 1)
+        #expect(configured.encoderThreads == 3)
+        withExtendedLifetime(others) {}
+    }
+
+    @Test func aMovieOutputOutsideItsScheduleIsNotEvenSentFrames() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let movie = try SegmentedMovieOutput(.init(storageRoot: dir.path, segmentSeconds: 60, schedule: NeverActive()))
+        let frames = FrameLog(dropsLateFrames: false)
+        let (session, log) = try startSession(
+            format: .size(width: 160, height: 120, pixelFormat: .yuyv422), fps: 30,
+            outputs: [(movie, .init()), (frames.output, .init())])
+        #expect(await waitUntil(seconds: 20) { frames.all.count >= 10 })
+        await stopAndDrain(session, log)
+        // Its worker slept: no frame queued, no encoder opened, no file.
+        #expect(movie.receivedFrameCount == 0)
+        #expect(movie.encoderThreads == 0)
+        #expect(log.segments.isEmpty)
+    }
+
+    @Test func aTimelapseKeepsNoPicturesBetweenStillsFiveSecondsApartOrMore() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let pool = FramePool()
+        for (interval, keeps) in [(1, true), (5, false)] {
+            let timelapse = try TimelapseOutput(.init(storageRoot: dir.path, intervalSeconds: interval))
+            timelapse.attach(OutputContext(cameraID: "cam\(interval)", events: EventBroadcaster(), frameRate: 30))
+            defer { timelapse.detach() }
+            let frame = pool.take(capacity: 160 * 120 * 2)
+            frame.storage.initializeMemory(as: UInt8.self, repeating: 0x80)
+            let instant = SystemClocks.wallNanos() / 1_000_000_000 * 1_000_000_000
+            frame.setContents(byteCount: 160 * 120 * 2, format: .yuyv422, width: 160, height: 120, sequence: 0, monotonicNanos: 0, wallNanos: instant)
+            timelapse.process(frame, ConnectionSettings())
+            frame.release()
+            #expect(timelapse.holdsStillBuffers == keeps, "interval \(interval) s")
+        }
+        let stills = FileManager.default.enumerator(atPath: dir.path)?.compactMap { $0 as? String }.filter { $0.hasSuffix(".jpg") } ?? []
+        #expect(stills.count == 2)
+    }
+}
+
+/// A schedule that is never active.
+struct NeverActive: OutputSchedule {
+    func state(atWallNanos wall: Int64) -> (isActive: Bool, untilWallNanos: Int64) { (false, .max) }
+}

@@ -1,0 +1,47 @@
+import Capture
+@testable import Recorder
+import Testing
+
+/// `Wakeup` is how every service sleeps: news must never be lost between a look and a wait, a
+/// stop must end every wait for good, and a deadline must end a wait nobody signals.
+@Suite(.timeLimit(.minutes(1))) struct WakeupTests {
+    @Test func aSignalBeforeTheWaitIsNotLost() async {
+        let wakeup = Wakeup()
+        wakeup.signal()
+        // No deadline: only the remembered signal can end this wait.
+        await wakeup.wait(untilMonotonic: nil)
+        #expect(!wakeup.isStopped)
+    }
+
+    @Test func aSignalWakesAWaiter() async {
+        let wakeup = Wakeup()
+        async let waited: Void = wakeup.wait(untilMonotonic: nil)
+        // The waiter may not be waiting yet: then the signal is remembered for it.
+        wakeup.signal()
+        await waited
+    }
+
+    @Test func stopEndsEveryWaitForGood() async {
+        let wakeup = Wakeup()
+        wakeup.stop()
+        await wakeup.wait(untilMonotonic: nil)
+        await wakeup.wait(untilMonotonic: nil)
+        #expect(wakeup.isStopped)
+        #expect(await wakeup.sleep(nanos: 3_600_000_000_000) == false, "a stopped wakeup does not sleep")
+    }
+
+    @Test func aDeadlineEndsAWaitNobodySignals() async {
+        let wakeup = Wakeup()
+        let deadline = SystemClocks.monotonicNanos() + 20_000_000
+        await wakeup.wait(untilMonotonic: deadline)
+        #expect(SystemClocks.monotonicNanos() >= deadline)
+        #expect(await wakeup.sleep(nanos: 10_000_000) == true, "a sleep that ran its course says so")
+    }
+
+    @Test func cancellationEndsAWait() async {
+        let wakeup = Wakeup()
+        let waiter = Task { await wakeup.wait(untilMonotonic: nil) }
+        waiter.cancel()
+        await waiter.value
+    }
+}
