@@ -88,6 +88,7 @@ private let interruptCallback: @convention(c) (UnsafeMutableRawPointer?) -> Int3
 
 /// One connection to a network camera (RTSP or HTTP MJPEG) through libavformat, reading the
 /// video stream's packets as they arrive, without decoding. Used by one thread.
+/// @unchecked: its AVFormatContext is read and closed only by the camera's capture thread.
 public final class NetworkSource: @unchecked Sendable {
     public enum Transport: String, Sendable { case tcp, udp }
 
