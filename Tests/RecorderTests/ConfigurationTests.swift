@@ -267,3 +267,69 @@ let exampleFile = URL(fileURLWithPath: #filePath).deletingLastPathComponent().de
         #expect(errors[1].message.contains("too large for a whole number"))
     }
 }
+
+/// `[cameras.NAME] url = …`, `transport`, `password_file`, and stream copy by default.
+@Suite struct NetworkCameraConfigurationTests {
+    @Test func aUrlCameraIsRecordedAsItArrivesOverTCPUnlessToldOtherwise() throws {
+        let configuration = try load("""
+            [cameras.porch]
+            url = "rtsp://viewer:secret@192.168.1.20:554/stream1"
+            [cameras.yard]
+            url = "rtsp://192.168.1.21/live"
+            transport = "udp"
+            [[record]]
+            camera = "porch"
+            [[record]]
+            camera = "yard"
+            codec = "h264"
+            """)
+        let porch = try #require(configuration.cameras.first { $0.name == "porch" })
+        let yard = try #require(configuration.cameras.first { $0.name == "yard" })
+        #expect(porch.match == .url("rtsp://viewer:secret@192.168.1.20:554/stream1"))
+        #expect(porch.transport == .tcp && yard.transport == .udp)
+        #expect(porch.record?.encoding == .streamCopy, "network cameras default to codec = \"copy\"")
+        #expect(yard.record?.encoding == .h264(EncoderSettings()), "an explicit codec wins")
+        let summary = configuration.summary(present: [])
+        #expect(summary.contains("url \"rtsp://***@192.168.1.20:554/stream1\""))
+        #expect(summary.contains("network camera over UDP"))
+        #expect(!summary.contains("secret"))
+    }
+
+    @Test func thePasswordComesFromItsFileAndIsNeverShown() throws {
+        let dir = try TemporaryDirectory("vigil-camera-keys")
+        defer { dir.remove() }
+        let file = "\(dir.path)/porch.secret"
+        try "p@ss:w/rd\n".write(toFile: file, atomically: true, encoding: .utf8)
+        let configuration = try load("""
+            [cameras.porch]
+            url = "rtsp://viewer@192.168.1.20/stream1"
+            password_file = "\(file)"
+            """)
+        // Escaped inside the address, so its @, : and / do not end the user part.
+        #expect(configuration.cameras.first?.match == .url("rtsp://viewer:p%40ss%3Aw%2Frd@192.168.1.20/stream1"))
+        #expect(!configuration.summary(present: []).contains("ss"), "neither the password nor its escaped form is shown")
+    }
+
+    @Test func mistakesAreReportedAtTheirLinesWithoutThePassword() throws {
+        let dir = try TemporaryDirectory("vigil-camera-keys")
+        defer { dir.remove() }
+        let empty = "\(dir.path)/empty.pw"
+        try "\n".write(toFile: empty, atomically: true, encoding: .utf8)
+        let cases: [(String, Int, String)] = [
+            ("[cameras.a]\ndevice = \"/dev/video0\"\nurl = \"rtsp://h/s\"", 3, "has both device"),
+            ("[cameras.a]\nurl = \"ftp://h/s\"", 2, "is not an rtsp://"),
+            ("[cameras.a]\nurl = \"rtsp://h/s\"\npassword_file = \"\(empty)\"", 2, "needs a user name"),
+            ("[cameras.a]\nurl = \"rtsp://u:secret@h/s\"\npassword_file = \"\(empty)\"", 3, "already holds a password"),
+            ("[cameras.a]\nurl = \"rtsp://u@h/s\"\npassword_file = \"\(dir.path)/missing\"", 3, "No such file"),
+            ("[cameras.a]\nurl = \"rtsp://u@h/s\"\npassword_file = \"\(empty)\"", 3, "is empty"),
+            ("[cameras.a]\nurl = \"rtsp://h/s\"\ntransport = \"quic\"", 3, "unknown transport"),
+            ("[cameras.a]\ndevice = \"/dev/video0\"\ntransport = \"udp\"", 3, "transport goes with a network camera"),
+            ("[cameras.a]\ndevice = \"/dev/video0\"\npassword_file = \"\(empty)\"", 3, "password_file goes with url"),
+        ]
+        for (text, line, message) in cases {
+            let found = errors(text)
+            #expect(found.count == 1 && found.first?.line == line && found.first?.message.contains(message) == true, "\(text) → \(found)")
+            #expect(!found.map(\.description).joined().contains("secret"))
+        }
+    }
+}

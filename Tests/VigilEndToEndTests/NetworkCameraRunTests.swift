@@ -22,6 +22,16 @@ import Testing
         """
     }
 
+    /// At least two segments of camera porch, each played by ffprobe and starting at a keyframe.
+    private func expectPlayableSegments(_ root: String) throws {
+        let segments = RecordingInspector.files(under: root + "/porch/video", endingWith: ".mp4")
+        #expect(segments.count >= 2)
+        for s in segments {
+            #expect(RecordingInspector.ffprobeProblem(s) == nil, "\(s)")
+            #expect(try RecordingInspector.decode(s).startsWithKeyframe)
+        }
+    }
+
     @Test func recordsAnRTSPCameraAndNeverShowsItsPassword() throws {
         let server = try LoopbackCameraServer.rtsp(user: "viewer", password: "right-secret")
         defer { server.stop() }
@@ -38,12 +48,7 @@ import Testing
         let run = VigilBinary.run(["run", "--config", file, "--duration", "5", "--log-level", "info"])
         #expect(run.status == 0, "\(run.errorOutput)")
         #expect(!(run.output + run.errorOutput).contains("secret"))
-        let segments = RecordingInspector.files(under: root + "/porch/video", endingWith: ".mp4")
-        #expect(segments.count >= 2)
-        for s in segments {
-            #expect(RecordingInspector.ffprobeProblem(s) == nil, "\(s)")
-            #expect(try RecordingInspector.decode(s).startsWithKeyframe)
-        }
+        try expectPlayableSegments(root)
         #expect(RecordingInspector.files(under: root, endingWith: ".partial").isEmpty)
         let listing = VigilBinary.run(["recordings", "--data", root, "--json"])
         #expect(listing.status == 0 && listing.output.contains("porch") && !listing.output.contains("secret"))
@@ -51,6 +56,38 @@ import Testing
             guard let index = FileManager.default.contents(atPath: root + "/" + name) else { continue }
             #expect(index.range(of: Data("secret".utf8)) == nil, "\(name) holds the password")
         }
+    }
+
+    /// What a user writes: `url`, the password in a file, RTP over UDP, and no codec (a network
+    /// camera is recorded as it arrives).
+    @Test func aPasswordFileAndUDPTransportRecordByStreamCopy() throws {
+        let server = try LoopbackCameraServer.rtsp(user: "viewer", password: "right-secret")
+        defer { server.stop() }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let root = dir.path + "/data"
+        try "right-secret\n".write(toFile: dir.path + "/porch.pw", atomically: true, encoding: .utf8)
+        let file = dir.path + "/vigil.toml"
+        try """
+            [storage]
+            root = "\(root)"
+
+            [cameras.porch]
+            url = "rtsp://viewer@127.0.0.1:\(server.port)/cam"
+            password_file = "\(dir.path)/porch.pw"
+            transport = "udp"
+
+            [[record]]
+            camera = "porch"
+            segment_seconds = 1
+            """.write(toFile: file, atomically: true, encoding: .utf8)
+        let check = VigilBinary.run(["check-config", file])
+        #expect(check.status == 0, "\(check.errorOutput)")
+        #expect(check.output.contains("network camera over UDP") && check.output.contains("stream copy"), "\(check.output)")
+        let run = VigilBinary.run(["run", "--config", file, "--duration", "5", "--log-level", "info"])
+        #expect(run.status == 0, "\(run.errorOutput)")
+        #expect(!(run.output + run.errorOutput).contains("secret"))
+        try expectPlayableSegments(root)
     }
 
     @Test func aWrongPasswordIsALostCameraWhoseReasonSays401() throws {

@@ -5,10 +5,11 @@ import Media
 public struct NetworkDeviceSource: DeviceSource {
     public let cameras: [CaptureDevice]
 
-    public init(urls: [String], settings: NetworkCamera.Settings = NetworkCamera.Settings()) {
+    /// One device per address (the first camera's settings win when two name the same one).
+    public init(cameras: [(url: String, settings: NetworkCamera.Settings)]) {
         var seen = Set<String>()
-        cameras = urls.filter { seen.insert($0).inserted }.map {
-            NetworkCamera.device(id: NetworkCamera.deviceID(for: $0), url: $0, settings: settings)
+        self.cameras = cameras.filter { seen.insert($0.url).inserted }.map {
+            NetworkCamera.device(id: NetworkCamera.deviceID(for: $0.url), url: $0.url, settings: $0.settings)
         }
     }
 

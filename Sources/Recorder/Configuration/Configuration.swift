@@ -76,6 +76,8 @@ public struct CameraConfig: Sendable, Equatable {
     public var timelapse: TimelapseJob?
     public var snapshot: SnapshotJob?
     public var line: Int
+    /// How a network camera's stream is carried (RTSP over TCP by default; ignored for others).
+    public var transport: NetworkSource.Transport = .tcp
 
     /// A camera found under the built-in default: recorded continuously in 60 s H.264 segments
     /// plus a still every 60 s, at 1280x720 (or the nearest size) and 15 fps.
@@ -88,7 +90,7 @@ public struct CameraConfig: Sendable, Equatable {
     public static func == (a: CameraConfig, b: CameraConfig) -> Bool {
         a.name == b.name && a.match == b.match && a.format == b.format && a.frameRate == b.frameRate && a.rotation == b.rotation
             && a.mirrored == b.mirrored && a.controls == b.controls && a.record == b.record && a.timelapse == b.timelapse
-            && (a.snapshot == nil) == (b.snapshot == nil)
+            && (a.snapshot == nil) == (b.snapshot == nil) && a.transport == b.transport
     }
 }
 

@@ -127,9 +127,14 @@ struct ConfigurationDecoder {
             }
             if let threads = integer(&job, "x264_threads", in: 0...64) { settings.threads = threads }
             record.encoding = .h264(settings)
+            // A network camera's packets are recorded as they arrive unless told otherwise.
+            if let index, case .url = configuration.cameras[index].match,
+               configuration.cameras[index].rotation == .none && !configuration.cameras[index].mirrored {
+                record.encoding = .streamCopy
+            }
             if let codec = string(&job, "codec") {
                 switch codec.value {
-                case "h264": break
+                case "h264": record.encoding = .h264(settings)
                 case "copy":
                     record.encoding = .streamCopy
                     if let index, configuration.cameras[index].rotation != .none || configuration.cameras[index].mirrored {
@@ -199,10 +204,27 @@ struct ConfigurationDecoder {
         camera.record = nil
         camera.timelapse = nil
         camera.line = r.line
-        if let device = string(&r, "device") {
+        let device = string(&r, "device"), url = string(&r, "url"), passwordFile = string(&r, "password_file")
+        if let device, let url {
+            report(url.line, "camera \(name) has both device (line \(device.line)) and url", fix: "keep url for a network camera, device for a USB one")
+        } else if let url {
+            camera.match = networkMatch(url, passwordFile: passwordFile, camera: name)
+        } else if let device {
             camera.match = CameraMatch(device.value)
         } else {
-            report(r.line, "camera \(name) has no device", fix: "add device = \"v4l2:…\" (an id from `vigil devices`), a node such as \"/dev/video0\", or the camera's name")
+            report(r.line, "camera \(name) has no device", fix: "add device = \"v4l2:…\" (an id from `vigil devices`), a node such as \"/dev/video0\", the camera's name, or url = \"rtsp://…\" for a network camera")
+        }
+        if let passwordFile, url == nil {
+            report(passwordFile.line, "password_file goes with url (a network camera)", fix: "write the camera's address as url = \"rtsp://USER@host/…\"")
+        }
+        if let transport = string(&r, "transport") {
+            if case .url = camera.match, let value = NetworkSource.Transport(rawValue: transport.value) {
+                camera.transport = value
+            } else if case .url = camera.match {
+                report(transport.line, "unknown transport \"\(transport.value)\"", fix: "use \"tcp\" (the default) or \"udp\"")
+            } else {
+                report(transport.line, "transport goes with a network camera (url = \"rtsp://…\")", fix: "remove it")
+            }
         }
         let preset = string(&r, "preset")
         let size = string(&r, "size")
@@ -253,7 +275,7 @@ struct ConfigurationDecoder {
             retention.cameras[name] = retentionLimits(&limits, defaults: defaults)
             unknown(limits, Self.retentionKeys)
         }
-        unknown(r, ["device", "preset", "size", "pixel_format", "fps", "rotation", "mirror", "controls", "retention"])
+        unknown(r, ["device", "url", "password_file", "transport", "preset", "size", "pixel_format", "fps", "rotation", "mirror", "controls", "retention"])
         return valid ? camera : nil
     }
 

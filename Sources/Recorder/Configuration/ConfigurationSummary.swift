@@ -16,7 +16,7 @@ extension Configuration {
             let device = devices.first(where: CameraJobs.matcher(camera.match))
             let presence: String
             if case .url = camera.match {
-                presence = " — network camera (connected and retried while recording)"
+                presence = " — network camera over \(camera.transport.rawValue.uppercased()) (connected and retried while recording)"
             } else {
                 presence = device.map { " — present (\($0.id))" } ?? " — note: not present now; it will be recorded when it appears"
             }

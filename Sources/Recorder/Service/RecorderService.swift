@@ -189,11 +189,12 @@ public final class RecorderService: Sendable {
         Console.line("Recordings are in \(root). Play one with: ffplay FILE (or mpv/vlc)")
     }
 
-    /// The network cameras the configuration names (`device = "rtsp://…"`). Those added by a
-    /// later reload are not found until the next start.
+    /// The network cameras the configuration names (`url = "rtsp://…"`), each over its
+    /// transport. Those added by a later reload are not found until the next start.
     private func networkSource() -> NetworkDeviceSource {
-        NetworkDeviceSource(urls: configuration.cameras.compactMap { camera in
-            if case .url(let url) = camera.match { return url } else { return nil }
+        NetworkDeviceSource(cameras: configuration.cameras.compactMap { camera in
+            guard case .url(let url) = camera.match else { return nil }
+            return (url, NetworkCamera.Settings(transport: camera.transport))
         })
     }
 
