@@ -13,6 +13,11 @@ struct CheckConfig: ParsableCommand {
             camera that is present cannot do). Exits 0 with a summary when the file is good;
             cameras that are not plugged in are noted, not errors. `vigil run` does the same
             check before it starts anything.
+
+            Each network camera (url = "rtsp://…" or "http://…") is connected to, and what it sends
+            is shown (codec, size, frame rate, keyframe interval). A wrong password or path is an
+            error at the camera's line; a camera that cannot be reached now is a note (recording
+            retries it). --no-probe skips this, for a check without the network.
             """
     )
 
@@ -21,6 +26,9 @@ struct CheckConfig: ParsableCommand {
 
     @Option(help: "Directory holding the device nodes.")
     var deviceDirectory = "/dev"
+
+    @Flag(help: "Do not connect to network cameras (checks the file and the USB cameras only).")
+    var noProbe = false
 
     @OptionGroup var global: GlobalOptions
 
@@ -35,12 +43,14 @@ struct CheckConfig: ParsableCommand {
         }
         let present = V4L2Discovery(system: LinuxV4L2(deviceDirectory: deviceDirectory)).devices()
             + SyntheticDeviceSource(count: 8).devices()
-        let problems = configuration.problems(with: present)
+        let network = noProbe ? NetworkCameraCheck() : NetworkCameraCheck(configuration)
+        let problems = configuration.problems(with: present) + network.problems
         guard problems.isEmpty else {
             Console.error((problems.map(\.description) + ["\(file): \(problems.count) error(s)"]).joined(separator: "\n") + "\n")
             throw ExitCode.failure
         }
         print("\(file): OK")
         print(configuration.summary(present: present))
+        for note in network.notes { print(note) }
     }
 }

@@ -44,6 +44,7 @@ import Testing
         let check = VigilBinary.run(["check-config", file])
         #expect(check.status == 0, "\(check.errorOutput)")
         #expect(check.output.contains("rtsp://***@127.0.0.1:\(server.port)/cam") && !check.output.contains("secret"), "\(check.output)")
+        #expect(check.output.contains("video: h264 160x120"), "check-config probes the camera: \(check.output)")
 
         let run = VigilBinary.run(["run", "--config", file, "--duration", "5", "--log-level", "info"])
         #expect(run.status == 0, "\(run.errorOutput)")
@@ -88,6 +89,28 @@ import Testing
         #expect(run.status == 0, "\(run.errorOutput)")
         #expect(!(run.output + run.errorOutput).contains("secret"))
         try expectPlayableSegments(root)
+    }
+
+    /// check-config connects: a wrong password is an error at the camera's line; a camera that
+    /// is off now is a note, and the file is still good.
+    @Test func checkConfigSaysAWrongPasswordIsAnErrorAndACameraDownIsANote() throws {
+        let server = try LoopbackCameraServer.rtsp(user: "viewer", password: "right-secret")
+        defer { server.stop() }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let file = dir.path + "/vigil.toml"
+        try configuration(root: dir.path + "/data", url: server.url(user: "viewer", password: "wrong-secret"), lostFile: dir.path + "/lost")
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let wrong = VigilBinary.run(["check-config", file])
+        #expect(wrong.status == 1)
+        #expect(wrong.errorOutput.contains("vigil.toml:7: error: camera porch: rtsp://***@127.0.0.1:\(server.port)/cam: 401"), "\(wrong.errorOutput)")
+        #expect(!(wrong.output + wrong.errorOutput).contains("secret"))
+        #expect(VigilBinary.run(["check-config", "--no-probe", file]).status == 0, "--no-probe does not connect")
+
+        server.stop()
+        let down = VigilBinary.run(["check-config", file])
+        #expect(down.status == 0, "\(down.errorOutput)")
+        #expect(down.output.contains("camera porch: note: cannot reach rtsp://***@127.0.0.1:\(server.port)/cam: connection refused now"), "\(down.output)")
     }
 
     @Test func aWrongPasswordIsALostCameraWhoseReasonSays401() throws {
