@@ -1,5 +1,6 @@
 import CaptureTesting
 import Foundation
+import Glibc
 import Testing
 
 /// `vigil run` with network cameras from a configuration file, against gst-rtsp-server on loopback.
@@ -111,6 +112,44 @@ import Testing
         let down = VigilBinary.run(["check-config", file])
         #expect(down.status == 0, "\(down.errorOutput)")
         #expect(down.output.contains("camera porch: note: cannot reach rtsp://***@127.0.0.1:\(server.port)/cam: connection refused now"), "\(down.output)")
+    }
+
+    /// A network camera added to the file while vigil runs is recorded after the reload.
+    @Test func aNetworkCameraAddedByAReloadIsRecorded() async throws {
+        let server = try LoopbackCameraServer.rtsp()
+        defer { server.stop() }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let root = dir.path + "/data", file = dir.path + "/vigil.toml"
+        let synthetic = """
+            [storage]
+            root = "\(root)"
+
+            \(syntheticCamera("a", device: 0))
+            [[record]]
+            camera = "a"
+            segment_seconds = 1
+
+            """
+        try synthetic.write(toFile: file, atomically: true, encoding: .utf8)
+        let process = try VigilBinary.start(["run", "--config", file, "--log-level", "notice"], in: dir.path)
+        defer { if process.isRunning { process.terminate() } }
+        #expect(await waitUntil(seconds: 30) { !RecordingInspector.files(under: root + "/a/video", endingWith: ".mp4").isEmpty })
+        try (synthetic + """
+
+            [cameras.porch]
+            url = "\(server.url())"
+
+            [[record]]
+            camera = "porch"
+            segment_seconds = 1
+
+            """).write(toFile: file, atomically: true, encoding: .utf8)
+        #expect(await waitUntil(seconds: 30) { RecordingInspector.files(under: root + "/porch/video", endingWith: ".mp4").count >= 2 })
+        kill(process.processIdentifier, SIGTERM)
+        #expect(await waitForExit(process, seconds: 30))
+        #expect(process.terminationStatus == 0)
+        try expectPlayableSegments(root)
     }
 
     @Test func aWrongPasswordIsALostCameraWhoseReasonSays401() throws {

@@ -12,22 +12,12 @@ private func contents(_ path: String) -> String { (try? String(contentsOfFile: p
             [storage]
             root = "\(root)"
 
-            [cameras.a]
-            device = "synthetic-0"
-            size = "160x120"
-            pixel_format = "yuyv422"
-            fps = 10
-
+            \(syntheticCamera("a", device: 0))
             [[record]]
             camera = "a"
             segment_seconds = \(aSegmentSeconds)
 
-            [cameras.b]
-            device = "synthetic-1"
-            size = "160x120"
-            pixel_format = "yuyv422"
-            fps = 10
-
+            \(syntheticCamera("b", device: 1))
             """
         if withB {
             text += """

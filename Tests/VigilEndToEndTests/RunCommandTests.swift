@@ -10,18 +10,8 @@ private func configuration(root: String, bFramesPerSecond: Int, bTimelapse: Bool
     [storage]
     root = "\(root)"
 
-    [cameras.a]
-    device = "synthetic-0"
-    size = "160x120"
-    pixel_format = "yuyv422"
-    fps = 10
-
-    [cameras.b]
-    device = "synthetic-1"
-    size = "160x120"
-    pixel_format = "yuyv422"
-    fps = \(bFramesPerSecond)
-
+    \(syntheticCamera("a", device: 0))
+    \(syntheticCamera("b", device: 1, fps: bFramesPerSecond))
     [[record]]
     camera = "a"
     segment_seconds = 1

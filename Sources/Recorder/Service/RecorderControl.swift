@@ -21,6 +21,8 @@ actor RecorderControl: Service {
     let hooks = HookSlot()
     private let notifier: SystemdNotifier
     private let source: any DeviceSource
+    /// The configured network cameras, which a reload replaces.
+    private let network: NetworkDeviceSource
     private var supervisor: Supervisor?
     private var storage: StorageKeeper?
     /// What the control plane listens to while it runs.
@@ -29,7 +31,7 @@ actor RecorderControl: Service {
 
     init(
         configuration: Configuration, root: String, configurationPath: String?, rootIsFixed: Bool, events: RecorderEvents,
-        notifier: SystemdNotifier, source: any DeviceSource
+        notifier: SystemdNotifier, source: any DeviceSource, network: NetworkDeviceSource
     ) throws {
         self.configuration = configuration
         self.root = root
@@ -39,6 +41,7 @@ actor RecorderControl: Service {
         self.events = events
         self.notifier = notifier
         self.source = source
+        self.network = network
         hooks.set(try Self.hooks(configuration))
     }
 
@@ -162,6 +165,8 @@ actor RecorderControl: Service {
             logger.warning("the storage root changed to \(new.storageRoot): that takes a restart; still recording into \(root)")
         }
         configuration = new
+        // Before cameras are added or changed: a new or re-addressed network camera is then present.
+        network.update(cameras: RecorderService.networkCameras(new))
         new.fileMode.apply()
         storage.update(new.retention)
         hooks.set(try? Self.hooks(new))

@@ -115,8 +115,8 @@ public final class RecorderService: Sendable {
         configuration.fileMode.apply()
         try await io.run { [root] in try StorageCheck.ensureWritable(root) }
         let synthetic = await io.run { [self] in syntheticSource() }
-        let source = MergedDeviceSource(
-            [options.deviceSource ?? V4L2DeviceSource()] + (synthetic.map { [$0] } ?? []) + [networkSource()])
+        let network = NetworkDeviceSource(cameras: Self.networkCameras(configuration))
+        let source = MergedDeviceSource([options.deviceSource ?? V4L2DeviceSource()] + (synthetic.map { [$0] } ?? []) + [network])
         // Its subscription lists the device folder (the baseline of "from now on").
         let monitor = await io.run { DeviceMonitorService(source: source) }
         let present = await io.run { source.devices() }
@@ -130,7 +130,8 @@ public final class RecorderService: Sendable {
         let events = RecorderEvents()
         let control = try RecorderControl(
             configuration: configuration, root: root, configurationPath: options.configurationPath,
-            rootIsFixed: options.dataDirectory != nil, events: events, notifier: options.notifier, source: source)
+            rootIsFixed: options.dataDirectory != nil, events: events, notifier: options.notifier, source: source,
+            network: network)
         let plans = await control.plans(present: present)
         await announce(control, synthetic: synthetic)
 
@@ -189,13 +190,12 @@ public final class RecorderService: Sendable {
         Console.line("Recordings are in \(root). Play one with: ffplay FILE (or mpv/vlc)")
     }
 
-    /// The network cameras the configuration names (`url = "rtsp://…"`), each over its
-    /// transport. Those added by a later reload are not found until the next start.
-    private func networkSource() -> NetworkDeviceSource {
-        NetworkDeviceSource(cameras: configuration.cameras.compactMap { camera in
+    /// The network cameras a configuration names (`url = "rtsp://…"`), each over its transport.
+    static func networkCameras(_ configuration: Configuration) -> [(url: String, settings: NetworkCamera.Settings)] {
+        configuration.cameras.compactMap { camera in
             guard case .url(let url) = camera.match else { return nil }
             return (url, NetworkCamera.Settings(transport: camera.transport))
-        })
+        }
     }
 
     /// Synthetic test cameras: those the configuration names (`synthetic-N`), or one when the
