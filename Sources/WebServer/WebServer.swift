@@ -35,7 +35,8 @@ public struct WebServer: Service {
 
     public func run() async {
         do {
-            try await application().run()
+            let page = await ApiRoutes.io.run { PageFiles.load() }
+            try await application(page: page).run()
         } catch {
             Console.error("vigil: the web server cannot listen on \(settings.listen): \(Self.explain(error)). Recording goes on without the web page; set [http] listen to a free address (or \"\" for none) and restart.\n")
             try? await gracefulShutdown()
@@ -51,7 +52,7 @@ public struct WebServer: Service {
     /// `ApiRoutes` (cameras, recordings, stills), `FileRoutes` (files by id), `ClipRoutes`,
     /// `MetricsRoutes`; live view (`LiveRoutes`) and the page (`PageRoutes`, `/` and `/static`)
     /// are added here the same way.
-    func application(port: Int? = nil) -> some ApplicationProtocol {
+    func application(port: Int? = nil, page: PageFiles = .load()) -> some ApplicationProtocol {
         let router = Router(context: WebRequestContext.self)
         router.add(middleware: JSONErrorMiddleware())
         if let token = settings.token {
@@ -60,6 +61,7 @@ public struct WebServer: Service {
         }
         let time = APITime(timeZone: recorder.configuration.timeZone)
         ApiRoutes(recorder: recorder, time: time).add(to: router)
+        PageRoutes(files: page).add(to: router)
         let address = settings.address ?? (host: "127.0.0.1", port: 8080)
         return Application(
             router: router,

@@ -1,0 +1,61 @@
+import Foundation
+import Hummingbird
+
+/// The page: `GET /` and its script and style under `/static/`. Plain files (Sources/WebServer/Page,
+/// no build step), read once when the server starts and served from memory.
+struct PageRoutes: Sendable {
+    let files: PageFiles
+
+    func add(to router: Router<WebRequestContext>) {
+        router.get("/") { _, _ in try files.response("index.html") }
+        router.get("/static/{name}") { _, context in
+            try files.response(context.parameters.require("name"))
+        }
+    }
+}
+
+/// The page's files by name, with their content types.
+struct PageFiles: Sendable {
+    static let types = ["index.html": "text/html; charset=utf-8", "app.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8"]
+
+    /// Where the files were looked for, for the error when they are missing.
+    let searched: [String]
+    private let contents: [String: ByteBuffer]
+
+    /// Beside the binary, where a build puts them (`Vigil_WebServer.resources/Page`), else in
+    /// `../share/vigil/page` from the binary (an installed vigil, see the README). Blocking
+    /// reads: call it off the cooperative pool.
+    static func load(executable: URL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()) -> PageFiles {
+        let folder = executable.deletingLastPathComponent()
+        let candidates = [
+            folder.appendingPathComponent("Vigil_WebServer.resources/Page"),
+            folder.appendingPathComponent("../share/vigil/page").standardizedFileURL,
+        ].map(\.path)
+        for directory in candidates {
+            var contents: [String: ByteBuffer] = [:]
+            for name in types.keys {
+                guard let data = FileManager.default.contents(atPath: directory + "/" + name) else { break }
+                contents[name] = ByteBuffer(bytes: data)
+            }
+            if contents.count == types.count { return PageFiles(searched: candidates, contents: contents) }
+        }
+        return PageFiles(searched: candidates, contents: [:])
+    }
+
+    func response(_ name: String) throws(APIError) -> Response {
+        guard let type = Self.types[name] else { throw APIError(.notFound, "no such file: /static/\(name)") }
+        guard let body = contents[name] else {
+            throw APIError(.internalServerError, "the web page's files are missing (looked in \(searched.joined(separator: " and "))); "
+                + "install them as the README says (Sources/WebServer/Page to /usr/local/share/vigil/page). The API works without them.")
+        }
+        return Response(
+            status: .ok,
+            headers: [
+                .contentType: type, .cacheControl: "no-cache",
+                // Only this server's own script, styles, images and videos: nothing injected runs.
+                .contentSecurityPolicy: "default-src 'self'; img-src 'self' data: blob:; media-src 'self' blob:; frame-ancestors 'none'; form-action 'self'",
+                .xContentTypeOptions: "nosniff", .init("Referrer-Policy")!: "no-referrer",
+            ],
+            body: .init(byteBuffer: body))
+    }
+}

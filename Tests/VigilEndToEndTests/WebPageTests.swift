@@ -1,0 +1,77 @@
+import CaptureTesting
+import Foundation
+import Glibc
+import Testing
+
+/// The page as a person uses it, in a real headless Chromium (Browser/page_check.py, through
+/// Selenium): `vigil run` with two synthetic cameras serves it on a free loopback port.
+@Suite(.timeLimit(.minutes(4))) struct WebPageTests {
+    private struct Seen: Decodable {
+        let grid: [String]
+        let liveChanged: Bool
+        let segments: Int
+        let stills: Int
+        let played: String?
+        let clip: String?
+        let errors: [String]
+    }
+
+    @Test func theGridIsLiveTheTimelineListsRecordingsAndADraggedRangeDownloadsAClipThatDecodes() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let root = dir.path + "/data", file = dir.path + "/vigil.toml", downloads = dir.path + "/downloads"
+        try FileManager.default.createDirectory(atPath: downloads, withIntermediateDirectories: true)
+        try """
+            [storage]
+            root = "\(root)"
+
+            [http]
+            listen = "127.0.0.1:0"
+
+            \(syntheticCamera("porch", device: 0))
+            [[record]]
+            camera = "porch"
+            segment_seconds = 2
+
+            [[timelapse]]
+            camera = "porch"
+            interval_seconds = 1
+
+            \(syntheticCamera("yard", device: 1))
+            [[record]]
+            camera = "yard"
+            segment_seconds = 2
+
+            """.write(toFile: file, atomically: true, encoding: .utf8)
+        let process = try VigilBinary.start(["run", "--config", file, "--log-level", "notice"], in: dir.path)
+        defer { if process.isRunning { process.terminate() } }
+        func stdout() -> String { (try? String(contentsOfFile: dir.path + "/stdout.txt", encoding: .utf8)) ?? "" }
+        #expect(await waitUntil(seconds: 30) { stdout().contains("Web page: http://127.0.0.1:") }, "\(stdout())")
+        let address = try #require(stdout().split(separator: "\n").first { $0.hasPrefix("Web page: ") }?.dropFirst("Web page: ".count))
+        let url = String(address.split(separator: " ")[0])
+        // Three finished segments and some stills before the browser looks.
+        #expect(await waitUntil(seconds: 30) { RecordingInspector.files(under: root + "/porch/video", endingWith: ".mp4").count >= 3 })
+
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Browser/page_check.py").path
+        let run = RecordingInspector.run("/usr/bin/python3", [script, url, downloads, "porch,yard"])
+        #expect(run.status == 0, "\(run.errorOutput)")
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        let seen = try decoder.decode(Seen.self, from: Data(run.output.utf8))
+
+        #expect(Set(seen.grid) == ["porch", "yard"], "the grid shows each configured camera")
+        #expect(seen.liveChanged, "the live image changes")
+        #expect(seen.segments >= 3, "the timeline lists the recordings")
+        #expect(seen.stills >= 1, "the strip shows the stills")
+        #expect(seen.played?.contains("/api/v1/recordings/") == true, "a click on the timeline plays a recording: \(seen.played ?? "nothing")")
+        #expect(seen.errors.isEmpty, "\(seen.errors)")
+        let clip = try #require(seen.clip, "a dragged range downloads as a clip")
+        #expect(RecordingInspector.ffprobeProblem(clip) == nil)
+        let frames = try RecordingInspector.decode(clip).sequences
+        #expect(frames.count >= 10 && frames.allSatisfy { $0 != nil }, "the clip holds the range's frames: \(frames.count)")
+
+        kill(process.processIdentifier, SIGTERM)
+        #expect(await waitForExit(process, seconds: 30))
+        #expect(process.terminationStatus == 0)
+    }
+}
