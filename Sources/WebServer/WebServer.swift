@@ -51,7 +51,7 @@ public struct WebServer: Service {
     /// `ApiRoutes` (cameras, recordings, stills), `FileRoutes` (files by id), `ClipRoutes`,
     /// `MetricsRoutes`; live view (`LiveRoutes`) and the page (`PageRoutes`, `/` and `/static`)
     /// are added here the same way.
-    func application(port: Int? = nil) -> some ApplicationProtocol {
+    func application() -> some ApplicationProtocol {
         let router = Router(context: WebRequestContext.self)
         router.add(middleware: JSONErrorMiddleware())
         if let token = settings.token {
@@ -60,10 +60,11 @@ public struct WebServer: Service {
         }
         let time = APITime(timeZone: recorder.configuration.timeZone)
         ApiRoutes(recorder: recorder, time: time).add(to: router)
+        FileRoutes(recorder: recorder).add(to: router)
         let address = settings.address ?? (host: "127.0.0.1", port: 8080)
         return Application(
             router: router,
-            configuration: .init(address: .hostname(address.host, port: port ?? address.port), serverName: nil),
+            configuration: .init(address: .hostname(address.host, port: address.port), serverName: nil),
             onServerRunning: { [settings] channel in
                 let bound = channel.localAddress?.port ?? address.port
                 let host = settings.listen.hasPrefix("[") ? "[\(address.host)]" : address.host
