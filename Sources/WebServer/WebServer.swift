@@ -34,6 +34,7 @@ public struct WebServer: Service {
     }
 
     public func run() async {
+        await ApiRoutes.io.run { [recorder] in ClipRoutes.removeLeftovers(root: recorder.root) }
         do {
             try await application().run()
         } catch {
@@ -59,8 +60,10 @@ public struct WebServer: Service {
             LoginRoutes.add(to: router, token: token)
         }
         let time = APITime(timeZone: recorder.configuration.timeZone)
-        ApiRoutes(recorder: recorder, time: time).add(to: router)
+        let api = ApiRoutes(recorder: recorder, time: time)
+        api.add(to: router)
         FileRoutes(recorder: recorder).add(to: router)
+        ClipRoutes(api: api).add(to: router)
         let address = settings.address ?? (host: "127.0.0.1", port: 8080)
         return Application(
             router: router,
