@@ -63,6 +63,7 @@ let package = Package(
         .executableTarget(name: "vigil", dependencies: [
             "Recorder", "Capture", "Media", "WebServer",
             .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -82,6 +83,8 @@ let package = Package(
             "WebServer", "Recorder", "Capture", "CaptureTesting", "Media",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdTesting", package: "hummingbird"),
+            .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
         // Browser/: the page's check in headless Chromium, run by /usr/bin/python3 from its place here.
         .testTarget(name: "VigilEndToEndTests", dependencies: ["CaptureTesting", "Media", "Recorder", "vigil"], exclude: ["Browser"]),
