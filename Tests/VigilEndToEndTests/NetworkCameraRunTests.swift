@@ -152,6 +152,41 @@ import Testing
         try expectPlayableSegments(root)
     }
 
+    /// A wrong password fixed in its file is used after a reload: the camera's session, which
+    /// kept retrying the old address, is reopened with the new one (as for a changed transport).
+    @Test func aPasswordCorrectedInItsFileIsUsedAfterAReload() async throws {
+        let server = try LoopbackCameraServer.rtsp(user: "viewer", password: "right-secret")
+        defer { server.stop() }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let root = dir.path + "/data", file = dir.path + "/vigil.toml", secret = dir.path + "/porch.pw"
+        try "wrong-secret\n".write(toFile: secret, atomically: true, encoding: .utf8)
+        try """
+            [storage]
+            root = "\(root)"
+
+            [cameras.porch]
+            url = "rtsp://viewer@127.0.0.1:\(server.port)/cam"
+            password_file = "\(secret)"
+
+            [[record]]
+            camera = "porch"
+            segment_seconds = 1
+            """.write(toFile: file, atomically: true, encoding: .utf8)
+        let process = try VigilBinary.start(["run", "--config", file, "--log-level", "info"], in: dir.path)
+        defer { if process.isRunning { process.terminate() } }
+        func log() -> String { ((try? String(contentsOfFile: dir.path + "/stderr.txt", encoding: .utf8)) ?? "") + ((try? String(contentsOfFile: dir.path + "/stdout.txt", encoding: .utf8)) ?? "") }
+        #expect(await waitUntil(seconds: 30) { log().contains("401") }, "the wrong password is refused first: \(log())")
+        try "right-secret\n".write(toFile: secret, atomically: true, encoding: .utf8)
+        kill(process.processIdentifier, SIGHUP)
+        #expect(await waitUntil(seconds: 30) { RecordingInspector.files(under: root + "/porch/video", endingWith: ".mp4").count >= 2 }, "\(log())")
+        kill(process.processIdentifier, SIGTERM)
+        #expect(await waitForExit(process, seconds: 30))
+        #expect(process.terminationStatus == 0)
+        #expect(!log().contains("secret"))
+        try expectPlayableSegments(root)
+    }
+
     @Test func aWrongPasswordIsALostCameraWhoseReasonSays401() throws {
         let server = try LoopbackCameraServer.rtsp(user: "viewer", password: "right-secret")
         defer { server.stop() }
