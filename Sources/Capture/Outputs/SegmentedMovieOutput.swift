@@ -60,7 +60,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     // Worker-thread state.
     private let converter = PictureConverter(range: .video)
     private var encoder: VideoEncoder?
-    private var encoderKey: (width: Int, height: Int)?
+    private var encoderKey: (width: Int, height: Int, format: PixelFormat)?
     private let packet = Packet()
     private var segment: SegmentFile?
     /// Frames sent to the encoder whose packets have not come out yet: (pts, wall time, first of a new segment).
@@ -241,10 +241,12 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         try write(frame, pts: nextPTS(for: frame))
     }
 
+    /// Copies a camera's packet; `pts` is its decode time on the segment's clock, and a frame
+    /// that B-frames follow is shown its `presentationDelayNanos` later.
     private func write(_ frame: CapturedFrame, pts: Int64) throws {
         packet.borrow(frame.bytes, pts: pts, keyframe: frame.isKeyframe)
         defer { packet.unref() }
-        try write(packet, pts: pts, wallNanos: frame.wallNanos)
+        try write(packet, pts: pts, presentationDelay: frame.presentationDelayNanos * 9 / 100_000, wallNanos: frame.wallNanos)
     }
 
     private func mjpegDescription(width: Int, height: Int) -> StreamDescription {
@@ -261,7 +263,8 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
             from: frame.bytes, format: frame.format, width: frame.width, height: frame.height,
             rotation: connection.rotation, mirrored: connection.isMirrored)
         var startsSegment = startsSegment
-        if encoderKey == nil || encoderKey! != (picture.width, picture.height) {
+        let pictureFormat = picture.pixelFormat ?? .yuv420p
+        if encoderKey == nil || encoderKey! != (picture.width, picture.height, pictureFormat) {
             // A new size needs a new encoder: finish the old one and its segment first.
             if encoder != nil {
                 try encoder!.sendEndOfStream()
@@ -272,9 +275,9 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
             settings.threads = EncoderThreading.threads(configured: encoderSettings.threads)
             encoder = try VideoEncoder(
                 width: picture.width, height: picture.height,
-                framesPerSecond: context?.frameRate ?? 30, settings: settings)
+                framesPerSecond: context?.frameRate ?? 30, settings: settings, pixelFormat: pictureFormat)
             status.threads = settings.threads
-            encoderKey = (picture.width, picture.height)
+            encoderKey = (picture.width, picture.height, pictureFormat)
             startsSegment = true
         }
         let pts = nextPTS(for: frame)
@@ -326,9 +329,9 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
 
     /// Writes a packet into the open segment; after a failure, the first successful write says
     /// that recording resumed.
-    private func write(_ packet: Packet, pts: Int64, wallNanos: Int64) throws {
+    private func write(_ packet: Packet, pts: Int64, presentationDelay: Int64 = 0, wallNanos: Int64) throws {
         guard let segment else { return }
-        try segment.write(packet, pts: pts, wallNanos: wallNanos)
+        try segment.write(packet, pts: pts, presentationDelay: presentationDelay, wallNanos: wallNanos)
         if lastFailureReport != nil {
             lastFailureReport = nil
             logger.notice("camera \(context?.cameraID ?? "?"): recording resumed in \(segment.finalPath)")
