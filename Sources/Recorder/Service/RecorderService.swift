@@ -72,6 +72,8 @@ public final class RecorderService: Sendable {
 
     private let options: Options
     private let configuration: Configuration
+    /// Every camera's live view (for the web server), filled in when `run()` plans the cameras.
+    public let liveFeeds = LiveFeeds()
     private let root: String
     private let logger = Logger(label: "vigil.run")
     /// The running group, for `stop()`; `stopped` covers a stop before it runs.
@@ -131,7 +133,7 @@ public final class RecorderService: Sendable {
         let control = try RecorderControl(
             configuration: configuration, root: root, configurationPath: options.configurationPath,
             rootIsFixed: options.dataDirectory != nil, events: events, notifier: options.notifier, source: source,
-            network: network)
+            network: network, liveFeeds: liveFeeds)
         let plans = await control.plans(present: present)
         await announce(control, synthetic: synthetic)
 
