@@ -32,7 +32,7 @@ public final class LiveOutput: CaptureOutput, @unchecked Sendable {
     private let cameraSendsVideoCodec = Atomic<Bool>(false)
 
     // Capture thread only.
-    private var lastMJPEGQueued: Int64 = .min
+    private var lastMJPEGQueued: Int64?
     private var lastVideoSequence: UInt64?
     // Worker thread only.
     private let stills = StillMaker()
@@ -131,7 +131,7 @@ public final class LiveOutput: CaptureOutput, @unchecked Sendable {
         if mjpegViewers.isEmpty { return holdsEncoder.load(ordering: .relaxed) }
         // At most `mjpegFramesPerSecond`, with a little slack for the camera's jitter.
         let interval = Int64(1e9 / Self.mjpegFramesPerSecond * 0.9)
-        guard frame.monotonicNanos - lastMJPEGQueued >= interval else { return false }
+        if let last = lastMJPEGQueued, frame.monotonicNanos - last < interval { return false }
         lastMJPEGQueued = frame.monotonicNanos
         return true
     }
@@ -174,7 +174,7 @@ public final class LiveOutput: CaptureOutput, @unchecked Sendable {
             return l
         }?.release()
         lastVideoSequence = nil
-        lastMJPEGQueued = .min
+        lastMJPEGQueued = nil
         originMonotonic = nil
         lastPTS = .min
         stills.releaseBuffers()
