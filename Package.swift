@@ -18,6 +18,10 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         // Errno: errors carry the system's error code as a value, not as text.
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
+        // The web server (issue 14): only the `WebServer` target, `vigil` and their tests build it.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // C shim over FFmpeg: error macros, AV_NOPTS_VALUE and other things Swift cannot import.
@@ -47,8 +51,18 @@ let package = Package(
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
-        .executableTarget(name: "vigil", dependencies: [
+        // The HTTP server of `vigil run`/`demo`: API, files, clips, metrics (and live view, the page).
+        .target(name: "WebServer", dependencies: [
             "Recorder", "Capture", "Media",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
+        .executableTarget(name: "vigil", dependencies: [
+            "Recorder", "Capture", "Media", "WebServer",
+            .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -63,6 +77,11 @@ let package = Package(
         .testTarget(name: "RecorderTests", dependencies: [
             "Recorder", "Capture", "CaptureTesting", .product(name: "Logging", package: "swift-log"),
             .product(name: "SystemPackage", package: "swift-system"),
+        ]),
+        .testTarget(name: "WebServerTests", dependencies: [
+            "WebServer", "Recorder", "Capture", "CaptureTesting", "Media",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdTesting", package: "hummingbird"),
         ]),
         .testTarget(name: "VigilEndToEndTests", dependencies: ["CaptureTesting", "Media", "Recorder", "vigil"]),
     ],

@@ -3,6 +3,7 @@ import Capture
 import Foundation
 import Media
 import Recorder
+import WebServer
 
 struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -102,6 +103,7 @@ struct Demo: AsyncParsableCommand {
             demo.hookTimeoutSeconds = hookTimeout
             var options = try demo.recorderOptions()
             options.handlesSignals = true
+            options.extraServices = { WebServer.services($0) }
             try await RecorderService(options: options).run()
         } catch {
             Console.error("vigil: \(error)\n")

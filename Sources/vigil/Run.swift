@@ -2,6 +2,7 @@ import ArgumentParser
 import Capture
 import Foundation
 import Recorder
+import WebServer
 
 struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -42,6 +43,7 @@ struct Run: AsyncParsableCommand {
         do {
             var options = RecorderService.Options(configurationPath: config, dataDirectory: data, durationSeconds: duration)
             options.handlesSignals = true
+            options.extraServices = { WebServer.services($0) }
             try await RecorderService(options: options).run()
         } catch {
             Console.error("vigil: \(error)\n")

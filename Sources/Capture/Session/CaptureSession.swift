@@ -51,6 +51,8 @@ public final class CaptureSession: Sendable {
     public var frameRate: Double { state.withLock { $0.active.frameRate } }
     /// Frames read from the camera since the session was created.
     public var capturedFrameCount: Int { capturedFrames.current }
+    /// When this session's last frame was captured (monotonic clock); nil before its first.
+    public var lastFrameMonotonicNanos: Int64? { capturedFrames.lastNanos }
     public var outputs: [CaptureOutput] { state.withLock { $0.active.connections.map(\.output) } }
     public var cameraID: String { device?.id ?? "unconfigured" }
 

@@ -6,8 +6,18 @@ import SystemPackage
 /// A counter shared between threads.
 final class SharedCounter: Sendable {
     private let value = Atomic<Int>(0)
-    func increment() { value.add(1, ordering: .relaxed) }
+    private let lastMonotonic = Atomic<Int64>(0)
+    /// Counts a frame captured at `monotonicNanos` (for "how long since the last frame").
+    func increment(at monotonicNanos: Int64) {
+        lastMonotonic.store(monotonicNanos, ordering: .relaxed)
+        value.add(1, ordering: .relaxed)
+    }
     var current: Int { value.load(ordering: .relaxed) }
+    /// When the last frame was captured (monotonic); nil before the first.
+    var lastNanos: Int64? {
+        let n = lastMonotonic.load(ordering: .relaxed)
+        return n == 0 ? nil : n
+    }
 }
 
 /// The one thread that reads a session's camera and fans frames out to its outputs.
@@ -156,7 +166,7 @@ final class CaptureThread: @unchecked Sendable {
             case .timeout:
                 frame.release()
             case .frame:
-                frameCounter.increment()
+                frameCounter.increment(at: frame.monotonicNanos)
                 deliver(frame)
             case .corrupt(let reason):
                 frame.release()

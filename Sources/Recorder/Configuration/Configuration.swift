@@ -22,6 +22,8 @@ public struct Configuration: Sendable, Equatable {
     public var cameras: [CameraConfig]
     /// True for the built-in default: every camera present (and plugged in later) is recorded.
     public var discoversAllCameras: Bool
+    /// The web server (`[http]`); on loopback by default.
+    public var http = HTTPSettings()
 
     /// No file: every camera, continuously, 60 s segments and a still every 60 s.
     public static func builtInDefault(storageRoot: String? = nil) -> Configuration {

@@ -28,7 +28,7 @@ struct ConfigurationDecoder {
         configuration.sourcePath = path
         configuration.discoversAllCameras = false
         var top = Reader(document, name: "the top level", line: 1)
-        let topKeys = ["storage", "location", "retention", "supervision", "hooks", "cameras", "record", "timelapse", "snapshot"]
+        let topKeys = ["storage", "location", "retention", "supervision", "hooks", "cameras", "record", "timelapse", "snapshot", "http"]
 
         if var storage = table(&top, "storage") {
             if let root = string(&storage, "root") { configuration.storageRoot = root.value }
@@ -89,6 +89,8 @@ struct ConfigurationDecoder {
                 configuration.hooks.append(HookRule(event: key, command: command))
             }
         }
+
+        configuration.http = decodeHTTP(&top)
 
         // Cameras.
         if var cameras = table(&top, "cameras") {

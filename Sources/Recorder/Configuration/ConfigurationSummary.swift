@@ -39,6 +39,12 @@ extension Configuration {
             }
         }
         for hook in hooks { lines.append("hook \(hook.event): \(hook.command)") }
+        if http.isEnabled {
+            lines.append("http: \(http.pageAddress), " + (http.tokenFile.map { "token from \($0)" } ?? "no token (loopback only)")
+                + ", at most \(http.maxLiveClients) live viewer(s)")
+        } else {
+            lines.append("http: off")
+        }
         return lines.joined(separator: "\n")
     }
 

@@ -23,7 +23,9 @@ import UnixSignals
 /// | `ChaosService` | `vigil demo --chaos` |
 /// | `DeadlineService` | `--duration` |
 ///
-/// More services (an HTTP server, network cameras) are more entries in that list.
+/// | extra services | `Options.extraServices`: the web server, added by `vigil` |
+///
+/// More services are more entries in that list.
 ///
 /// SIGINT/SIGTERM (through `stop()`, also for a signal during start-up), or the end of
 /// `--duration`, shut the group down gracefully, in the reverse of that order, each service once
@@ -53,11 +55,34 @@ public final class RecorderService: Sendable {
         public var introduction: [String]?
         /// Unplug and wedge the synthetic cameras now and then (`vigil demo --chaos`).
         public var chaos = false
+        /// Services beyond the recorder's own, made from what it opened (`vigil` adds the web
+        /// server here, so the recorder does not depend on it). They start last and stop first;
+        /// one that fails must log and wait for shutdown rather than throw, or it ends the group.
+        public var extraServices: @Sendable (Opened) async -> [any Service] = { _ in [] }
 
         public init(configurationPath: String? = nil, dataDirectory: String? = nil, durationSeconds: Double? = nil) {
             self.configurationPath = configurationPath
             self.dataDirectory = dataDirectory
             self.durationSeconds = durationSeconds
+        }
+    }
+
+    /// What the recorder opened, for `Options.extraServices`.
+    public struct Opened: Sendable {
+        /// As loaded at start (a reload changes cameras and jobs, not this).
+        public let configuration: Configuration
+        /// The storage root (`--data-dir` or the configuration's).
+        public let root: String
+        public let supervisor: Supervisor
+        public let index: RecordingIndex
+        public let events: RecorderEvents
+
+        public init(configuration: Configuration, root: String, supervisor: Supervisor, index: RecordingIndex, events: RecorderEvents) {
+            self.configuration = configuration
+            self.root = root
+            self.supervisor = supervisor
+            self.index = index
+            self.events = events
         }
     }
 
@@ -171,6 +196,8 @@ public final class RecorderService: Sendable {
         if options.chaos, let synthetic {
             services.append(.init(service: ChaosService(source: synthetic, watchdogSeconds: configuration.watchdogSeconds)))
         }
+        let opened = Opened(configuration: configuration, root: root, supervisor: supervisor, index: storage.index, events: events)
+        services += await options.extraServices(opened).map { .init(service: $0) }
         if let seconds = options.durationSeconds {
             services.append(.init(service: DeadlineService(seconds: seconds), successTerminationBehavior: .gracefullyShutdownGroup))
         }

@@ -58,6 +58,9 @@ public final class RecordingIndex: Sendable {
         public var width: Int
         public var height: Int
         public var state: State
+        /// The row's id in the index: what the web API names a file by (never its path). 0 for
+        /// an entry not read from the index.
+        public var id: Int64 = 0
 
         public init(
             kind: Kind, camera: String, path: String, startNanos: Int64, endNanos: Int64, frames: Int, bytes: Int64,
@@ -239,7 +242,7 @@ public final class RecordingIndex: Sendable {
 
     /// Entries of any of `kinds` (nil: every kind), ordered by start time.
     public func entries(camera: String? = nil, kinds: [Kind]?, from: Int64? = nil, to: Int64? = nil, states: [State]? = nil) throws -> [Entry] {
-        var sql = "SELECT kind, camera, path, start_ns, end_ns, frames, bytes, codec, width, height, state FROM recordings WHERE 1"
+        var sql = "SELECT \(Self.entryColumns) FROM recordings WHERE 1"
         var values: [Value] = []
         if let camera { values.append(.text(camera)); sql += " AND camera = ?\(values.count)" }
         if let kinds { sql += " AND kind IN (" + kinds.map { "'\($0.rawValue)'" }.joined(separator: ",") + ")" }
@@ -247,13 +250,24 @@ public final class RecordingIndex: Sendable {
         if let to { values.append(.integer(to)); sql += " AND start_ns <= ?\(values.count)" }
         if let states { sql += " AND state IN (" + states.map { "'\($0.rawValue)'" }.joined(separator: ",") + ")" }
         sql += " ORDER BY start_ns, path"
-        return try query(sql, values) { s in
-            Entry(
-                kind: Kind(rawValue: Self.text(s, 0)) ?? .segment, camera: Self.text(s, 1), path: Self.text(s, 2),
-                startNanos: sqlite3_column_int64(s, 3), endNanos: sqlite3_column_int64(s, 4), frames: Int(sqlite3_column_int64(s, 5)),
-                bytes: sqlite3_column_int64(s, 6), codec: Self.text(s, 7), width: Int(sqlite3_column_int64(s, 8)),
-                height: Int(sqlite3_column_int64(s, 9)), state: State(rawValue: Self.text(s, 10)) ?? .missing)
-        }
+        return try query(sql, values, Self.entry)
+    }
+
+    /// The entry with this id (`Entry.id`), if there is one.
+    public func entry(id: Int64) throws -> Entry? {
+        try query("SELECT \(Self.entryColumns) FROM recordings WHERE id = ?1", [.integer(id)], Self.entry).first
+    }
+
+    private static let entryColumns = "kind, camera, path, start_ns, end_ns, frames, bytes, codec, width, height, state, id"
+
+    private static func entry(_ s: OpaquePointer) -> Entry {
+        var entry = Entry(
+            kind: Kind(rawValue: Self.text(s, 0)) ?? .segment, camera: Self.text(s, 1), path: Self.text(s, 2),
+            startNanos: sqlite3_column_int64(s, 3), endNanos: sqlite3_column_int64(s, 4), frames: Int(sqlite3_column_int64(s, 5)),
+            bytes: sqlite3_column_int64(s, 6), codec: Self.text(s, 7), width: Int(sqlite3_column_int64(s, 8)),
+            height: Int(sqlite3_column_int64(s, 9)), state: State(rawValue: Self.text(s, 10)) ?? .missing)
+        entry.id = sqlite3_column_int64(s, 11)
+        return entry
     }
 
     /// Every camera in the index.

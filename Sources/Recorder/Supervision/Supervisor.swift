@@ -26,6 +26,22 @@ public actor Supervisor: Service {
         public let lastProblem: String?
         /// False while the camera is closed because none of its jobs is scheduled now.
         public let isScheduled: Bool
+        public let state: State
+        /// The camera's format while it is open.
+        public let format: DeviceFormat?
+        public let frameRate: Double
+        /// Frames its outputs dropped because they fell behind.
+        public let droppedFrames: Int
+        /// What its recordings hold ("h264", or the camera's own format when copied); nil: no recording job.
+        public let recordedCodec: String?
+        /// When its last frame was captured (monotonic clock, `SystemClocks.monotonicNanos`); nil: none yet.
+        public let lastFrameMonotonicNanos: Int64?
+
+        /// What a person (the web page, the API) is told about a camera.
+        public enum State: String, Sendable {
+            case recording, starting, waiting, reconnecting, stopped
+            case offSchedule = "off-schedule"
+        }
     }
 
     final class Camera {
@@ -41,6 +57,8 @@ public actor Supervisor: Service {
         /// When to try to open it next (monotonic); nil: when a device is connected.
         var nextAttempt: Int64? = 0
         var framesBefore = 0
+        /// When the last frame of an earlier session was captured (monotonic).
+        var lastFrameBefore: Int64?
         var lastFrames = 0
         var lastFrameProgress = SystemClocks.monotonicNanos()
         var lostAt: Int64?
@@ -100,8 +118,25 @@ public actor Supervisor: Service {
             Status(
                 cameraID: c.plan.cameraID, isRecording: c.session?.isRunning == true, node: c.node,
                 frames: c.framesBefore + (c.session?.capturedFrameCount ?? 0), session: c.session, lastProblem: c.lastProblem,
-                isScheduled: c.isScheduled)
+                isScheduled: c.isScheduled, state: state(of: c), format: c.session?.activeFormat,
+                frameRate: c.session?.frameRate ?? c.plan.frameRate,
+                droppedFrames: c.plan.outputs.reduce(0) { $0 + $1.0.droppedFrameCount }, recordedCodec: recordedCodec(c),
+                lastFrameMonotonicNanos: c.session?.lastFrameMonotonicNanos ?? c.lastFrameBefore)
         }
+    }
+
+    private func state(of c: Camera) -> Status.State {
+        if isStopping { return .stopped }
+        if c.session?.isRunning == true { return .recording }
+        if !c.isScheduled { return .offSchedule }
+        if c.wasLost { return .reconnecting }
+        return c.lastProblem == nil ? .starting : .waiting
+    }
+
+    private func recordedCodec(_ c: Camera) -> String? {
+        guard let movie = c.plan.outputs.lazy.compactMap({ $0.0 as? SegmentedMovieOutput }).first else { return nil }
+        if case .h264 = movie.settings.encoding { return "h264" }
+        return c.session?.activeFormat?.pixelFormat.rawValue
     }
 
     // MARK: - Changing the plans while running

@@ -114,6 +114,7 @@ extension Supervisor {
         await session.stop()
         // Counted once capture has stopped, so the last frames are not missed.
         camera.framesBefore += session.capturedFrameCount
+        camera.lastFrameBefore = session.lastFrameMonotonicNanos ?? camera.lastFrameBefore
         // Its last events (the final segment, `stopped`) are delivered before it is forgotten:
         // the index and the hooks must see them. Five seconds at most, in case one never comes.
         if let task = camera.sessionTask {

@@ -1,0 +1,108 @@
+import Capture
+import Foundation
+import Hummingbird
+import Recorder
+
+/// `/healthz` and the JSON API about cameras and what they recorded.
+struct ApiRoutes: Sendable {
+    let recorder: RecorderService.Opened
+    let time: APITime
+    /// Reads of the index (SQLite blocks): never on the cooperative pool.
+    static let io = BlockingIO("vigil.http")
+
+    func add(to router: Router<WebRequestContext>) {
+        router.get("/healthz") { _, _ in JSONBody.response(["status": "ok"]) }
+        router.get("/api/v1/cameras") { _, _ in
+            JSONBody.response(["cameras": await cameras()])
+        }
+    }
+
+    func cameras() async -> [CameraJSON] {
+        let index = recorder.index
+        // The segments being written now, from the index (it has them from their first frame).
+        let writing = await Self.io.run {
+            Dictionary(((try? index.entries(kind: .segment, states: [.writing])) ?? []).map { ($0.camera, $0.startNanos) }) { _, last in last }
+        }
+        let now = SystemClocks.monotonicNanos()
+        return await recorder.supervisor.status().map { s in
+            let name = s.cameraID
+            let base = "/api/v1/cameras/\(Self.pathComponent(name))"
+            let h264 = s.recordedCodec == "h264" || s.format?.pixelFormat == .h264
+            return CameraJSON(
+                name: name, state: s.state.rawValue, fps: s.frameRate, frames: s.frames, dropped: s.droppedFrames,
+                lastFrameAgeSeconds: s.lastFrameMonotonicNanos.map { Double(max(0, now - $0)) / 1e9 },
+                codec: s.recordedCodec, width: s.format?.width, height: s.format?.height,
+                currentSegment: writing[name].map { CameraJSON.Segment(start: time.string($0)) },
+                kind: kind(of: name).rawValue, snapshot: base + "/snapshot.jpg", liveMjpeg: base + "/live.mjpeg",
+                liveMp4: h264 ? base + "/live" : nil)
+        }
+    }
+
+    /// The camera by its name, or 404.
+    func requireCamera(_ name: String) async throws(APIError) {
+        let known = await recorder.supervisor.status().contains { $0.cameraID == name }
+        if known { return }
+        let index = recorder.index
+        let recorded = await Self.io.run { (try? index.cameras()) ?? [] }
+        guard recorded.contains(name) else { throw .unknownCamera(name) }
+    }
+
+    enum Kind: String { case usb, network, synthetic }
+
+    private func kind(of name: String) -> Kind {
+        switch recorder.configuration.cameras.first(where: { $0.name == name })?.match {
+        case .url: return .network
+        case .id(let id) where id.hasPrefix("synthetic-"): return .synthetic
+        case .some: return .usb
+        case nil: return name.hasPrefix("synthetic-") ? .synthetic : .usb
+        }
+    }
+
+    /// A camera name inside a URL path (discovered cameras are named by device ids, which may hold ":").
+    static func pathComponent(_ name: String) -> String {
+        var allowed = CharacterSet.urlPathAllowed
+        allowed.remove(charactersIn: "/")
+        return name.addingPercentEncoding(withAllowedCharacters: allowed) ?? name
+    }
+}
+
+/// One camera in `GET /api/v1/cameras`; nil values are written as null (the page tests for them).
+struct CameraJSON: Encodable {
+    struct Segment: Encodable { let start: String }
+    let name: String
+    let state: String
+    let fps: Double
+    let frames: Int
+    let dropped: Int
+    let lastFrameAgeSeconds: Double?
+    let codec: String?
+    let width: Int?
+    let height: Int?
+    let currentSegment: Segment?
+    let kind: String
+    let snapshot: String
+    let liveMjpeg: String
+    let liveMp4: String?
+
+    enum CodingKeys: String, CodingKey {
+        case name, state, fps, frames, dropped, lastFrameAgeSeconds, codec, width, height, currentSegment, kind, snapshot, liveMjpeg, liveMp4
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(name, forKey: .name)
+        try c.encode(state, forKey: .state)
+        try c.encode(fps, forKey: .fps)
+        try c.encode(frames, forKey: .frames)
+        try c.encode(dropped, forKey: .dropped)
+        try c.encode(lastFrameAgeSeconds, forKey: .lastFrameAgeSeconds)
+        try c.encode(codec, forKey: .codec)
+        try c.encode(width, forKey: .width)
+        try c.encode(height, forKey: .height)
+        try c.encode(currentSegment, forKey: .currentSegment)
+        try c.encode(kind, forKey: .kind)
+        try c.encode(snapshot, forKey: .snapshot)
+        try c.encode(liveMjpeg, forKey: .liveMjpeg)
+        try c.encode(liveMp4, forKey: .liveMp4)
+    }
+}

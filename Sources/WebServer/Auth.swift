@@ -1,0 +1,89 @@
+import Foundation
+import Hummingbird
+
+/// With a token configured, every request but `/healthz` and `POST /login` needs
+/// `Authorization: Bearer TOKEN` or the `vigil_session` cookie that `POST /login` sets; others
+/// get 401 JSON, and a browser asking for the page gets the login form instead. Without a token
+/// (loopback only: the configuration refuses anything else) nothing is checked.
+struct AuthMiddleware<Context: RequestContext>: RouterMiddleware {
+    let token: String
+
+    static var cookieName: String { "vigil_session" }
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let path = request.uri.path
+        if path == "/healthz" || (path == "/login" && request.method == .post) || isAuthorized(request) {
+            return try await next(request, context)
+        }
+        if request.method == .get && path == "/" { return LoginPage.response(status: .unauthorized, failed: false) }
+        throw APIError(.unauthorized, "this server needs a token: send Authorization: Bearer TOKEN, or log in at /")
+    }
+
+    private func isAuthorized(_ request: Request) -> Bool {
+        if let header = request.headers[.authorization], header.hasPrefix("Bearer ") {
+            return Self.equal(String(header.dropFirst("Bearer ".count)), token)
+        }
+        if let cookie = request.cookies[Self.cookieName] {
+            return Self.equal(cookie.value, token)
+        }
+        return false
+    }
+
+    /// Compares every byte whatever the first difference is, so the time taken says nothing
+    /// about how much of a guess was right.
+    static func equal(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8), y = Array(b.utf8)
+        var difference = UInt8(x.count == y.count ? 0 : 1)
+        for i in 0..<max(x.count, y.count) {
+            difference |= (i < x.count ? x[i] : 0) ^ (i < y.count ? y[i] : 0)
+        }
+        return difference == 0
+    }
+}
+
+/// `POST /login` (form field `token`): sets the session cookie and sends the browser to `/`.
+/// The cookie holds the token itself: HttpOnly (the page's scripts cannot read it),
+/// SameSite=Strict (no other site's page can make the browser send it), kept 30 days.
+enum LoginRoutes {
+    static func add<Context: RequestContext>(to router: Router<Context>, token: String?) {
+        guard let token else { return }
+        router.post("/login") { request, context -> Response in
+            var request = request
+            let body = try await request.collectBody(upTo: 4096)
+            let given = formField("token", in: String(buffer: body)) ?? ""
+            guard AuthMiddleware<Context>.equal(given, token) else {
+                return LoginPage.response(status: .unauthorized, failed: true)
+            }
+            let cookie = "\(AuthMiddleware<Context>.cookieName)=\(token); Path=/; Max-Age=2592000; HttpOnly; SameSite=Strict"
+            return Response(status: .seeOther, headers: [.location: "/", .setCookie: cookie])
+        }
+    }
+
+    /// A field of an `application/x-www-form-urlencoded` body.
+    static func formField(_ name: String, in body: String) -> String? {
+        for pair in body.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2, parts[0] == name else { continue }
+            return String(parts[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+        }
+        return nil
+    }
+}
+
+/// The small form a browser gets instead of the page until it has logged in.
+enum LoginPage {
+    static func response(status: HTTPResponse.Status, failed: Bool) -> Response {
+        let html = """
+            <!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>Vigil: log in</title></head><body style="font-family: sans-serif; max-width: 24em; margin: 3em auto">
+            <h1>Vigil</h1>\(failed ? "<p role=\"alert\">That token is not the right one.</p>" : "")
+            <form method="post" action="/login"><label>Token <input type="password" name="token" autocomplete="current-password" autofocus required></label>
+            <button type="submit">Log in</button></form>
+            <p>The token is the first line of the file that <code>token_file</code> names in the <code>[http]</code> section of the configuration.</p>
+            </body></html>
+            """
+        return Response(
+            status: status, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
+            body: .init(byteBuffer: ByteBuffer(string: html)))
+    }
+}

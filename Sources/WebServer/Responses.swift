@@ -1,0 +1,78 @@
+import Foundation
+import Hummingbird
+import Recorder
+
+/// An error the API answers with `{"error": "message"}` and its status (the contract's shape),
+/// for unknown routes, cameras, recordings and bad queries alike.
+struct APIError: HTTPResponseError {
+    let status: HTTPResponse.Status
+    let message: String
+
+    init(_ status: HTTPResponse.Status, _ message: String) {
+        self.status = status
+        self.message = message
+    }
+
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        var response = JSONBody.response(["error": message], status: status)
+        if status == .unauthorized { response.headers[.wwwAuthenticate] = "Bearer realm=\"vigil\"" }
+        return response
+    }
+
+    static func unknownCamera(_ name: String) -> APIError { APIError(.notFound, "no camera named \(name)") }
+}
+
+/// JSON bodies with snake_case keys, as the page and scripts read them.
+enum JSONBody {
+    static func response(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
+        let encoder = JSONEncoder()
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Encoding these plain structs cannot fail; an empty object is still JSON if it did.
+        let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
+        return Response(
+            status: status, headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
+            body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}
+
+/// Turns every other HTTP error (an unknown route is Hummingbird's 404) into the API's JSON shape.
+struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as APIError {
+            throw error
+        } catch let error as HTTPError {
+            let message = error.body ?? (error.status == .notFound ? "no such resource: \(request.uri.path)" : error.status.reasonPhrase)
+            throw APIError(error.status, message)
+        }
+    }
+}
+
+/// Times in the API: RFC 3339 with the recorder's UTC offset and milliseconds.
+struct APITime: Sendable {
+    let timeZone: TimeZone
+    private var style: Date.ISO8601FormatStyle { Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: timeZone) }
+
+    func string(_ nanos: Int64) -> String { string(Date(timeIntervalSince1970: Double(nanos) / 1e9)) }
+    func string(_ date: Date) -> String { date.formatted(style) }
+
+    /// `from`/`to` of a query: RFC 3339 or the command line's forms (`TimeArgument`: its
+    /// offset form is RFC 3339, a "+" sent as %2B); by default
+    /// today from local midnight to now.
+    func range(_ request: Request, now: Date = Date()) throws(APIError) -> (from: Int64, to: Int64) {
+        let query = request.uri.queryParameters
+        func parse(_ key: String, end: Bool, default fallback: Date) throws(APIError) -> Int64 {
+            guard let text = query[Substring(key)].map(String.init) else { return Int64(fallback.timeIntervalSince1970 * 1e9) }
+            guard let date = TimeArgument.parse(text, end: end, timeZone: timeZone, now: now) else { throw APIError(.badRequest, "\(key)=\(text) is not a time; use RFC 3339 or \(TimeArgument.forms)") }
+            return Int64(date.timeIntervalSince1970 * 1e9)
+        }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = timeZone
+        let from = try parse("from", end: false, default: calendar.startOfDay(for: now))
+        let to = try parse("to", end: true, default: now)
+        guard from <= to else { throw APIError(.badRequest, "from must come before to") }
+        return (from, to)
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+import Hummingbird
+import Logging
+import Recorder
+import ServiceLifecycle
+
+/// The request context of every route. Its own type, so that live view can make it a
+/// WebSocket context without touching the other routes.
+public struct WebRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public init(source: ApplicationRequestContextSource) { coreContext = .init(source: source) }
+}
+
+/// The web server of `vigil run`/`demo`: a service in the recorder's tree, added by the `vigil`
+/// executable through `RecorderService.Options.extraServices`. It only reads: GET never changes
+/// anything, and files are named by index ids, never by paths.
+///
+/// It never takes the recorder down: a port in use (or any other failure to listen) is said
+/// once, and recording goes on without the page.
+public struct WebServer: Service {
+    let settings: HTTPSettings
+    let recorder: RecorderService.Opened
+    private let logger = Logger(label: "vigil.http")
+
+    public init(settings: HTTPSettings, recorder: RecorderService.Opened) {
+        self.settings = settings
+        self.recorder = recorder
+    }
+
+    /// The services to add to the recorder's tree for this configuration: none when `listen` is "".
+    public static func services(_ recorder: RecorderService.Opened) -> [any Service] {
+        let settings = recorder.configuration.http
+        return settings.isEnabled ? [WebServer(settings: settings, recorder: recorder)] : []
+    }
+
+    public func run() async {
+        do {
+            try await application().run()
+        } catch {
+            Console.error("vigil: the web server cannot listen on \(settings.listen): \(Self.explain(error)). Recording goes on without the web page; set [http] listen to a free address (or \"\" for none) and restart.\n")
+            try? await gracefulShutdown()
+        }
+    }
+
+    private static func explain(_ error: any Error) -> String {
+        let text = "\(error)"
+        return text.contains("Address already in use") || text.contains("EADDRINUSE") ? "the port is already in use by another program" : text
+    }
+
+    /// The server with every route group. Each concern adds its routes in its own function:
+    /// `ApiRoutes` (cameras, recordings, stills), `FileRoutes` (files by id), `ClipRoutes`,
+    /// `MetricsRoutes`; live view (`LiveRoutes`) and the page (`PageRoutes`, `/` and `/static`)
+    /// are added here the same way.
+    func application(port: Int? = nil) -> some ApplicationProtocol {
+        let router = Router(context: WebRequestContext.self)
+        router.add(middleware: JSONErrorMiddleware())
+        if let token = settings.token {
+            router.add(middleware: AuthMiddleware(token: token))
+            LoginRoutes.add(to: router, token: token)
+        }
+        let time = APITime(timeZone: recorder.configuration.timeZone)
+        ApiRoutes(recorder: recorder, time: time).add(to: router)
+        let address = settings.address ?? (host: "127.0.0.1", port: 8080)
+        return Application(
+            router: router,
+            configuration: .init(address: .hostname(address.host, port: port ?? address.port), serverName: nil),
+            onServerRunning: { [settings] channel in
+                let bound = channel.localAddress?.port ?? address.port
+                let host = settings.listen.hasPrefix("[") ? "[\(address.host)]" : address.host
+                Console.line("Web page: http://\(host):\(bound)" + (settings.token == nil ? "" : " (log in with the token of \(settings.tokenFile ?? "token_file"))"))
+            },
+            logger: logger)
+    }
+}

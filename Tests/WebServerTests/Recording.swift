@@ -1,0 +1,89 @@
+import Capture
+import CaptureTesting
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+@testable import Recorder
+import Testing
+@testable import WebServer
+
+/// A synthetic camera (160x120, 15 fps) recording 1 s H.264 segments and a still every second
+/// into a temporary storage root, indexed in a real SQLite file: what the web server reads.
+final class Recording: Sendable {
+    let dir: TemporaryDirectory
+    let keeper: StorageKeeper
+    let supervisor: Supervisor
+    let events: RecorderEvents
+    private let run: Task<Void, Never>
+
+    static let camera = "synthetic-0"
+
+    private init(dir: TemporaryDirectory, keeper: StorageKeeper, supervisor: Supervisor, events: RecorderEvents, run: Task<Void, Never>) {
+        self.dir = dir
+        self.keeper = keeper
+        self.supervisor = supervisor
+        self.events = events
+        self.run = run
+    }
+
+    /// Starts recording; returns once `segments` segments are finalized and indexed (0: once
+    /// the first segment has started).
+    static func start(segments: Int) async throws -> Recording {
+        let dir = try TemporaryDirectory("vigil-web")
+        let events = RecorderEvents()
+        let keeper = try StorageKeeper.open(root: dir.path, policy: RetentionPolicy(), events: events)
+        keeper.start()
+        let movie = try SegmentedMovieOutput(.init(storageRoot: dir.path, segmentSeconds: 1, dropsLateFrames: false))
+        let stills = try TimelapseOutput(.init(storageRoot: dir.path, intervalSeconds: 1))
+        let supervisor = Supervisor(
+            plans: [CameraPlan(cameraID: camera, format: .size(width: 160, height: 120, pixelFormat: .yuyv422), frameRate: 15,
+                               outputs: [(movie, .init()), (stills, .init())])],
+            source: SyntheticDeviceSource(count: 1), events: events)
+        let stream = events.stream()
+        let run = Task.detached { await supervisor.run() }
+        let recording = Recording(dir: dir, keeper: keeper, supervisor: supervisor, events: events, run: run)
+        var finalized = 0
+        for await event in stream {
+            if case .segmentFinalized = event { finalized += 1 }
+            if case .segmentStarted = event, segments == 0 { break }
+            if finalized >= segments && segments > 0 { break }
+        }
+        // The index takes events from its own stream: wait until it holds what was announced.
+        while try keeper.index.entries(kind: .segment, states: [.complete]).count < finalized {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return recording
+    }
+
+    /// Stops the camera (its open segment is finalized) and the index.
+    func stop() async {
+        run.cancel()
+        await run.value
+        await keeper.stop()
+    }
+
+    func remove() { dir.remove() }
+
+    func opened(_ configuration: Configuration = .builtInDefault()) -> RecorderService.Opened {
+        RecorderService.Opened(configuration: configuration, root: dir.path, supervisor: supervisor, index: keeper.index, events: events)
+    }
+
+    /// The server over this recording, with `http` settings (default: loopback, no token).
+    func server(_ http: HTTPSettings = HTTPSettings()) -> WebServer {
+        var configuration = Configuration.builtInDefault(storageRoot: dir.path)
+        configuration.http = http
+        return WebServer(settings: http, recorder: opened(configuration))
+    }
+}
+
+extension TestResponse {
+    /// The `error` of a JSON error body; nil when the body is not one.
+    var errorMessage: String? {
+        json()["error"] as? String
+    }
+
+    /// The body as a JSON object; empty when it is not one.
+    func json() -> [String: Any] {
+        ((try? JSONSerialization.jsonObject(with: Data(body.readableBytesView))) as? [String: Any]) ?? [:]
+    }
+}
