@@ -1,13 +1,16 @@
 import Foundation
 import Hummingbird
+import HummingbirdWebSocket
 import Logging
 import Recorder
 import ServiceLifecycle
 
 /// The request context of every route. Its own type, so that live view can make it a
 /// WebSocket context without touching the other routes.
-public struct WebRequestContext: RequestContext {
+public struct WebRequestContext: RequestContext, WebSocketRequestContext {
     public var coreContext: CoreRequestContextStorage
+    /// The WebSocket handler a route chose (live view's fMP4 stream).
+    public let webSocket = WebSocketHandlerReference<Self>()
     public init(source: ApplicationRequestContextSource) { coreContext = .init(source: source) }
 }
 
@@ -22,9 +25,13 @@ public struct WebServer: Service {
     let recorder: RecorderService.Opened
     private let logger = Logger(label: "vigil.http")
 
+    /// Live viewers of all cameras, against `max_live_clients`.
+    let liveClients: LiveClients
+
     public init(settings: HTTPSettings, recorder: RecorderService.Opened) {
         self.settings = settings
         self.recorder = recorder
+        liveClients = LiveClients(limit: settings.maxLiveClients)
     }
 
     /// The services to add to the recorder's tree for this configuration: none when `listen` is "".
@@ -60,9 +67,11 @@ public struct WebServer: Service {
         }
         let time = APITime(timeZone: recorder.configuration.timeZone)
         ApiRoutes(recorder: recorder, time: time).add(to: router)
+        LiveRoutes(feeds: recorder.liveFeeds, clients: liveClients).add(to: router)
         let address = settings.address ?? (host: "127.0.0.1", port: 8080)
         return Application(
             router: router,
+            server: .http1WebSocketUpgrade(webSocketRouter: router),
             configuration: .init(address: .hostname(address.host, port: port ?? address.port), serverName: nil),
             onServerRunning: { [settings] channel in
                 let bound = channel.localAddress?.port ?? address.port

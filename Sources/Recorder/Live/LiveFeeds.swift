@@ -15,5 +15,6 @@ public final class LiveFeeds: Sendable {
     /// Live viewers of all cameras.
     public var viewerCount: Int { outputs.withLock { $0.values.reduce(0) { $0 + $1.viewerCount } } }
 
-    func update(_ current: [String: LiveOutput]) { outputs.withLock { $0 = current } }
+    /// The cameras now configured (the recorder calls this as it plans and reloads them).
+    public func replace(with current: [String: LiveOutput]) { outputs.withLock { $0 = current } }
 }

@@ -17,7 +17,7 @@ actor RecorderControl: Service {
     private let rootIsFixed: Bool
     private var configurationStamp: FileStamp?
     private(set) var jobs: [String: CameraJobs] = [:] {
-        didSet { liveFeeds.update(jobs.mapValues(\.live)) }
+        didSet { liveFeeds.replace(with: jobs.mapValues(\.live)) }
     }
     /// The cameras' live views, as `jobs` has them.
     let liveFeeds: LiveFeeds

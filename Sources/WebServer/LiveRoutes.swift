@@ -1,0 +1,142 @@
+import Capture
+import Foundation
+import Hummingbird
+import HummingbirdWebSocket
+import Metrics
+import Recorder
+import Synchronization
+
+/// Live view: `snapshot.jpg` (the latest frame, from memory), `live.mjpeg` (multipart JPEGs,
+/// one shared stream per camera) and the WebSocket `live` (fragmented MP4 for H.264 cameras).
+/// What a viewer costs the camera is bounded by `LiveOutput`/`LiveViewer`; here each viewer
+/// only waits for its next message and writes it, at the pace its client reads.
+struct LiveRoutes: Sendable {
+    let feeds: LiveFeeds
+    let clients: LiveClients
+
+    func add(to router: Router<WebRequestContext>) {
+        router.get("/api/v1/cameras/:name/snapshot.jpg") { _, context in
+            let live = try output(context)
+            let image: LiveImage
+            do {
+                image = try await live.snapshot()
+            } catch {
+                throw APIError(.serviceUnavailable, "camera \(try context.parameters.require("name")) has no live frame now (not recording, or just starting): \(error)")
+            }
+            return Response(
+                status: .ok, headers: [.contentType: "image/jpeg", .cacheControl: "no-store"],
+                body: .init(byteBuffer: ByteBuffer(bytes: image.data)))
+        }
+
+        router.get("/api/v1/cameras/:name/live.mjpeg") { _, context in
+            let live = try output(context)
+            let name = try context.parameters.require("name")
+            try claim()
+            guard let viewer = live.mjpegViewer() else {
+                clients.release()
+                throw APIError(.notFound, "camera \(name) sends H.264 only: watch it through the WebSocket /api/v1/cameras/\(name)/live")
+            }
+            let body = ResponseBody { writer in
+                defer {
+                    viewer.close()
+                    clients.release()
+                }
+                while let message = await viewer.next() {
+                    guard case .data(let jpeg) = message else { continue }
+                    var part = ByteBuffer()
+                    part.reserveCapacity(jpeg.count + 96)
+                    part.writeString("--frame\r\nContent-Type: image/jpeg\r\nContent-Length: \(jpeg.count)\r\n\r\n")
+                    part.writeBytes(jpeg)
+                    part.writeString("\r\n")
+                    try await writer.write(part)
+                }
+                try await writer.finish(nil)
+            }
+            return Response(
+                status: .ok,
+                headers: [.contentType: "multipart/x-mixed-replace; boundary=frame", .cacheControl: "no-store"],
+                body: body)
+        }
+
+        router.ws("/api/v1/cameras/:name/live") { request, context in
+            guard Self.isSameOrigin(request) else {
+                throw APIError(.forbidden, "WebSocket refused: Origin \(request.headers[.origin] ?? "") is not this server")
+            }
+            let live = try output(context)
+            guard live.mp4.isH264 == true else {
+                throw APIError(.notFound, "camera \(try context.parameters.require("name")) has no H.264 live stream: use live.mjpeg")
+            }
+            try claim()
+            return .upgrade([:])
+        } onUpgrade: { _, outbound, context in
+            // Claimed by the upgrade above, released when this viewer ends.
+            defer { clients.release() }
+            guard let live = try? output(context.requestContext), let viewer = live.mp4Viewer() else { return }
+            defer { viewer.close() }
+            while let message = await viewer.next() {
+                switch message {
+                case .data(let bytes): try await outbound.write(.binary(ByteBuffer(bytes: bytes)))
+                case .skipped(let n): try await outbound.write(.text("{\"skipped\":\(n)}"))
+                }
+            }
+        }
+    }
+
+    private func output(_ context: WebRequestContext) throws -> LiveOutput {
+        let name = try context.parameters.require("name")
+        guard let live = feeds.output(camera: name) else { throw APIError.unknownCamera(name) }
+        return live
+    }
+
+    private func claim() throws(APIError) {
+        guard clients.claim() else {
+            throw APIError(.serviceUnavailable, "too many live viewers (max_live_clients = \(clients.limit)); close one or raise [http] max_live_clients")
+        }
+    }
+
+    /// A browser names the page that opens a WebSocket in `Origin`: only this server's own page
+    /// may watch (another site open in the same browser must not). Clients that send no Origin
+    /// (scripts) are not browsers and are let through: authentication still applies to them.
+    static func isSameOrigin(_ request: Request) -> Bool {
+        guard let origin = request.headers[.origin] else { return true }
+        guard let host = request.head.authority, let page = URL(string: origin),
+              let scheme = page.scheme, let server = URL(string: "\(scheme)://\(host)")
+        else { return false }
+        let defaultPort = scheme == "https" ? 443 : 80
+        return page.host?.lowercased() == server.host?.lowercased() && (page.port ?? defaultPort) == (server.port ?? defaultPort)
+    }
+}
+
+/// Live viewers across all cameras, capped by `[http] max_live_clients`, and the
+/// `vigil_live_clients` gauge.
+final class LiveClients: Sendable {
+    let limit: Int
+    private let count = Mutex(0)
+    private let gauge = Gauge(label: "vigil_live_clients")
+
+    init(limit: Int) {
+        self.limit = limit
+        gauge.record(0)
+    }
+
+    var current: Int { count.withLock { $0 } }
+
+    /// Takes a place for a viewer; false when all are taken.
+    func claim() -> Bool {
+        let now = count.withLock { n -> Int? in
+            guard n < limit else { return nil }
+            n += 1
+            return n
+        }
+        guard let now else { return false }
+        gauge.record(now)
+        return true
+    }
+
+    func release() {
+        gauge.record(count.withLock { n in
+            n = max(0, n - 1)
+            return n
+        })
+    }
+}
