@@ -86,6 +86,7 @@ let package = Package(
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdTesting", package: "hummingbird"),
             .product(name: "HummingbirdWSTesting", package: "hummingbird-websocket"),
+            .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
         ]),
         .testTarget(name: "VigilEndToEndTests", dependencies: ["CaptureTesting", "Media", "Recorder", "vigil"]),
     ],

@@ -68,16 +68,28 @@ struct LiveRoutes: Sendable {
             }
             try claim()
             return .upgrade([:])
-        } onUpgrade: { _, outbound, context in
+        } onUpgrade: { inbound, outbound, context in
             // Claimed by the upgrade above, released when this viewer ends.
             defer { clients.release() }
             guard let live = try? output(context.requestContext), let viewer = live.mp4Viewer() else { return }
             defer { viewer.close() }
-            while let message = await viewer.next() {
-                switch message {
-                case .data(let bytes): try await outbound.write(.binary(ByteBuffer(bytes: bytes)))
-                case .skipped(let n): try await outbound.write(.text("{\"skipped\":\(n)}"))
+            // The viewer sends nothing; its close (or its connection's end) ends the stream at once.
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for try await _ in inbound {}
+                    viewer.close()
                 }
+                try await send(viewer, to: outbound)
+                group.cancelAll()
+            }
+        }
+    }
+
+    private func send(_ viewer: LiveViewer, to outbound: WebSocketOutboundWriter) async throws {
+        while let message = await viewer.next() {
+            switch message {
+            case .data(let bytes): try await outbound.write(.binary(ByteBuffer(bytes: bytes)))
+            case .skipped(let n): try await outbound.write(.text("{\"skipped\":\(n)}"))
             }
         }
     }
@@ -94,16 +106,18 @@ struct LiveRoutes: Sendable {
         }
     }
 
-    /// A browser names the page that opens a WebSocket in `Origin`: only this server's own page
-    /// may watch (another site open in the same browser must not). Clients that send no Origin
-    /// (scripts) are not browsers and are let through: authentication still applies to them.
+    /// A browser names the page that opens a WebSocket in `Origin`: only pages from this
+    /// server's host may watch (another site open in the same browser must not). The host is
+    /// compared, not the port: WebSocket clients send `ws://HOST` without one. Clients that send
+    /// no Origin (scripts) are not browsers and are let through; authentication still applies.
+    ///
+    /// A refused upgrade is answered by SwiftNIO's upgrader with 400 (it allows no other status);
+    /// the same request without upgrade headers gets 403 and the JSON error.
     static func isSameOrigin(_ request: Request) -> Bool {
-        guard let origin = request.headers[.origin] else { return true }
-        guard let host = request.head.authority, let page = URL(string: origin),
-              let scheme = page.scheme, let server = URL(string: "\(scheme)://\(host)")
-        else { return false }
-        let defaultPort = scheme == "https" ? 443 : 80
-        return page.host?.lowercased() == server.host?.lowercased() && (page.port ?? defaultPort) == (server.port ?? defaultPort)
+        let origins = request.headers[values: .origin]
+        guard !origins.isEmpty else { return true }
+        guard let authority = request.head.authority, let server = URL(string: "http://\(authority)")?.host?.lowercased() else { return false }
+        return origins.allSatisfy { URL(string: $0)?.host?.lowercased() == server }
     }
 }
 
