@@ -66,6 +66,7 @@ let package = Package(
         .executableTarget(name: "vigil", dependencies: [
             "Recorder", "Capture", "Media", "WebServer",
             .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -87,6 +88,8 @@ let package = Package(
             .product(name: "HummingbirdTesting", package: "hummingbird"),
             .product(name: "HummingbirdWSTesting", package: "hummingbird-websocket"),
             .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+            .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
         .testTarget(name: "VigilEndToEndTests", dependencies: ["CaptureTesting", "Media", "Recorder", "vigil"]),
     ],

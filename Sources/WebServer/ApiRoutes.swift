@@ -15,6 +15,80 @@ struct ApiRoutes: Sendable {
         router.get("/api/v1/cameras") { _, _ in
             JSONBody.response(["cameras": await cameras()])
         }
+        router.get("/api/v1/cameras/:name/recordings") { request, context in
+            let name = try await camera(context)
+            let range = try time.range(request)
+            return JSONBody.response(try await recordings(name, range))
+        }
+        router.get("/api/v1/cameras/:name/stills") { request, context in
+            let name = try await camera(context)
+            let range = try time.range(request)
+            return JSONBody.response(try await stills(name, range))
+        }
+    }
+
+    /// What can be played or shown: not a file being written, gone or quarantined.
+    static let servedStates: [RecordingIndex.State] = [.complete, .recovered, .interrupted]
+
+    struct RecordingsJSON: Encodable {
+        struct Recording: Encodable {
+            let id: Int64
+            let start, end: String
+            let bytes: Int64
+            let container: String
+            let url: String
+        }
+        struct Gap: Encodable { let start, end: String }
+        let camera, from, to: String
+        let recordings: [Recording]
+        let gaps: [Gap]
+    }
+
+    func recordings(_ camera: String, _ range: (from: Int64, to: Int64)) async throws(APIError) -> RecordingsJSON {
+        let index = recorder.index, zone = time.timeZone
+        let listing = await Self.io.run {
+            try? RecordingsListing(
+                index: index, camera: camera, kind: .segment, from: Date(timeIntervalSince1970: Double(range.from) / 1e9),
+                to: Date(timeIntervalSince1970: Double(range.to) / 1e9), timeZone: zone)
+        }
+        guard let listing else { throw APIError(.internalServerError, "the recordings index cannot be read") }
+        let recordings = listing.entries.filter { $0.kind == .segment && Self.servedStates.contains($0.state) }.map { e in
+            RecordingsJSON.Recording(
+                id: e.id, start: time.string(e.startNanos), end: time.string(e.endNanos), bytes: e.bytes,
+                container: (e.path as NSString).pathExtension.lowercased() == "mkv" ? "mkv" : "mp4", url: "/api/v1/recordings/\(e.id)/file")
+        }
+        return RecordingsJSON(
+            camera: camera, from: time.string(range.from), to: time.string(range.to), recordings: recordings,
+            gaps: listing.gaps.map { RecordingsJSON.Gap(start: time.string($0.from), end: time.string($0.to)) })
+    }
+
+    struct StillsJSON: Encodable {
+        struct Still: Encodable {
+            let id: Int64
+            let time: String
+            let url: String
+        }
+        let camera: String
+        let stills: [Still]
+    }
+
+    func stills(_ camera: String, _ range: (from: Int64, to: Int64)) async throws(APIError) -> StillsJSON {
+        let index = recorder.index
+        let entries = await Self.io.run {
+            try? index.entries(camera: camera, kinds: [.still, .snapshot], from: range.from, to: range.to, states: Self.servedStates)
+        }
+        guard let entries else { throw APIError(.internalServerError, "the recordings index cannot be read") }
+        return StillsJSON(camera: camera, stills: entries.map {
+            StillsJSON.Still(id: $0.id, time: time.string($0.startNanos), url: "/api/v1/stills/\($0.id)")
+        })
+    }
+
+    /// The `:name` of the path: a camera the recorder runs or has recordings of, or 404.
+    func camera(_ context: WebRequestContext) async throws(APIError) -> String {
+        let raw = context.parameters.get("name") ?? ""
+        let name = raw.removingPercentEncoding ?? raw
+        try await requireCamera(name)
+        return name
     }
 
     func cameras() async -> [CameraJSON] {

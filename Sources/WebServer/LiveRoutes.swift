@@ -2,9 +2,7 @@ import Capture
 import Foundation
 import Hummingbird
 import HummingbirdWebSocket
-import Metrics
 import Recorder
-import Synchronization
 
 /// Live view: `snapshot.jpg` (the latest frame, from memory), `live.mjpeg` (multipart JPEGs,
 /// one shared stream per camera) and the WebSocket `live` (fragmented MP4 for H.264 cameras).
@@ -33,13 +31,13 @@ struct LiveRoutes: Sendable {
             let name = try context.parameters.require("name")
             try claim()
             guard let viewer = live.mjpegViewer() else {
-                clients.release()
+                clients.closed()
                 throw APIError(.notFound, "camera \(name) sends H.264 only: watch it through the WebSocket /api/v1/cameras/\(name)/live")
             }
             let body = ResponseBody { writer in
                 defer {
                     viewer.close()
-                    clients.release()
+                    clients.closed()
                 }
                 while let message = await viewer.next() {
                     guard case .data(let jpeg) = message else { continue }
@@ -70,7 +68,7 @@ struct LiveRoutes: Sendable {
             return .upgrade([:])
         } onUpgrade: { inbound, outbound, context in
             // Claimed by the upgrade above, released when this viewer ends.
-            defer { clients.release() }
+            defer { clients.closed() }
             guard let live = try? output(context.requestContext), let viewer = live.mp4Viewer() else { return }
             defer { viewer.close() }
             // The viewer sends nothing; its close (or its connection's end) ends the stream at once.
@@ -118,39 +116,5 @@ struct LiveRoutes: Sendable {
         guard !origins.isEmpty else { return true }
         guard let authority = request.head.authority, let server = URL(string: "http://\(authority)")?.host?.lowercased() else { return false }
         return origins.allSatisfy { URL(string: $0)?.host?.lowercased() == server }
-    }
-}
-
-/// Live viewers across all cameras, capped by `[http] max_live_clients`, and the
-/// `vigil_live_clients` gauge.
-final class LiveClients: Sendable {
-    let limit: Int
-    private let count = Mutex(0)
-    private let gauge = Gauge(label: "vigil_live_clients")
-
-    init(limit: Int) {
-        self.limit = limit
-        gauge.record(0)
-    }
-
-    var current: Int { count.withLock { $0 } }
-
-    /// Takes a place for a viewer; false when all are taken.
-    func claim() -> Bool {
-        let now = count.withLock { n -> Int? in
-            guard n < limit else { return nil }
-            n += 1
-            return n
-        }
-        guard let now else { return false }
-        gauge.record(now)
-        return true
-    }
-
-    func release() {
-        gauge.record(count.withLock { n in
-            n = max(0, n - 1)
-            return n
-        })
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
+import Prometheus
 import Recorder
 import ServiceLifecycle
 
@@ -23,24 +24,29 @@ public struct WebRequestContext: RequestContext, WebSocketRequestContext {
 public struct WebServer: Service {
     let settings: HTTPSettings
     let recorder: RecorderService.Opened
+    /// Counters and gauges for `/metrics` (nil: the executable bootstrapped no registry).
+    let metrics: RecorderMetrics?
+    /// Live viewers connected now, against `max_live_clients` (`vigil_live_clients`).
+    public let liveClients: LiveClients
     private let logger = Logger(label: "vigil.http")
 
-    /// Live viewers of all cameras, against `max_live_clients`.
-    let liveClients: LiveClients
-
-    public init(settings: HTTPSettings, recorder: RecorderService.Opened) {
+    /// `metrics`: the registry the executable bootstrapped swift-metrics with, served at
+    /// `/metrics`. The recorder's events are subscribed to at once (the first segment counts).
+    public init(settings: HTTPSettings, recorder: RecorderService.Opened, metrics: PrometheusCollectorRegistry? = nil) {
         self.settings = settings
         self.recorder = recorder
+        self.metrics = metrics.map { RecorderMetrics(registry: $0, recorder: recorder) }
         liveClients = LiveClients(limit: settings.maxLiveClients)
     }
 
     /// The services to add to the recorder's tree for this configuration: none when `listen` is "".
-    public static func services(_ recorder: RecorderService.Opened) -> [any Service] {
+    public static func services(_ recorder: RecorderService.Opened, metrics: PrometheusCollectorRegistry?) -> [any Service] {
         let settings = recorder.configuration.http
-        return settings.isEnabled ? [WebServer(settings: settings, recorder: recorder)] : []
+        return settings.isEnabled ? [WebServer(settings: settings, recorder: recorder, metrics: metrics)] : []
     }
 
     public func run() async {
+        await ApiRoutes.io.run { [recorder] in ClipRoutes.removeLeftovers(root: recorder.root) }
         do {
             try await application().run()
         } catch {
@@ -58,21 +64,27 @@ public struct WebServer: Service {
     /// `ApiRoutes` (cameras, recordings, stills), `FileRoutes` (files by id), `ClipRoutes`,
     /// `MetricsRoutes`; live view (`LiveRoutes`) and the page (`PageRoutes`, `/` and `/static`)
     /// are added here the same way.
-    func application(port: Int? = nil) -> some ApplicationProtocol {
+    func application() -> some ApplicationProtocol {
         let router = Router(context: WebRequestContext.self)
+        if metrics != nil { router.add(middleware: RequestCountingMiddleware()) }
         router.add(middleware: JSONErrorMiddleware())
         if let token = settings.token {
             router.add(middleware: AuthMiddleware(token: token))
             LoginRoutes.add(to: router, token: token)
         }
         let time = APITime(timeZone: recorder.configuration.timeZone)
-        ApiRoutes(recorder: recorder, time: time).add(to: router)
+        let api = ApiRoutes(recorder: recorder, time: time)
+        api.add(to: router)
+        FileRoutes(recorder: recorder).add(to: router)
+        ClipRoutes(api: api).add(to: router)
+        metrics?.add(to: router)
         LiveRoutes(feeds: recorder.liveFeeds, clients: liveClients).add(to: router)
         let address = settings.address ?? (host: "127.0.0.1", port: 8080)
         return Application(
             router: router,
             server: .http1WebSocketUpgrade(webSocketRouter: router),
-            configuration: .init(address: .hostname(address.host, port: port ?? address.port), serverName: nil),
+            configuration: .init(address: .hostname(address.host, port: address.port), serverName: nil),
+            services: metrics.map { [$0] } ?? [],
             onServerRunning: { [settings] channel in
                 let bound = channel.localAddress?.port ?? address.port
                 let host = settings.listen.hasPrefix("[") ? "[\(address.host)]" : address.host

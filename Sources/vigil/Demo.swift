@@ -3,7 +3,6 @@ import Capture
 import Foundation
 import Media
 import Recorder
-import WebServer
 
 struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -103,7 +102,7 @@ struct Demo: AsyncParsableCommand {
             demo.hookTimeoutSeconds = hookTimeout
             var options = try demo.recorderOptions()
             options.handlesSignals = true
-            options.extraServices = { WebServer.services($0) }
+            options.serveWebPage()
             try await RecorderService(options: options).run()
         } catch {
             Console.error("vigil: \(error)\n")

@@ -2,7 +2,6 @@ import ArgumentParser
 import Capture
 import Foundation
 import Recorder
-import WebServer
 
 struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -43,7 +42,7 @@ struct Run: AsyncParsableCommand {
         do {
             var options = RecorderService.Options(configurationPath: config, dataDirectory: data, durationSeconds: duration)
             options.handlesSignals = true
-            options.extraServices = { WebServer.services($0) }
+            options.serveWebPage()
             try await RecorderService(options: options).run()
         } catch {
             Console.error("vigil: \(error)\n")

@@ -101,7 +101,7 @@ import Testing
             let sequences = try parts.prefix(8).enumerated().map { try #require(try sequence(ofJPEG: $1, dir, "p\($0).jpg")) }
             for (a, b) in zip(sequences, sequences.dropFirst()) { #expect(b > a, "frames do not advance: \(sequences)") }
             // Both viewers left: their places are free again.
-            #expect(await waitUntil(seconds: 5) { server.liveClients.current == 0 })
+            #expect(await waitUntil(seconds: 5) { server.liveClients.count == 0 })
         }
         let status = try #require(await recording.supervisor.status().first)
         await recording.stop()
@@ -175,7 +175,7 @@ import Testing
         try await server.application().test(.live) { client in
             let url = "http://127.0.0.1:\(client.port!)/api/v1/cameras/\(Recording.camera)/live.mjpeg"
             async let first = curl(["--max-time", "4", url], output: "\(dir.path)/first")
-            #expect(await waitUntil(seconds: 3) { server.liveClients.current == 1 })
+            #expect(await waitUntil(seconds: 3) { server.liveClients.count == 1 })
             let second = try await curl(["--max-time", "3", "-w", "%{http_code}", url], output: "\(dir.path)/second")
             #expect(second.written == "503")
             let body = try String(contentsOfFile: "\(dir.path)/second", encoding: .utf8)

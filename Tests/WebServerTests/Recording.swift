@@ -3,6 +3,8 @@ import CaptureTesting
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import Metrics
+import Prometheus
 @testable import Recorder
 import Testing
 @testable import WebServer
@@ -76,10 +78,19 @@ final class Recording: Sendable {
     }
 
     /// The server over this recording, with `http` settings (default: loopback, no token).
-    func server(_ http: HTTPSettings = HTTPSettings()) -> WebServer {
+    func server(_ http: HTTPSettings = HTTPSettings(), metrics: PrometheusCollectorRegistry? = nil) -> WebServer {
         var configuration = Configuration.builtInDefault(storageRoot: dir.path)
         configuration.http = http
-        return WebServer(settings: http, recorder: opened(configuration))
+        return WebServer(settings: http, recorder: opened(configuration), metrics: metrics)
+    }
+
+    /// Returns once `count` more segments are finalized.
+    func waitForSegments(_ count: Int) async {
+        var finalized = 0
+        for await event in events.stream() {
+            if case .segmentFinalized = event { finalized += 1 }
+            if finalized >= count { return }
+        }
     }
 }
 
@@ -94,3 +105,10 @@ extension TestResponse {
         ((try? JSONSerialization.jsonObject(with: Data(body.readableBytesView))) as? [String: Any]) ?? [:]
     }
 }
+
+/// The registry swift-metrics reports to in this test process (bootstrapped once, as `vigil` does).
+let metricsRegistry: PrometheusCollectorRegistry = {
+    let registry = PrometheusCollectorRegistry()
+    MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+    return registry
+}()

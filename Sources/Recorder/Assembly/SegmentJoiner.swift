@@ -20,11 +20,19 @@ public struct ExportSummary: Sendable {
 /// re-encoded so the file starts at the first frame at or after `from`; MJPEG frames are all
 /// keyframes, so a copy is already exact. Timestamps run on continuously: each segment continues
 /// one frame interval after the previous one ended, and a pause between segments (camera
-/// unplugged, outside a schedule) is closed up and reported.
+/// unplugged, outside a schedule) is closed up and reported. `progress` is told before each
+/// segment; an error it throws stops the export (a web client that went away), and nothing is
+/// left behind.
 public enum SegmentJoiner {
+    /// The container an export of these segments is written in: fragmented MP4 for H.264,
+    /// Matroska for MJPEG.
+    public static func container(of segments: [RecordingIndex.Entry]) -> Container {
+        segments.first { $0.kind == .segment }?.codec == "h264" ? .fragmentedMP4 : .matroska
+    }
+
     public static func export(
         _ segments: [RecordingIndex.Entry], root: String, from: Int64, to: Int64, output: String, exact: Bool,
-        progress: (AssemblyProgress) -> Void
+        progress: (AssemblyProgress) throws -> Void
     ) throws -> ExportSummary {
         let usable = segments.filter {
             // Only playable files: not missing, being written or quarantined.
@@ -32,20 +40,20 @@ public enum SegmentJoiner {
         }.sorted { $0.startNanos < $1.startNanos }
         guard let first = usable.first else { throw RecorderError.export("no finished recording between those times") }
         let isH264 = first.codec == "h264"
-        let container: Container = isH264 ? .fragmentedMP4 : .matroska
+        let container = Self.container(of: usable)
         guard (output as NSString).pathExtension.lowercased() == container.fileExtension else {
             throw RecorderError.export("these recordings are \(isH264 ? "H.264" : "MJPEG"): write them to a .\(container.fileExtension) file (-o NAME.\(container.fileExtension))")
         }
         var job = Join(root: root, from: from, to: to, partial: output + StorageLayout.partialSuffix, container: container)
         defer { unlink(job.partial) }
         for (n, entry) in usable.enumerated() {
-            progress(AssemblyProgress(done: n, total: usable.count))
+            try progress(AssemblyProgress(done: n, total: usable.count))
             if exact && isH264 { try job.reencode(entry) } else { try job.copy(entry) }
         }
         guard job.frames > 0, let firstWall = job.firstWall else { throw RecorderError.export("no frame between those times") }
         try job.finish()
         try DurableFile.commit(job.partial, to: output)
-        progress(AssemblyProgress(done: usable.count, total: usable.count))
+        try progress(AssemblyProgress(done: usable.count, total: usable.count))
         return ExportSummary(
             frames: job.frames, segments: usable.count, firstNanos: firstWall, lastNanos: job.lastWall, gaps: job.gaps, reencoded: exact && isH264)
     }

@@ -29,7 +29,7 @@ public final class BlockingIO: Sendable {
     }
 
     /// Hands `work` over without waiting for it (indexing an event as it is emitted).
-    func enqueue(_ work: @escaping @Sendable () -> Void) {
+    public func enqueue(_ work: @escaping @Sendable () -> Void) {
         queue.async(execute: work)
     }
 }

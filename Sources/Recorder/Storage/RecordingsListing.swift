@@ -3,7 +3,7 @@ import Foundation
 /// What `vigil recordings` prints: a camera's segments (or stills, snapshots and daily timelapse
 /// videos) in time order, quarantined leftovers among them, with the gaps between segments
 /// shown, as text or JSON.
-public struct RecordingsListing {
+public struct RecordingsListing: Sendable {
     public let entries: [RecordingIndex.Entry]
     public let timeZone: TimeZone
     /// A pause longer than this between two segments is shown as a gap.

@@ -1,0 +1,165 @@
+import Capture
+import Foundation
+import Glibc
+import Hummingbird
+import Recorder
+import Synchronization
+
+/// `GET /api/v1/cameras/{name}/clip.mp4?from=&to=`: the range joined by stream copy, as
+/// `vigil export` does, sent while it is being built.
+///
+/// The join (`SegmentJoiner`) writes a fragmented MP4 (Matroska for MJPEG cameras) into a
+/// hidden folder of the storage root, on a thread of its own; the response reads that file as it
+/// grows and sends it in 64 KiB chunks. Fragmented MP4 is written front to back and never
+/// rewritten, so what was sent stays valid. Memory stays at one chunk whatever the range; a slow
+/// client only lets the file get ahead on disk. A client that goes away stops the join before its
+/// next segment, and the file is removed in every case.
+struct ClipRoutes: Sendable {
+    let api: ApiRoutes
+    static let folder = ".web-clips"
+    static let chunkSize = 65_536
+
+    func add(to router: Router<WebRequestContext>) {
+        router.get("/api/v1/cameras/:name/clip.mp4") { request, context in
+            let name = try await api.camera(context)
+            let range = try api.time.range(request)
+            return try await clip(name, range)
+        }
+    }
+
+    /// Clips left behind by a crash; removed when the server starts.
+    static func removeLeftovers(root: String) {
+        try? FileManager.default.removeItem(atPath: root + "/" + folder)
+    }
+
+    private func clip(_ camera: String, _ range: (from: Int64, to: Int64)) async throws -> Response {
+        let index = api.recorder.index, root = api.recorder.root
+        let segments = await ApiRoutes.io.run {
+            ((try? index.entries(camera: camera, kind: .segment, from: range.from, to: range.to, states: ApiRoutes.servedStates)) ?? [])
+        }
+        guard !segments.isEmpty else {
+            throw APIError(.notFound, "camera \(camera) recorded nothing between \(api.time.string(range.from)) and \(api.time.string(range.to))")
+        }
+        let container = SegmentJoiner.container(of: segments)
+        let fileExtension = container.fileExtension
+        let folder = root + "/" + Self.folder
+        try await ApiRoutes.io.run { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
+        let output = folder + "/" + UUID().uuidString + "." + fileExtension
+        let name = "\(camera)-\(Self.stamp(range.from))-\(Self.stamp(range.to)).\(fileExtension)"
+        let join = ClipJoin(segments: segments, root: root, range: range, output: output)
+        let body = ResponseBody { writer in
+            join.start()
+            defer { join.cancelAndRemove() }
+            try await join.stream(into: &writer)
+            try await writer.finish(nil)
+        }
+        return Response(
+            status: .ok,
+            headers: [
+                .contentType: container == .matroska ? "video/x-matroska" : "video/mp4",
+                .contentDisposition: "attachment; filename=\"\(name)\"", .cacheControl: "no-store",
+            ],
+            body: body)
+    }
+
+    /// 20261123T101500: a file name's time, in UTC.
+    static func stamp(_ nanos: Int64) -> String {
+        Date(timeIntervalSince1970: Double(nanos) / 1e9).formatted(
+            Date.VerbatimFormatStyle(
+                format: "\(year: .defaultDigits)\(month: .twoDigits)\(day: .twoDigits)T\(hour: .twoDigits(clock: .twentyFourHour, hourCycle: .zeroBased))\(minute: .twoDigits)\(second: .twoDigits)Z",
+                timeZone: TimeZone(identifier: "UTC")!, calendar: Calendar(identifier: .gregorian)))
+    }
+}
+
+/// One clip being joined on its own thread while its file is read for the response.
+final class ClipJoin: Sendable {
+    let segments: [RecordingIndex.Entry]
+    let root: String
+    let range: (from: Int64, to: Int64)
+    let output: String
+    private let io = BlockingIO("vigil.clip")
+    /// Reading the growing file: a thread apart from the join's, which may be busy for a while.
+    private let reader = BlockingIO("vigil.clip-read")
+    private let cancelled = Atomic<Bool>(false)
+    /// Set when the join has ended, with its error if it failed.
+    private let outcome = Mutex<Result<Void, any Error>?>(nil)
+
+    init(segments: [RecordingIndex.Entry], root: String, range: (from: Int64, to: Int64), output: String) {
+        self.segments = segments
+        self.root = root
+        self.range = range
+        self.output = output
+    }
+
+    var partial: String { output + StorageLayout.partialSuffix }
+
+    /// How the join ended; nil while it runs.
+    var ended: Result<Void, any Error>? { outcome.withLock { $0 } }
+
+    func start() {
+        io.enqueue { [self] in
+            let result = Result<Void, any Error> {
+                _ = try SegmentJoiner.export(segments, root: root, from: range.from, to: range.to, output: output, exact: false) { _ in
+                    if cancelled.load(ordering: .relaxed) { throw CancellationError() }
+                }
+            }
+            outcome.withLock { $0 = result }
+        }
+    }
+
+    /// Stops the join at its next segment and removes what it wrote, now or once it stops.
+    func cancelAndRemove() {
+        cancelled.store(true, ordering: .relaxed)
+        io.enqueue { [output] in unlink(output) }
+    }
+
+    /// Sends the file as it grows until the join has ended and all of it is sent.
+    func stream(into writer: inout any ResponseBodyWriter) async throws {
+        // The join creates the file when it opens its first segment (or fails before).
+        var fd: Int32 = -1
+        while fd < 0 {
+            let ended = ended
+            fd = await reader.run { [partial, output] in
+                let fd = open(partial, O_RDONLY | O_CLOEXEC)
+                return fd >= 0 ? fd : open(output, O_RDONLY | O_CLOEXEC)
+            }
+            if fd >= 0 { break }
+            if case .failure(let error)? = ended { throw error }
+            if ended != nil { throw APIError(.internalServerError, "the clip was not written") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let file = FileDescriptorBox(fd)
+        defer { file.close() }
+        while true {
+            // Whether the join had ended before this read: then an empty read is the end.
+            let ended = ended
+            let chunk = await reader.run { file.read(ClipRoutes.chunkSize) }
+            if let chunk, !chunk.isEmpty {
+                try await writer.write(ByteBuffer(bytes: chunk))
+                continue
+            }
+            switch ended {
+            case .success?: return
+            case .failure(let error)?: throw error
+            case nil: try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+    }
+}
+
+/// A file descriptor read from the reader thread only.
+final class FileDescriptorBox: @unchecked Sendable {
+    private let fd: Int32
+    init(_ fd: Int32) { self.fd = fd }
+
+    /// Up to `count` bytes from where the last read ended; empty at the end, nil on an error.
+    func read(_ count: Int) -> [UInt8]? {
+        var bytes = [UInt8](repeating: 0, count: count)
+        let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, count) }
+        guard n >= 0 else { return nil }
+        bytes.removeLast(count - n)
+        return bytes
+    }
+
+    func close() { Glibc.close(fd) }
+}

@@ -1,0 +1,154 @@
+import Foundation
+import Glibc
+import Hummingbird
+import Recorder
+
+/// Files by index id: `GET /api/v1/recordings/{id}/file` (segments, daily timelapse videos) and
+/// `GET /api/v1/stills/{id}` (timelapse stills, snapshots). A URL never holds a path: the id is
+/// looked up in the index, and the file it names is served only if its real path (links
+/// resolved) is under the storage root. Single byte ranges, ETag, Last-Modified and
+/// If-None-Match are honoured, so a browser's `<video>` can seek and cache.
+struct FileRoutes: Sendable {
+    let recorder: RecorderService.Opened
+    /// Reads the file in chunks on NIO's thread pool, never on the cooperative pool.
+    private let fileIO = FileIO()
+
+    init(recorder: RecorderService.Opened) { self.recorder = recorder }
+
+    func add(to router: Router<WebRequestContext>) {
+        router.get("/api/v1/recordings/:id/file") { request, context in
+            try await serve(request, context, kinds: [.segment, .timelapse], what: "recording")
+        }
+        router.get("/api/v1/stills/:id") { request, context in
+            try await serve(request, context, kinds: [.still, .snapshot], what: "still")
+        }
+    }
+
+    /// A file found by id, where it really is on disk, and what a cache needs to know of it.
+    struct Found: Sendable {
+        let path: String
+        let size: Int
+        let modified: Date
+        let contentType: String
+        let etag: String
+    }
+
+    private func serve(_ request: Request, _ context: WebRequestContext, kinds: [RecordingIndex.Kind], what: String) async throws -> Response {
+        guard let text = context.parameters.get("id"), let id = Int64(text), id > 0 else {
+            throw APIError(.notFound, "no \(what) with id \(context.parameters.get("id") ?? "")")
+        }
+        let found = try await find(id: id, kinds: kinds, what: what)
+        var headers: HTTPFields = [
+            .eTag: found.etag, .lastModified: Self.httpDate(found.modified), .acceptRanges: "bytes",
+            .contentType: found.contentType, .cacheControl: "private, max-age=0, must-revalidate",
+        ]
+        if let tags = request.headers[.ifNoneMatch], Self.matches(tags, found.etag) {
+            return Response(status: .notModified, headers: headers)
+        }
+        guard found.size > 0 else {
+            headers[.contentLength] = "0"
+            return Response(status: .ok, headers: headers)
+        }
+        switch ByteRange.parse(request.headers[.range], size: found.size) {
+        case .whole:
+            headers[.contentLength] = String(found.size)
+            let body = try await fileIO.loadFile(path: found.path, range: 0...(found.size - 1), context: context)
+            return Response(status: .ok, headers: headers, body: body)
+        case .part(let range):
+            headers[.contentLength] = String(range.count)
+            headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(found.size)"
+            let body = try await fileIO.loadFile(path: found.path, range: range, context: context)
+            return Response(status: .partialContent, headers: headers, body: body)
+        case .unsatisfiable:
+            return Response(
+                status: .rangeNotSatisfiable, headers: [.contentRange: "bytes */\(found.size)", .contentType: "application/json; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(string: #"{"error":"the range is outside the file"}"#)))
+        }
+    }
+
+    /// The index entry `id` of one of `kinds`, resolved under the storage root; 404 otherwise
+    /// (also for a row or a link that points outside the root: nothing out there is served).
+    func find(id: Int64, kinds: [RecordingIndex.Kind], what: String) async throws(APIError) -> Found {
+        let index = recorder.index, root = recorder.root
+        let result: Result<Found, APIError> = await ApiRoutes.io.run {
+            guard let entry = try? index.entry(id: id), kinds.contains(entry.kind),
+                  [.complete, .recovered, .interrupted].contains(entry.state) else {
+                return .failure(APIError(.notFound, "no \(what) with id \(id)"))
+            }
+            guard let path = Self.resolve(entry.path, under: root) else {
+                return .failure(APIError(.notFound, "\(what) \(id) is not a file under the storage root"))
+            }
+            var info = stat()
+            guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+                return .failure(APIError(.notFound, "the file of \(what) \(id) is gone"))
+            }
+            let modifiedNanos = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+            return .success(Found(
+                path: path, size: Int(info.st_size), modified: Date(timeIntervalSince1970: TimeInterval(info.st_mtim.tv_sec)),
+                contentType: Self.contentType(path),
+                etag: "\"\(String(id, radix: 16))-\(String(info.st_size, radix: 16))-\(String(modifiedNanos, radix: 16))\""))
+        }
+        return try result.get()
+    }
+
+    /// `relative` under `root`, with every link resolved; nil when that lands outside the root.
+    static func resolve(_ relative: String, under root: String) -> String? {
+        guard let realRoot = realPath(root), let real = realPath(root + "/" + relative) else { return nil }
+        return real.hasPrefix(realRoot == "/" ? "/" : realRoot + "/") ? real : nil
+    }
+
+    private static func realPath(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
+    static func contentType(_ path: String) -> String {
+        switch (path as NSString).pathExtension.lowercased() {
+        case "mp4": return "video/mp4"
+        case "mkv": return "video/x-matroska"
+        case "jpg", "jpeg": return "image/jpeg"
+        default: return "application/octet-stream"
+        }
+    }
+
+    /// If-None-Match: a list of tags (weak ones compare by their opaque part), or "*".
+    static func matches(_ header: String, _ etag: String) -> Bool {
+        header.split(separator: ",").contains { tag in
+            let t = tag.trimmingCharacters(in: .whitespaces)
+            return t == "*" || t == etag || t == "W/" + etag
+        }
+    }
+
+    static func httpDate(_ date: Date) -> String {
+        date.formatted(Date.VerbatimFormatStyle(
+            format: "\(weekday: .abbreviated), \(day: .twoDigits) \(month: .abbreviated) \(year: .defaultDigits) \(hour: .twoDigits(clock: .twentyFourHour, hourCycle: .zeroBased)):\(minute: .twoDigits):\(second: .twoDigits) GMT",
+            locale: Locale(identifier: "en_US_POSIX"), timeZone: TimeZone(identifier: "GMT")!, calendar: Calendar(identifier: .gregorian)))
+    }
+}
+
+/// A `Range: bytes=…` header against a file of `size` bytes (RFC 9110). One range only: a
+/// request for several gets the whole file, which the RFC allows.
+enum ByteRange: Equatable {
+    case whole
+    case part(ClosedRange<Int>)
+    case unsatisfiable
+
+    static func parse(_ header: String?, size: Int) -> ByteRange {
+        guard let header, header.hasPrefix("bytes="), !header.contains(",") else { return .whole }
+        let spec = header.dropFirst("bytes=".count).trimmingCharacters(in: .whitespaces)
+        let parts = spec.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2 else { return .whole }
+        switch (Int(parts[0]), Int(parts[1])) {
+        case (let first?, let last?) where first <= last:
+            return first < size ? .part(first...min(last, size - 1)) : .unsatisfiable
+        case (let first?, nil) where parts[1].isEmpty:
+            return first < size ? .part(first...(size - 1)) : .unsatisfiable
+        case (nil, let suffix?) where parts[0].isEmpty:
+            return suffix > 0 ? .part(max(0, size - suffix)...(size - 1)) : .unsatisfiable
+        default:
+            // Not a valid range: ignored, as the RFC says.
+            return .whole
+        }
+    }
+}

@@ -1,0 +1,161 @@
+import Capture
+import Foundation
+import Hummingbird
+import Metrics
+import Prometheus
+import Recorder
+import ServiceLifecycle
+import Synchronization
+
+/// The recorder's figures for Prometheus (`GET /metrics`), through swift-metrics: counters fed
+/// from the recorder's events as they happen, gauges read from the supervisor's status when
+/// scraped. The `vigil` executable bootstraps the metrics system with a Prometheus factory and
+/// hands its registry here; without one, `/metrics` is not served.
+///
+/// | metric | from |
+/// |---|---|
+/// | `vigil_frames_captured_total{camera}` | status (frames), at each scrape |
+/// | `vigil_frames_dropped_total{camera,reason}` | `frames_dropped` events; reason: the output that fell behind |
+/// | `vigil_frames_encoded_total{camera}` | frames of each finalized segment |
+/// | `vigil_segments_total{camera}`, `vigil_segment_bytes_total{camera}` | finalized segments |
+/// | `vigil_camera_up{camera}` | 1 while recording |
+/// | `vigil_camera_reconnects_total{camera,reason}` | `camera_lost` events: unplugged, stalled, interrupted |
+/// | `vigil_last_frame_age_seconds{camera}` | status |
+/// | `vigil_storage_free_bytes` | the storage root's file system |
+/// | `vigil_live_clients` | `LiveClients` (live view counts its viewers) |
+/// | `vigil_http_requests_total{code}` | every answered request |
+final class RecorderMetrics: Service, Sendable {
+    let registry: PrometheusCollectorRegistry
+    private let recorder: RecorderService.Opened
+    private let stream: AsyncStream<RecorderEvent>
+    /// Frames of each camera counted so far (the captured counter only goes up by differences).
+    private let framesCounted = Mutex<[String: Int]>([:])
+
+    /// Subscribes to the recorder's events at once, so the first segment is counted.
+    init(registry: PrometheusCollectorRegistry, recorder: RecorderService.Opened) {
+        self.registry = registry
+        self.recorder = recorder
+        stream = recorder.events.stream()
+    }
+
+    func run() async {
+        for await event in stream.cancelOnGracefulShutdown() { count(event) }
+    }
+
+    func count(_ event: RecorderEvent) {
+        switch event {
+        case .segmentFinalized(let camera, let info):
+            Counter(label: "vigil_segments_total", dimensions: [("camera", camera)]).increment()
+            Counter(label: "vigil_segment_bytes_total", dimensions: [("camera", camera)]).increment(by: info.byteCount)
+            Counter(label: "vigil_frames_encoded_total", dimensions: [("camera", camera)]).increment(by: info.frameCount)
+        case .framesDropped(let camera, let output, let n):
+            Counter(label: "vigil_frames_dropped_total", dimensions: [("camera", camera), ("reason", output)]).increment(by: n)
+        case .cameraLost(let camera, let reason):
+            Counter(label: "vigil_camera_reconnects_total", dimensions: [("camera", camera), ("reason", Self.category(reason))]).increment()
+        default: break
+        }
+    }
+
+    /// A lost camera's reason as a label with few values (the text holds node names and numbers).
+    static func category(_ reason: String) -> String {
+        if reason.contains("unplugged") { return "unplugged" }
+        if reason.contains("no frame for") { return "stalled" }
+        return "interrupted"
+    }
+
+    /// Brings the gauges and the captured-frames counter up to date, then writes every metric.
+    func scrape() async -> [UInt8] {
+        let now = SystemClocks.monotonicNanos()
+        for s in await recorder.supervisor.status() {
+            let camera = [("camera", s.cameraID)]
+            Gauge(label: "vigil_camera_up", dimensions: camera).record(s.state == .recording ? 1 : 0)
+            if let last = s.lastFrameMonotonicNanos {
+                Gauge(label: "vigil_last_frame_age_seconds", dimensions: camera).record(Double(max(0, now - last)) / 1e9)
+            }
+            let added = framesCounted.withLock { counted -> Int in
+                // A camera removed and added again starts from 0.
+                let before = counted[s.cameraID].map { $0 <= s.frames ? $0 : 0 } ?? 0
+                counted[s.cameraID] = s.frames
+                return s.frames - before
+            }
+            Counter(label: "vigil_frames_captured_total", dimensions: camera).increment(by: added)
+        }
+        let root = recorder.root
+        if let free = await ApiRoutes.io.run({ Self.freeBytes(root) }) {
+            Gauge(label: "vigil_storage_free_bytes").record(free)
+        }
+        var buffer: [UInt8] = []
+        registry.emit(into: &buffer)
+        return buffer
+    }
+
+    private static func freeBytes(_ path: String) -> Int64? {
+        var info = statvfs()
+        guard statvfs(path, &info) == 0 else { return nil }
+        return Int64(info.f_bavail) * Int64(info.f_frsize)
+    }
+
+    func add(to router: Router<WebRequestContext>) {
+        router.get("/metrics") { _, _ in
+            let text = await self.scrape()
+            return Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
+                body: .init(byteBuffer: ByteBuffer(bytes: text)))
+        }
+    }
+}
+
+/// Counts answered requests by status code (`vigil_http_requests_total{code}`), errors included.
+struct RequestCountingMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            let response = try await next(request, context)
+            Self.count(response.status)
+            return response
+        } catch let error as any HTTPResponseError {
+            Self.count(error.status)
+            throw error
+        } catch {
+            Self.count(.internalServerError)
+            throw error
+        }
+    }
+
+    private static func count(_ status: HTTPResponse.Status) {
+        Counter(label: "vigil_http_requests_total", dimensions: [("code", String(status.code))]).increment()
+    }
+}
+
+/// How many live viewers are connected (`vigil_live_clients`): live view calls `opened()` when a
+/// viewer starts and `closed()` when it leaves; `count` is also what the live-client cap reads.
+public final class LiveClients: Sendable {
+    private let current = Atomic<Int>(0)
+    /// `[http] max_live_clients`: one more viewer is refused (503).
+    public let limit: Int
+    /// Shown as 0 from the start, not missing until the first viewer.
+    public init(limit: Int = .max) {
+        self.limit = limit
+        record(0)
+    }
+
+    public var count: Int { current.load(ordering: .relaxed) }
+
+    public func opened() { record(current.add(1, ordering: .relaxed).newValue) }
+    public func closed() { record(current.subtract(1, ordering: .relaxed).newValue) }
+
+    /// Takes a place for a viewer if one is free (then `closed()` gives it back).
+    public func claim() -> Bool {
+        var n = current.load(ordering: .relaxed)
+        while n < limit {
+            let (exchanged, original) = current.compareExchange(expected: n, desired: n + 1, ordering: .relaxed)
+            if exchanged {
+                record(n + 1)
+                return true
+            }
+            n = original
+        }
+        return false
+    }
+
+    private func record(_ value: Int) { Gauge(label: "vigil_live_clients").record(value) }
+}

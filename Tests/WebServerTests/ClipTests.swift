@@ -1,0 +1,66 @@
+import CaptureTesting
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+@testable import Recorder
+import Testing
+@testable import WebServer
+
+@Suite(.timeLimit(.minutes(2))) struct ClipTests {
+    @Test func aClipAcrossThreeSegmentsIsWhatVigilExportWritesAndDecodes() async throws {
+        let recording = try await Recording.start(segments: 4)
+        await recording.stop()
+        defer { recording.remove() }
+        let segments = try recording.keeper.index.entries(kind: .segment, states: [.complete])
+        try #require(segments.count >= 4)
+        // From the middle of the second segment to the middle of the fourth, to the millisecond (as the API writes times).
+        let from = (segments[1].startNanos + segments[1].endNanos) / 2 / 1_000_000 * 1_000_000
+        let to = (segments[3].startNanos + segments[3].endNanos) / 2 / 1_000_000 * 1_000_000
+        let time = APITime(timeZone: .current)
+        let query = "from=\(time.string(from))&to=\(time.string(to))".replacingOccurrences(of: "+", with: "%2B")
+        let expected = recording.dir.path + "/expected.mp4"
+        let summary = try SegmentJoiner.export(segments, root: recording.dir.path, from: from, to: to, output: expected, exact: false) { _ in }
+        #expect(summary.segments == 3)
+        let saved = recording.dir.path + "/clip.mp4"
+        try await recording.server().application().test(.router) { client in
+            try await client.execute(uri: "/api/v1/cameras/synthetic-0/clip.mp4?\(query)", method: .get) { response in
+                #expect(response.status == .ok)
+                #expect(response.headers[.contentType] == "video/mp4")
+                #expect(response.headers[.contentDisposition] == "attachment; filename=\"synthetic-0-\(ClipRoutes.stamp(from))-\(ClipRoutes.stamp(to)).mp4\"")
+                try Data(response.body.readableBytesView).write(to: URL(fileURLWithPath: saved))
+            }
+            try await client.execute(uri: "/api/v1/cameras/synthetic-0/clip.mp4?from=2020-01-01&to=2020-01-02", method: .get) { response in
+                #expect(response.status == .notFound)
+                #expect(response.errorMessage?.contains("recorded nothing") == true)
+            }
+        }
+        #expect(RecordingInspector.ffprobeProblem(saved) == nil)
+        let decoded = try RecordingInspector.decode(saved)
+        #expect(decoded.startsWithKeyframe)
+        #expect(decoded.sequences.count == summary.frames)
+        // The same bytes as `vigil export` of that range: the same join, sent as it was written.
+        #expect(try Data(contentsOf: URL(fileURLWithPath: saved)) == Data(contentsOf: URL(fileURLWithPath: expected)))
+        let left = (try? FileManager.default.contentsOfDirectory(atPath: recording.dir.path + "/" + ClipRoutes.folder)) ?? []
+        #expect(left.isEmpty, "the clip's file is removed: \(left)")
+    }
+
+    @Test func aCancelledJoinStopsAndLeavesNothing() async throws {
+        let recording = try await Recording.start(segments: 2)
+        await recording.stop()
+        defer { recording.remove() }
+        let segments = try recording.keeper.index.entries(kind: .segment, states: [.complete])
+        let folder = recording.dir.path + "/" + ClipRoutes.folder
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let join = ClipJoin(segments: segments, root: recording.dir.path, range: (0, Int64.max), output: folder + "/cancelled.mp4")
+        // The client went away before the first segment was joined.
+        join.cancelAndRemove()
+        join.start()
+        while join.ended == nil { try await Task.sleep(for: .milliseconds(20)) }
+        guard case .failure(let error)? = join.ended else {
+            Issue.record("the join ran to its end")
+            return
+        }
+        #expect(error is CancellationError)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder).isEmpty)
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Recorder
+import Testing
+@testable import WebServer
+
+@Suite(.timeLimit(.minutes(2))) struct MetricsTests {
+    /// The value of one sample line (`NAME{LABELS} VALUE`) of a Prometheus text page.
+    private func value(_ page: String, _ sample: String) -> Double? {
+        page.split(separator: "\n").first { $0.hasPrefix(sample + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") }
+    }
+
+    @Test func metricsCountSegmentsFramesRequestsAndReadTheGauges() async throws {
+        let recording = try await Recording.start(segments: 0)
+        defer { recording.remove() }
+        let server = recording.server(metrics: metricsRegistry)
+        await recording.waitForSegments(2)
+        try await server.application().test(.router) { client in
+            try await client.execute(uri: "/api/v1/cameras", method: .get) { #expect($0.status == .ok) }
+            try await client.execute(uri: "/api/v1/nothing", method: .get) { #expect($0.status == .notFound) }
+            var page = ""
+            // The counters take the events from a stream: scrape until both segments are counted.
+            while true {
+                page = try await client.execute(uri: "/metrics", method: .get) { response in
+                    #expect(response.status == .ok)
+                    #expect(response.headers[.contentType]?.hasPrefix("text/plain; version=0.0.4") == true)
+                    return String(buffer: response.body)
+                }
+                if (value(page, #"vigil_segments_total{camera="synthetic-0"}"#) ?? 0) >= 2 { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            let camera = #"{camera="synthetic-0"}"#
+            #expect((value(page, "vigil_segment_bytes_total" + camera) ?? 0) > 1000, "\(page)")
+            let encoded = try #require(value(page, "vigil_frames_encoded_total" + camera))
+            #expect(encoded >= 15, "two segments of about a second at 15 fps")
+            // Every frame in a segment was captured first (and the open segment's frames too).
+            #expect((value(page, "vigil_frames_captured_total" + camera) ?? 0) > encoded)
+            #expect(value(page, "vigil_camera_up" + camera) == 1)
+            let age = try #require(value(page, "vigil_last_frame_age_seconds" + camera))
+            #expect(age >= 0 && age < 10)
+            #expect((value(page, "vigil_storage_free_bytes") ?? 0) > 0)
+            #expect((value(page, #"vigil_http_requests_total{code="200"}"#) ?? 0) >= 1)
+            #expect((value(page, #"vigil_http_requests_total{code="404"}"#) ?? 0) >= 1)
+            #expect(page.contains("# TYPE vigil_segments_total counter"))
+        }
+        server.liveClients.opened()
+        server.liveClients.opened()
+        server.liveClients.closed()
+        #expect(server.liveClients.count == 1)
+        #expect(value(metricsRegistry.emitToString(), "vigil_live_clients") == 1)
+        server.liveClients.closed()
+        await recording.stop()
+    }
+
+    @Test func lostCamerasAreCountedByAFewReasons() {
+        #expect(RecorderMetrics.category("/dev/video0 was unplugged") == "unplugged")
+        #expect(RecorderMetrics.category("no frame for 10 s (camera wedged or stream stalled)") == "stalled")
+        #expect(RecorderMetrics.category("stream ended: EOF") == "interrupted")
+    }
+}
