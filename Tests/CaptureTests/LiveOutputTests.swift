@@ -160,6 +160,33 @@ import Testing
         _ = expectContiguous(try files.map { try RecordingInspector.decode($0) })
     }
 
+    /// An H.264 network camera: nothing is encoded. The snapshot decodes the run since the last
+    /// keyframe; the fMP4 viewer gets the camera's own packets from a keyframe; MJPEG is refused.
+    @Test func h264CameraIsWatchedWithoutAnEncoder() async throws {
+        let server = try LoopbackCameraServer.rtsp()
+        defer { server.stop() }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let live = LiveOutput()
+        let device = NetworkCamera.device(id: "porch", url: server.url())
+        let (session, log) = try startSession(device: device, format: .preset(.high), fps: 15, outputs: [(live, .init())])
+        #expect(await waitUntil(seconds: 30) { live.mp4.isH264 == true })
+        #expect(live.mjpegViewer() == nil)
+        let viewer = try #require(live.mp4Viewer())
+        var stream = Data()
+        for _ in 0..<20 {
+            guard case .data(let bytes) = await viewer.next() else { Issue.record("viewer ended"); break }
+            stream.append(bytes)
+        }
+        viewer.close()
+        let shot = try await live.snapshot()
+        await stopAndDrain(session, log)
+        let decoded = try decode(stream, in: dir, name: "live.mp4")
+        #expect(decoded.codec == "h264" && decoded.startsWithKeyframe && decoded.sequences.count >= 19)
+        let still = try decode(shot.data, in: dir, name: "shot.jpg")
+        #expect(still.width == 160 && still.height == 120 && still.sequences.count == 1)
+    }
+
     @Test func viewersEndWhenTheCameraStops() async throws {
         let live = LiveOutput()
         let (session, log) = try startSession(
