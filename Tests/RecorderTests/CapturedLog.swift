@@ -38,8 +38,8 @@ final class CapturedLog: Sendable {
             set { metadata[key] = newValue }
         }
 
-        func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String, function: String, line: UInt) {
-            log.append(Line(label: label, level: level, message: message.description))
+        func log(event: LogEvent) {
+            log.append(Line(label: label, level: event.level, message: event.message.description))
         }
     }
 }

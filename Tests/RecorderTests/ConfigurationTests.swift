@@ -173,6 +173,18 @@ let exampleFile = URL(fileURLWithPath: #filePath).deletingLastPathComponent().de
         #expect(found[0].description.hasPrefix("vigil.toml:2: error: "))
     }
 
+    /// A file without cameras would record nothing; saved half-written, a reload would stop every
+    /// camera. It is refused, with what to add.
+    @Test func aFileThatNamesNoCameraIsAnError() {
+        let found = errors("""
+            [storage]
+            root = "/srv/vigil"
+            """)
+        #expect(found.count == 1 && found.first?.message == "the file names no camera: nothing would be recorded", "\(found)")
+        #expect(found.first?.fix.contains("[cameras.NAME]") == true)
+        #expect(errors("").count == 1, "an empty file is refused too")
+    }
+
     @Test func jobsMustNameOneCameraOnce() {
         let found = errors("""
             [cameras.a]

@@ -40,7 +40,7 @@ import Testing
         (Int64(3) << 30, Int64(3) << 29),                   // 3 GiB: 2 GiB would be more than half
     ])
     func theDefaultFreeFloor(diskBytes: Int64, floor: Int64) throws {
-        let c = try ConfigurationLoader.parse(text: "", path: "vigil.toml")
+        let c = try ConfigurationLoader.parse(text: "[cameras.a]\ndevice = \"synthetic-0\"\n", path: "vigil.toml")
         #expect(c.retention.freeFloor(totalBytes: diskBytes) == floor)
     }
 }

@@ -30,7 +30,7 @@ import Testing
         }
         #expect(error?.diagnostics.map { $0.line } == [3])
         #expect(error?.diagnostics.first?.fix.contains("\"0640\"") == true)
-        let good = try ConfigurationLoader.parse(text: "[storage]\nroot = \"/srv\"\nfile_mode = \"0600\"\n", path: "vigil.toml")
+        let good = try ConfigurationLoader.parse(text: "[storage]\nroot = \"/srv\"\nfile_mode = \"0600\"\n[cameras.a]\ndevice = \"synthetic-0\"\n", path: "vigil.toml")
         #expect(good.fileMode == FileMode(octal: "0600"))
     }
 }

@@ -73,4 +73,34 @@ private func contents(_ path: String) -> String { (try? String(contentsOfFile: p
         }
         for d in before + after { #expect(d.sequences.allSatisfy { $0 != nil }, "\(d.path)") }
     }
+
+    /// A synthetic camera the file did not name at start (`synthetic-2`, beyond those made
+    /// then) is made and recorded when the file is saved naming it.
+    @Test func aSyntheticCameraNamedOnlyAfterStartIsRecorded() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let root = dir.path + "/data"
+        let file = dir.path + "/vigil.toml"
+        let first = configuration(root: root, aSegmentSeconds: 1, withB: false)
+        try first.write(toFile: file, atomically: true, encoding: .utf8)
+        let process = try VigilBinary.start(["run", "--config", file, "--log-level", "notice"], in: dir.path)
+        defer { if process.isRunning { process.terminate() } }
+        #expect(await waitUntil(seconds: 30) { !RecordingInspector.files(under: root + "/a/video", endingWith: ".mp4").isEmpty })
+        try (first + """
+
+            \(syntheticCamera("c", device: 2))
+            [[record]]
+            camera = "c"
+            segment_seconds = 1
+
+            """).write(toFile: file, atomically: true, encoding: .utf8)
+        #expect(await waitUntil(seconds: 30) { RecordingInspector.files(under: root + "/c/video", endingWith: ".mp4").count >= 2 },
+                "\(contents(dir.path + "/stdout.txt"))\(contents(dir.path + "/stderr.txt"))")
+        kill(process.processIdentifier, SIGTERM)
+        #expect(await waitForExit(process, seconds: 30))
+        #expect(process.terminationStatus == 0)
+        for path in RecordingInspector.files(under: root + "/c", endingWith: ".mp4") {
+            #expect(RecordingInspector.ffprobeProblem(path) == nil, "\(path)")
+        }
+    }
 }

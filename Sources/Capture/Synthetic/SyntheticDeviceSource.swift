@@ -1,22 +1,38 @@
 import Synchronization
 
 /// Synthetic cameras as a device source: present unless unplugged through their faults, with a
-/// change event each time one is unplugged or plugged back.
+/// change event each time one is unplugged or plugged back. A reload that names a new
+/// `synthetic-N` grows the set (`grow(to:)`); cameras are never taken away.
 public final class SyntheticDeviceSource: DeviceSource {
-    public let cameras: [(device: CaptureDevice, faults: SyntheticFaults)]
+    private let made = Mutex<[(device: CaptureDevice, faults: SyntheticFaults)]>([])
+    private let sizes: [(Int, Int)]
     private let continuations = Mutex<[AsyncStream<DeviceChange>.Continuation]>([])
 
     public init(count: Int, sizes: [(Int, Int)] = SyntheticCamera.standardSizes) {
-        cameras = (0..<count).map { index in
-            let faults = SyntheticFaults()
-            return (SyntheticCamera.device(index: index, sizes: sizes, faults: faults), faults)
-        }
-        for (device, faults) in cameras {
-            let node = device.details.node ?? device.id
-            faults.onPlugChange { [weak self] plugged in
-                self?.broadcast(plugged ? .connected(node: node) : .disconnected(node: node))
+        self.sizes = sizes
+        grow(to: count)
+    }
+
+    /// The cameras made so far, plugged in or not.
+    public var cameras: [(device: CaptureDevice, faults: SyntheticFaults)] { made.withLock { $0 } }
+
+    /// Makes cameras `synthetic-K` up to `count - 1`; each new one is announced as plugged in.
+    public func grow(to count: Int) {
+        let added = made.withLock { cameras -> [CaptureDevice] in
+            var added: [CaptureDevice] = []
+            while cameras.count < count {
+                let faults = SyntheticFaults()
+                let device = SyntheticCamera.device(index: cameras.count, sizes: sizes, faults: faults)
+                let node = device.details.node ?? device.id
+                faults.onPlugChange { [weak self] plugged in
+                    self?.broadcast(plugged ? .connected(node: node) : .disconnected(node: node))
+                }
+                cameras.append((device, faults))
+                added.append(device)
             }
+            return added
         }
+        for device in added { broadcast(.connected(node: device.details.node ?? device.id)) }
     }
 
     public func devices() -> [CaptureDevice] {

@@ -105,6 +105,12 @@ struct ConfigurationDecoder {
                 }
             }
         }
+        // A file that names no camera would record nothing, silently; saved half-written, a reload
+        // would stop every camera. Either is a mistake worth an error.
+        if configuration.cameras.isEmpty && diagnostics.isEmpty {
+            report(1, "the file names no camera: nothing would be recorded",
+                   fix: "add a [cameras.NAME] table with device = \"/dev/video0\" or url = \"rtsp://…\" (see `vigil devices`), or run vigil without --config to record every camera present")
+        }
         let names = configuration.cameras.map(\.name)
 
         // Jobs, each naming its camera.

@@ -23,6 +23,8 @@ actor RecorderControl: Service {
     private let source: any DeviceSource
     /// The configured network cameras, which a reload replaces.
     private let network: NetworkDeviceSource
+    /// The synthetic test cameras, which a reload naming a new `synthetic-N` grows.
+    private let synthetic: SyntheticDeviceSource
     private var supervisor: Supervisor?
     private var storage: StorageKeeper?
     /// What the control plane listens to while it runs.
@@ -31,7 +33,7 @@ actor RecorderControl: Service {
 
     init(
         configuration: Configuration, root: String, configurationPath: String?, rootIsFixed: Bool, events: RecorderEvents,
-        notifier: SystemdNotifier, source: any DeviceSource, network: NetworkDeviceSource
+        notifier: SystemdNotifier, source: any DeviceSource, synthetic: SyntheticDeviceSource, network: NetworkDeviceSource
     ) throws {
         self.configuration = configuration
         self.root = root
@@ -42,6 +44,7 @@ actor RecorderControl: Service {
         self.notifier = notifier
         self.source = source
         self.network = network
+        self.synthetic = synthetic
         hooks.set(try Self.hooks(configuration))
     }
 
@@ -165,8 +168,9 @@ actor RecorderControl: Service {
             logger.warning("the storage root changed to \(new.storageRoot): that takes a restart; still recording into \(root)")
         }
         configuration = new
-        // Before cameras are added or changed: a new or re-addressed network camera is then present.
+        // Before cameras are added or changed: a new or re-addressed camera is then present.
         network.update(cameras: RecorderService.networkCameras(new))
+        synthetic.grow(to: RecorderService.syntheticCount(new))
         new.fileMode.apply()
         storage.update(new.retention)
         hooks.set(try? Self.hooks(new))

@@ -139,9 +139,9 @@ public final class RecorderService: Sendable {
         let io = Self.controlIO
         configuration.fileMode.apply()
         try await io.run { [root] in try StorageCheck.ensureWritable(root) }
-        let synthetic = await io.run { [self] in syntheticSource() }
+        let synthetic = await io.run { [self] in SyntheticDeviceSource(count: syntheticCount()) }
         let network = NetworkDeviceSource(cameras: Self.networkCameras(configuration))
-        let source = MergedDeviceSource([options.deviceSource ?? V4L2DeviceSource()] + (synthetic.map { [$0] } ?? []) + [network])
+        let source = MergedDeviceSource([options.deviceSource ?? V4L2DeviceSource(), synthetic, network])
         // Its subscription lists the device folder (the baseline of "from now on").
         let monitor = await io.run { DeviceMonitorService(source: source) }
         let present = await io.run { source.devices() }
@@ -156,7 +156,7 @@ public final class RecorderService: Sendable {
         let control = try RecorderControl(
             configuration: configuration, root: root, configurationPath: options.configurationPath,
             rootIsFixed: options.dataDirectory != nil, events: events, notifier: options.notifier, source: source,
-            network: network)
+            synthetic: synthetic, network: network)
         let plans = await control.plans(present: present)
         await announce(control, synthetic: synthetic)
 
@@ -191,7 +191,7 @@ public final class RecorderService: Sendable {
             services.append(.init(service: StatusService(supervisor: supervisor, display: display)))
         }
         services.append(.init(service: NotifierService(notifier: options.notifier, readyStatus: { await control.readyStatus })))
-        if options.chaos, let synthetic {
+        if options.chaos, !synthetic.cameras.isEmpty {
             services.append(.init(service: ChaosService(source: synthetic, watchdogSeconds: configuration.watchdogSeconds)))
         }
         let opened = Opened(configuration: configuration, root: root, supervisor: supervisor, index: storage.index, events: events)
@@ -225,21 +225,27 @@ public final class RecorderService: Sendable {
         }
     }
 
-    /// Synthetic test cameras: those the configuration names (`synthetic-N`), or one when the
-    /// built-in default finds no real camera, so a first run records something.
-    private func syntheticSource() -> SyntheticDeviceSource? {
+    /// How many synthetic test cameras a configuration needs: up to the highest `synthetic-N` it
+    /// names (a reload grows the set to that too).
+    static func syntheticCount(_ configuration: Configuration) -> Int {
         let named = configuration.cameras.compactMap { camera -> Int? in
             guard case .id(let id) = camera.match, id.hasPrefix("synthetic-") else { return nil }
             return Int(id.dropFirst("synthetic-".count))
         }
-        if let highest = named.max() { return SyntheticDeviceSource(count: highest + 1) }
-        if configuration.discoversAllCameras && (options.deviceSource ?? V4L2DeviceSource()).devices().isEmpty {
-            return SyntheticDeviceSource(count: 1)
-        }
-        return nil
+        return named.max().map { $0 + 1 } ?? 0
     }
 
-    private func announce(_ control: RecorderControl, synthetic: SyntheticDeviceSource?) async {
+    /// Synthetic cameras at start: those the configuration names, or one when the built-in
+    /// default finds no real camera, so a first run records something.
+    private func syntheticCount() -> Int {
+        let named = Self.syntheticCount(configuration)
+        if named == 0 && configuration.discoversAllCameras && (options.deviceSource ?? V4L2DeviceSource()).devices().isEmpty {
+            return 1
+        }
+        return named
+    }
+
+    private func announce(_ control: RecorderControl, synthetic: SyntheticDeviceSource) async {
         if let introduction = options.introduction {
             introduction.forEach(Console.line)
             return
@@ -248,7 +254,7 @@ public final class RecorderService: Sendable {
             Console.line("Configuration \(path): \(configuration.cameras.count) camera(s). Recording into \(root)")
         } else {
             Console.line("No configuration file: recording every camera continuously in 60 s segments, plus a still every 60 s, into \(root)")
-            if synthetic != nil {
+            if !synthetic.cameras.isEmpty {
                 Console.line("  No camera found: recording the synthetic test camera instead. Plug a camera in, or see `vigil run --help` for a configuration file.")
             }
         }
