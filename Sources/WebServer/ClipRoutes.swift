@@ -10,7 +10,8 @@ import Synchronization
 ///
 /// The join (`SegmentJoiner`) writes a fragmented MP4 (Matroska for MJPEG cameras) into a
 /// hidden folder of the storage root, on a thread of its own; the response reads that file as it
-/// grows and sends it in 64 KiB chunks. Fragmented MP4 is written front to back and never
+/// grows and sends it in 64 KiB chunks (when it has caught up with the join it looks again
+/// every 20 ms: a stream copy runs at disk speed, so that is rare and short). Fragmented MP4 is written front to back and never
 /// rewritten, so what was sent stays valid. Memory stays at one chunk whatever the range; a slow
 /// client only lets the file get ahead on disk. A client that goes away stops the join before its
 /// next segment, and the file is removed in every case.
