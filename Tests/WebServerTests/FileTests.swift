@@ -150,6 +150,10 @@ import Testing
                 #expect(response.status == .badRequest)
                 #expect(response.errorMessage?.contains("from=yesterday-ish") == true)
             }
+            try await client.execute(uri: "/api/v1/cameras/synthetic-0/stills?from=now&to=yesterday", method: .get) { response in
+                #expect(response.status == .badRequest)
+                #expect(response.errorMessage == "from must come before to")
+            }
         }
     }
 
