@@ -80,4 +80,21 @@ private func configuration(root: String, port: Int) -> String {
         #expect(segments.count >= 2)
         for s in segments { #expect(RecordingInspector.ffprobeProblem(s) == nil, "\(s)") }
     }
+
+    @Test func demoListensWhereToldOnLoopbackOnlyOrNowhere() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let common = ["demo", "--output", dir.path + "/rec", "--duration", "1.5", "--size", "160x120", "--fps", "10"]
+        let refused = VigilBinary.run(common + ["--listen", "0.0.0.0:8080"])
+        #expect(refused.status != 0)
+        #expect(refused.errorOutput.contains("--listen: 0.0.0.0:8080 is reachable from other machines"), "\(refused.errorOutput)")
+        let none = VigilBinary.run(common + ["--listen", ""])
+        #expect(none.status == 0, "\(none.errorOutput)")
+        #expect(!none.output.contains("Web page:"))
+        let free = try Listener()
+        free.close()
+        let served = VigilBinary.run(common + ["--listen", "127.0.0.1:\(free.port)"])
+        #expect(served.status == 0, "\(served.errorOutput)")
+        #expect(served.output.contains("Web page: http://127.0.0.1:\(free.port)"), "\(served.output)")
+    }
 }
