@@ -51,7 +51,9 @@ struct ClipRoutes: Sendable {
         let folder = root + "/" + Self.folder
         try await ApiRoutes.io.run { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
         let output = folder + "/" + UUID().uuidString + "." + fileExtension
-        let name = "\(camera)-\(Self.stamp(range.from))-\(Self.stamp(range.to)).\(fileExtension)"
+        // A header value: only characters that need no quoting (device ids may hold ":").
+        let safe = String(camera.map { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") ? $0 : "_" })
+        let name = "\(safe)-\(Self.stamp(range.from))-\(Self.stamp(range.to)).\(fileExtension)"
         let join = ClipJoin(segments: segments, root: root, range: range, output: output)
         let body = ResponseBody { writer in
             join.start()
