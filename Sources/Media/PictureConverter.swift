@@ -14,6 +14,8 @@ public final class PictureConverter {
     private var runStream: StreamDescription?
     private var upright: Picture?
     private var transformed: Picture?
+    /// The camera's own NV12/YUV 4:2:0 bytes, shown as a picture without conversion.
+    private var borrowed: Picture?
 
     public init(range: Range) {
         self.range = range
@@ -22,10 +24,25 @@ public final class PictureConverter {
     private var avFormat: AVPixelFormat { range == .video ? AV_PIX_FMT_YUV420P : AV_PIX_FMT_YUVJ420P }
 
     /// The picture for one frame. Valid until the next call. Corrupt MJPEG throws.
+    ///
+    /// NV12 and YUV 4:2:0 frames that need no turning are not converted at all for video: the
+    /// picture is the frame's own bytes (valid while they are), which x264 takes as they are.
+    /// The picture's `pixelFormat` says which the encoder gets.
     public func picture(
         from bytes: UnsafeRawBufferPointer, format: PixelFormat, width: Int, height: Int,
         rotation: Rotation, mirrored: Bool
     ) throws(MediaError) -> Picture {
+        if range == .video && rotation == .none && !mirrored && (format == .nv12 || format == .yuv420p),
+           let expected = format.frameByteCount(width: width, height: height) {
+            guard bytes.count >= expected else {
+                throw MediaError(operation: "convert", message: "truncated \(format) frame: \(bytes.count) of \(expected) bytes")
+            }
+            if borrowed == nil || borrowed!.width != width || borrowed!.height != height || borrowed!.pixelFormat != format {
+                borrowed = try Picture(borrowing: format.avPixelFormat, width: width, height: height)
+            }
+            borrowed!.show(bytes)
+            return borrowed!
+        }
         let target = try reuse(&upright, width: width, height: height)
         if format == .mjpeg {
             if decoder == nil { decoder = try VideoDecoder(format: .mjpeg) }
@@ -66,11 +83,11 @@ public final class PictureConverter {
     }
 
     /// Whether it holds pictures (between `releaseBuffers` and the next frame it holds none).
-    public var holdsPictures: Bool { decoded != nil || upright != nil || transformed != nil }
+    public var holdsPictures: Bool { decoded != nil || upright != nil || transformed != nil || borrowed != nil }
 
     /// Lets go of the pictures and the decoder until the next frame (an output going idle).
     public func releaseBuffers() {
-        (decoder, decoded, upright, transformed) = (nil, nil, nil, nil)
+        (decoder, decoded, upright, transformed, borrowed) = (nil, nil, nil, nil, nil)
         (runDecoder, runStream) = (nil, nil)
         scaler.reset()
     }

@@ -62,7 +62,11 @@ public final class VideoEncoder {
     /// which the TLB gain is not worth that memory, so the process opts out once.
     private static let hugePagesDeclined: Void = { _ = cffmpeg_disable_transparent_huge_pages() }()
 
-    public init(width: Int, height: Int, framesPerSecond: Double, settings: EncoderSettings) throws(MediaError) {
+    /// `pixelFormat`: what pictures come in as: YUV 4:2:0 (converted) or a camera's own NV12 or
+    /// YUV 4:2:0, which x264 takes without conversion. The video is 4:2:0 either way.
+    public init(
+        width: Int, height: Int, framesPerSecond: Double, settings: EncoderSettings, pixelFormat: PixelFormat = .yuv420p
+    ) throws(MediaError) {
         _ = Self.hugePagesDeclined
         guard let codec = avcodec_find_encoder_by_name("libx264") else {
             throw MediaError(operation: "avcodec_find_encoder_by_name", message: "libx264 is not available in this FFmpeg build (install libavcodec with x264)")
@@ -76,7 +80,7 @@ public final class VideoEncoder {
         parameters = avcodec_parameters_alloc()
         ctx.pointee.width = Int32(width)
         ctx.pointee.height = Int32(height)
-        ctx.pointee.pix_fmt = AV_PIX_FMT_YUV420P
+        ctx.pointee.pix_fmt = pixelFormat == .nv12 ? AV_PIX_FMT_NV12 : AV_PIX_FMT_YUV420P
         ctx.pointee.time_base = VideoEncoder.timeBase.av
         let fpsMilli = Int32(max(1, (framesPerSecond * 1000).rounded()))
         ctx.pointee.framerate = AVRational(num: fpsMilli, den: 1000)

@@ -50,7 +50,8 @@ public struct WebServer: Service {
         do {
             try await application().run()
         } catch {
-            Console.error("vigil: the web server cannot listen on \(settings.listen): \(Self.explain(error)). Recording goes on without the web page; set [http] listen to a free address (or \"\" for none) and restart.\n")
+            // Logged (a journal line under systemd), not printed: it is not the recorder's failure.
+            logger.error("the web server cannot listen on \(settings.listen): \(Self.explain(error)). Recording goes on without the web page; set [http] listen to a free address (or \"\" for none) and restart.")
             try? await gracefulShutdown()
         }
     }

@@ -60,7 +60,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     // Worker-thread state.
     private let converter = PictureConverter(range: .video)
     private var encoder: VideoEncoder?
-    private var encoderKey: (width: Int, height: Int)?
+    private var encoderKey: (width: Int, height: Int, format: PixelFormat)?
     private let packet = Packet()
     private var segment: SegmentFile?
     /// Frames sent to the encoder whose packets have not come out yet: (pts, wall time, first of a new segment).
@@ -271,7 +271,8 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
             from: frame.bytes, format: frame.format, width: frame.width, height: frame.height,
             rotation: connection.rotation, mirrored: connection.isMirrored)
         var startsSegment = startsSegment
-        if encoderKey == nil || encoderKey! != (picture.width, picture.height) {
+        let pictureFormat = picture.pixelFormat ?? .yuv420p
+        if encoderKey == nil || encoderKey! != (picture.width, picture.height, pictureFormat) {
             // A new size needs a new encoder: finish the old one and its segment first.
             if encoder != nil {
                 try encoder!.sendEndOfStream()
@@ -282,9 +283,9 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
             settings.threads = EncoderThreading.threads(configured: encoderSettings.threads)
             encoder = try VideoEncoder(
                 width: picture.width, height: picture.height,
-                framesPerSecond: context?.frameRate ?? 30, settings: settings)
+                framesPerSecond: context?.frameRate ?? 30, settings: settings, pixelFormat: pictureFormat)
             status.threads = settings.threads
-            encoderKey = (picture.width, picture.height)
+            encoderKey = (picture.width, picture.height, pictureFormat)
             liveStream = encoder!.streamDescription()
             startsSegment = true
         }
