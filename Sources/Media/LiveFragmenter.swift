@@ -53,17 +53,18 @@ public final class LiveFragmenter {
         }
     }
 
-    /// Adds a packet (pts in `VideoEncoder.timeBase`, strictly increasing) and calls `body` with
-    /// the previous packet's fragment, if there was one, and whether that fragment starts at a keyframe.
+    /// Adds a packet (`dts` in `VideoEncoder.timeBase`, strictly increasing; shown
+    /// `presentationDelay` after it, above 0 only with B-frames) and calls `body` with the
+    /// previous packet's fragment, if there was one, and whether that fragment starts at a keyframe.
     public func append(
-        _ bytes: UnsafeRawBufferPointer, pts: Int64, keyframe: Bool,
+        _ bytes: UnsafeRawBufferPointer, dts: Int64, presentationDelay: Int64 = 0, keyframe: Bool,
         _ body: (_ fragment: [UInt8], _ keyframe: Bool) -> Void
     ) throws(MediaError) {
         guard let ctx = context else { return }
         if holdsPacket {
             let p = held.packet
             let wasKeyframe = held.isKeyframe
-            p.pointee.duration = max(1, pts - p.pointee.pts)
+            p.pointee.duration = max(1, dts - p.pointee.dts)
             p.pointee.stream_index = 0
             av_packet_rescale_ts(p, sourceTimeBase, stream.pointee.time_base)
             let status = av_write_frame(ctx, p)
@@ -75,7 +76,8 @@ public final class LiveFragmenter {
             avio_flush(ctx.pointee.pb)
             body(sink.take(), wasKeyframe)
         }
-        try held.copy(bytes, pts: pts)
+        try held.copy(bytes, pts: dts)
+        held.packet.pointee.pts = dts + max(0, presentationDelay)
         if keyframe { held.packet.pointee.flags |= AV_PKT_FLAG_KEY }
         holdsPacket = true
     }

@@ -161,9 +161,10 @@ import Testing
     }
 
     /// An H.264 network camera: nothing is encoded. The snapshot decodes the run since the last
-    /// keyframe; the fMP4 viewer gets the camera's own packets from a keyframe; MJPEG is refused.
-    @Test func h264CameraIsWatchedWithoutAnEncoder() async throws {
-        let server = try LoopbackCameraServer.rtsp()
+    /// keyframe; the fMP4 viewer gets the camera's own packets from a keyframe, with their
+    /// presentation times when B-frames reorder them; MJPEG is refused.
+    @Test(arguments: [0, 2]) func h264CameraIsWatchedWithoutAnEncoder(bframes: Int) async throws {
+        let server = try LoopbackCameraServer.rtsp(gop: 15, bframes: bframes)
         defer { server.stop() }
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
@@ -183,6 +184,14 @@ import Testing
         await stopAndDrain(session, log)
         let decoded = try decode(stream, in: dir, name: "live.mp4")
         #expect(decoded.codec == "h264" && decoded.startsWithKeyframe && decoded.sequences.count >= 19)
+        if bframes > 0 {
+            let times = RecordingInspector.run("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "packet=pts,dts", "-of", "csv=p=0", "\(dir.path)/live.mp4"])
+            let reordered = times.output.split(separator: "\n").contains { line in
+                let t = line.split(separator: ",").compactMap { Int($0) }
+                return t.count == 2 && t[0] > t[1]
+            }
+            #expect(reordered, "no fragment shown after its decode time: \(times.output.prefix(300))")
+        }
         let still = try decode(shot.data, in: dir, name: "shot.jpg")
         #expect(still.width == 160 && still.height == 120 && still.sequences.count == 1)
     }

@@ -315,7 +315,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
             }
             try write(packet, pts: pts, wallNanos: info.wallNanos)
             if let feed = live.withLock({ $0 }), let liveStream {
-                feed.append(packet.bytes, pts: pts, keyframe: packet.isKeyframe, stream: liveStream, wallNanos: info.wallNanos)
+                feed.append(packet.bytes, dts: pts, keyframe: packet.isKeyframe, stream: liveStream, wallNanos: info.wallNanos)
             }
         }
     }

@@ -17,7 +17,7 @@ public final class LiveMP4Feed: @unchecked Sendable {
         var stream: StreamDescription?
         /// Packets since the last keyframe, back to back, and where each ends.
         var run: [UInt8] = []
-        var packets: [(end: Int, pts: Int64)] = []
+        var packets: [(end: Int, dts: Int64, delay: Int64)] = []
         /// When the last packet's frame was captured.
         var lastWallNanos: Int64 = 0
         /// False until a keyframe arrives after a start or a lost packet.
@@ -69,9 +69,13 @@ public final class LiveMP4Feed: @unchecked Sendable {
         viewers.remove(viewer)
     }
 
-    /// Adds one packet (`pts` in 1/90000 s, increasing). `follows`: false when a packet was
-    /// lost just before it (the run is broken up to the next keyframe).
-    func append(_ bytes: UnsafeRawBufferPointer, pts: Int64, keyframe: Bool, stream: StreamDescription, follows: Bool = true, wallNanos: Int64) {
+    /// Adds one packet (`dts` in 1/90000 s, increasing; shown `presentationDelay` later, with
+    /// B-frames). `follows`: false when a packet was lost just before it (the run is broken up
+    /// to the next keyframe).
+    func append(
+        _ bytes: UnsafeRawBufferPointer, dts: Int64, presentationDelay: Int64 = 0, keyframe: Bool, stream: StreamDescription,
+        follows: Bool = true, wallNanos: Int64
+    ) {
         var ended: [LiveViewer] = []
         var joined: [(LiveViewer, Data, Data)] = []
         var fragment: (Data, Bool)?
@@ -97,7 +101,7 @@ public final class LiveMP4Feed: @unchecked Sendable {
             }
             guard s.intact else { return }
             s.run.append(contentsOf: bytes)
-            s.packets.append((s.run.count, pts))
+            s.packets.append((s.run.count, dts, presentationDelay))
             s.lastWallNanos = wallNanos
 
             let watched = !s.joining.isEmpty || !viewers.isEmpty
@@ -114,7 +118,7 @@ public final class LiveMP4Feed: @unchecked Sendable {
                     var start = 0
                     for p in s.packets {
                         try s.run.withUnsafeBytes { all in
-                            try fragmenter.append(UnsafeRawBufferPointer(rebasing: all[start..<p.end]), pts: p.pts, keyframe: start == 0) { f, _ in
+                            try fragmenter.append(UnsafeRawBufferPointer(rebasing: all[start..<p.end]), dts: p.dts, presentationDelay: p.delay, keyframe: start == 0) { f, _ in
                                 s.fragmentsSinceKeyframe.append(contentsOf: f)
                             }
                         }
@@ -122,7 +126,7 @@ public final class LiveMP4Feed: @unchecked Sendable {
                     }
                     s.fragmenter = fragmenter
                 } else {
-                    try s.fragmenter!.append(bytes, pts: pts, keyframe: keyframe) { f, isKey in
+                    try s.fragmenter!.append(bytes, dts: dts, presentationDelay: presentationDelay, keyframe: keyframe) { f, isKey in
                         if isKey { s.fragmentsSinceKeyframe.removeAll(keepingCapacity: true) }
                         s.fragmentsSinceKeyframe.append(contentsOf: f)
                         fragment = (Data(f), isKey)

@@ -37,7 +37,7 @@ public final class LiveOutput: CaptureOutput, @unchecked Sendable {
     // Worker thread only.
     private let stills = StillMaker()
     private var originMonotonic: Int64?
-    private var lastPTS: Int64 = .min
+    private var lastDTS: Int64 = .min
     /// Set by the worker while it holds a JPEG encoder, so that one frame comes to let it go.
     private let holdsEncoder = Atomic<Bool>(false)
     /// Snapshots are made here, off Swift's cooperative pool, one at a time.
@@ -141,7 +141,9 @@ public final class LiveOutput: CaptureOutput, @unchecked Sendable {
             guard let stream = frame.stream else { return }
             let follows = lastVideoSequence.map { frame.sequence == $0 &+ 1 } ?? true
             lastVideoSequence = frame.sequence
-            mp4.append(frame.bytes, pts: nextPTS(frame.monotonicNanos), keyframe: frame.isKeyframe, stream: stream, follows: follows, wallNanos: frame.wallNanos)
+            mp4.append(
+                frame.bytes, dts: nextDTS(frame.monotonicNanos), presentationDelay: frame.presentationDelayNanos * 9 / 100_000,
+                keyframe: frame.isKeyframe, stream: stream, follows: follows, wallNanos: frame.wallNanos)
             return
         }
         guard !mjpegViewers.isEmpty else {
@@ -159,13 +161,14 @@ public final class LiveOutput: CaptureOutput, @unchecked Sendable {
         }
     }
 
-    /// Presentation time for the fMP4 feed, from the capture time, strictly increasing.
-    private func nextPTS(_ monotonicNanos: Int64) -> Int64 {
+    /// Decode time for the fMP4 feed, from the capture time (which follows the camera's decode
+    /// order), strictly increasing.
+    private func nextDTS(_ monotonicNanos: Int64) -> Int64 {
         if originMonotonic == nil { originMonotonic = monotonicNanos }
-        var pts = (monotonicNanos - originMonotonic!) * 9 / 100_000
-        if pts <= lastPTS { pts = lastPTS + 1 }
-        lastPTS = pts
-        return pts
+        var dts = (monotonicNanos - originMonotonic!) * 9 / 100_000
+        if dts <= lastDTS { dts = lastDTS + 1 }
+        lastDTS = dts
+        return dts
     }
 
     override func finish() {
@@ -176,7 +179,7 @@ public final class LiveOutput: CaptureOutput, @unchecked Sendable {
         lastVideoSequence = nil
         lastMJPEGQueued = nil
         originMonotonic = nil
-        lastPTS = .min
+        lastDTS = .min
         stills.releaseBuffers()
         holdsEncoder.store(false, ordering: .relaxed)
         // The camera stopped: viewers end (a page reconnects), the run is forgotten.
