@@ -63,7 +63,7 @@ public struct WebServer: Service {
 
     /// The server with every route group. Each concern adds its routes in its own function:
     /// `ApiRoutes` (cameras, recordings, stills), `FileRoutes` (files by id), `ClipRoutes`,
-    /// `MetricsRoutes`; live view (`LiveRoutes`) and the page (`PageRoutes`, `/` and `/static`)
+    /// `RecorderMetrics` (`/metrics`); live view (`LiveRoutes`) and the page (`PageRoutes`, `/` and `/static`)
     /// are added here the same way.
     func application() -> some ApplicationProtocol {
         let router = Router(context: WebRequestContext.self)

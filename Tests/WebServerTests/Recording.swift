@@ -71,6 +71,19 @@ final class Recording: Sendable {
         await keeper.stop()
     }
 
+    /// Runs `body`, then stops the camera whether it threw or not: a failed check must not leave
+    /// a camera recording into a folder that is about to be removed.
+    func stopping<T>(after body: () async throws -> T) async throws -> T {
+        do {
+            let value = try await body()
+            await stop()
+            return value
+        } catch {
+            await stop()
+            throw error
+        }
+    }
+
     func remove() { dir.remove() }
 
     func opened(_ configuration: Configuration = .builtInDefault()) -> RecorderService.Opened {
