@@ -20,6 +20,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
         // The web server (issue 14): only the `WebServer` target, `vigil` and their tests build it.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        // Live view's fMP4 stream (WebSocket upgrade on the same router).
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
@@ -55,6 +57,7 @@ let package = Package(
         .target(name: "WebServer", dependencies: [
             "Recorder", "Capture", "Media",
             .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
@@ -83,6 +86,8 @@ let package = Package(
             "WebServer", "Recorder", "Capture", "CaptureTesting", "Media",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdTesting", package: "hummingbird"),
+            .product(name: "HummingbirdWSTesting", package: "hummingbird-websocket"),
+            .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
         ]),

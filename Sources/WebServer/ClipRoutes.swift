@@ -10,7 +10,8 @@ import Synchronization
 ///
 /// The join (`SegmentJoiner`) writes a fragmented MP4 (Matroska for MJPEG cameras) into a
 /// hidden folder of the storage root, on a thread of its own; the response reads that file as it
-/// grows and sends it in 64 KiB chunks. Fragmented MP4 is written front to back and never
+/// grows and sends it in 64 KiB chunks (when it has caught up with the join it looks again
+/// every 20 ms: a stream copy runs at disk speed, so that is rare and short). Fragmented MP4 is written front to back and never
 /// rewritten, so what was sent stays valid. Memory stays at one chunk whatever the range; a slow
 /// client only lets the file get ahead on disk. A client that goes away stops the join before its
 /// next segment, and the file is removed in every case.
@@ -40,12 +41,19 @@ struct ClipRoutes: Sendable {
         guard !segments.isEmpty else {
             throw APIError(.notFound, "camera \(camera) recorded nothing between \(api.time.string(range.from)) and \(api.time.string(range.to))")
         }
+        // The clip is about as large as its segments. Written where the recordings are, it must
+        // not push the disk under the free-space floor: the sweep would delete recordings for it.
+        let needed = segments.reduce(Int64(0)) { $0 + $1.bytes }
+        let policy = api.recorder.configuration.retention
+        try Self.checkRoom(needed: needed, room: await ApiRoutes.io.run { Self.roomAboveFloor(root, policy) })
         let container = SegmentJoiner.container(of: segments)
         let fileExtension = container.fileExtension
         let folder = root + "/" + Self.folder
         try await ApiRoutes.io.run { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
         let output = folder + "/" + UUID().uuidString + "." + fileExtension
-        let name = "\(camera)-\(Self.stamp(range.from))-\(Self.stamp(range.to)).\(fileExtension)"
+        // A header value: only characters that need no quoting (device ids may hold ":").
+        let safe = String(camera.map { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") ? $0 : "_" })
+        let name = "\(safe)-\(Self.stamp(range.from))-\(Self.stamp(range.to)).\(fileExtension)"
         let join = ClipJoin(segments: segments, root: root, range: range, output: output)
         let body = ResponseBody { writer in
             join.start()
@@ -60,6 +68,23 @@ struct ClipRoutes: Sendable {
                 .contentDisposition: "attachment; filename=\"\(name)\"", .cacheControl: "no-store",
             ],
             body: body)
+    }
+
+    /// 507 when a clip of `needed` bytes does not fit in `room` (nil: unknown, let it try).
+    static func checkRoom(needed: Int64, room: Int64?) throws(APIError) {
+        guard let room, needed > room else { return }
+        throw APIError(
+            .init(code: 507, reasonPhrase: "Insufficient Storage"),
+            "a clip of that range needs about \(needed / 1_048_576) MiB, and the disk under the recordings has \(max(0, room) / 1_048_576) MiB above its free-space floor: pick a shorter range")
+    }
+
+    /// Bytes that can be written under `root` before the retention's free-space floor; nil when
+    /// the file system cannot be asked.
+    static func roomAboveFloor(_ root: String, _ policy: RetentionPolicy) -> Int64? {
+        var info = statvfs()
+        guard statvfs(root, &info) == 0 else { return nil }
+        let size = Int64(info.f_frsize)
+        return Int64(info.f_bavail) * size - policy.freeFloor(totalBytes: Int64(info.f_blocks) * size)
     }
 
     /// 20261123T101500: a file name's time, in UTC.

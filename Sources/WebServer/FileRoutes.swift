@@ -16,11 +16,22 @@ struct FileRoutes: Sendable {
     init(recorder: RecorderService.Opened) { self.recorder = recorder }
 
     func add(to router: Router<WebRequestContext>) {
-        router.get("/api/v1/recordings/:id/file") { request, context in
-            try await serve(request, context, kinds: [.segment, .timelapse], what: "recording")
-        }
-        router.get("/api/v1/stills/:id") { request, context in
-            try await serve(request, context, kinds: [.still, .snapshot], what: "still")
+        let files: [(path: RouterPath, kinds: [RecordingIndex.Kind], what: String)] = [
+            ("/api/v1/recordings/:id/file", [.segment, .timelapse], "recording"), ("/api/v1/stills/:id", [.still, .snapshot], "still"),
+        ]
+        for file in files {
+            router.get(file.path) { request, context in
+                try await serve(request, context, kinds: file.kinds, what: file.what)
+            }
+            // HEAD: the same headers (download tools and caches ask it first), no bytes read.
+            router.head(file.path) { request, context in
+                var response = try await serve(request, context, kinds: file.kinds, what: file.what)
+                // The length a GET would send (an empty body would say 0).
+                response.body = ResponseBody(contentLength: response.headers[.contentLength].flatMap { Int($0) }) { writer in
+                    try await writer.finish(nil)
+                }
+                return response
+            }
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import HummingbirdWebSocket
 import Logging
 import Prometheus
 import Recorder
@@ -7,8 +8,10 @@ import ServiceLifecycle
 
 /// The request context of every route. Its own type, so that live view can make it a
 /// WebSocket context without touching the other routes.
-public struct WebRequestContext: RequestContext {
+public struct WebRequestContext: RequestContext, WebSocketRequestContext {
     public var coreContext: CoreRequestContextStorage
+    /// The WebSocket handler a route chose (live view's fMP4 stream).
+    public let webSocket = WebSocketHandlerReference<Self>()
     public init(source: ApplicationRequestContextSource) { coreContext = .init(source: source) }
 }
 
@@ -23,8 +26,8 @@ public struct WebServer: Service {
     let recorder: RecorderService.Opened
     /// Counters and gauges for `/metrics` (nil: the executable bootstrapped no registry).
     let metrics: RecorderMetrics?
-    /// Live viewers connected now (live view counts them; `vigil_live_clients`).
-    public let liveClients = LiveClients()
+    /// Live viewers connected now, against `max_live_clients` (`vigil_live_clients`).
+    public let liveClients: LiveClients
     private let logger = Logger(label: "vigil.http")
 
     /// `metrics`: the registry the executable bootstrapped swift-metrics with, served at
@@ -33,6 +36,7 @@ public struct WebServer: Service {
         self.settings = settings
         self.recorder = recorder
         self.metrics = metrics.map { RecorderMetrics(registry: $0, recorder: recorder) }
+        liveClients = LiveClients(limit: settings.maxLiveClients)
     }
 
     /// The services to add to the recorder's tree for this configuration: none when `listen` is "".
@@ -47,7 +51,8 @@ public struct WebServer: Service {
             let page = await ApiRoutes.io.run { PageFiles.load() }
             try await application(page: page).run()
         } catch {
-            Console.error("vigil: the web server cannot listen on \(settings.listen): \(Self.explain(error)). Recording goes on without the web page; set [http] listen to a free address (or \"\" for none) and restart.\n")
+            // Logged (a journal line under systemd), not printed: it is not the recorder's failure.
+            logger.error("the web server cannot listen on \(settings.listen): \(Self.explain(error)). Recording goes on without the web page; set [http] listen to a free address (or \"\" for none) and restart.")
             try? await gracefulShutdown()
         }
     }
@@ -59,7 +64,7 @@ public struct WebServer: Service {
 
     /// The server with every route group. Each concern adds its routes in its own function:
     /// `ApiRoutes` (cameras, recordings, stills), `FileRoutes` (files by id), `ClipRoutes`,
-    /// `MetricsRoutes`; live view (`LiveRoutes`) and the page (`PageRoutes`, `/` and `/static`)
+    /// `RecorderMetrics` (`/metrics`); live view (`LiveRoutes`) and the page (`PageRoutes`, `/` and `/static`)
     /// are added here the same way.
     func application(page: PageFiles = .load()) -> some ApplicationProtocol {
         let router = Router(context: WebRequestContext.self)
@@ -75,10 +80,12 @@ public struct WebServer: Service {
         FileRoutes(recorder: recorder).add(to: router)
         ClipRoutes(api: api).add(to: router)
         metrics?.add(to: router)
+        LiveRoutes(feeds: recorder.liveFeeds, clients: liveClients).add(to: router)
         PageRoutes(files: page).add(to: router)
         let address = settings.address ?? (host: "127.0.0.1", port: 8080)
         return Application(
             router: router,
+            server: .http1WebSocketUpgrade(webSocketRouter: router),
             configuration: .init(address: .hostname(address.host, port: address.port), serverName: nil),
             services: metrics.map { [$0] } ?? [],
             onServerRunning: { [settings] channel in

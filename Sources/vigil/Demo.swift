@@ -12,6 +12,8 @@ struct Demo: AsyncParsableCommand {
             time, at a real-time pace. Files go to DIR/CAMERA/video/DAY/ (segments) and
             DIR/CAMERA/stills/DAY/ (JPEG stills), named in UTC. A file being written ends in
             .partial and is renamed when finished. Ctrl-C or SIGTERM finalizes open files and exits 0.
+            The web page and its API are served at http://127.0.0.1:8080 (said at start; a port in
+            use is said and recording goes on).
             """
     )
 
@@ -67,6 +69,9 @@ struct Demo: AsyncParsableCommand {
     @Option(help: "Seconds a hook may run before it is killed.")
     var hookTimeout: Double = 30
 
+    @Option(help: ArgumentHelp("Where the web page is served: a loopback HOST:PORT, or \"\" for none.", valueName: "address"))
+    var listen = HTTPSettings.defaultListen
+
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
@@ -79,6 +84,7 @@ struct Demo: AsyncParsableCommand {
         try checkOption("--watchdog-seconds", watchdogSeconds, in: 1...3600)
         try checkOption("--hook-timeout", hookTimeout, in: 0.001...86_400, " seconds")
         do { _ = try EventHooks(definitions: hooks) } catch { throw ValidationError("\(error)") }
+        if let problem = HTTPSettings.problemWithoutToken(listen: listen) { throw ValidationError("--listen: \(problem)") }
         if chaos && !devices.isEmpty { throw ValidationError("--chaos works on synthetic cameras only: drop --device") }
         if streamCopy && pixelFormat != .mjpeg && devices.isEmpty {
             throw ValidationError("--stream-copy records the camera's MJPEG as is: add --pixel-format mjpeg")
@@ -100,6 +106,7 @@ struct Demo: AsyncParsableCommand {
             demo.watchdogSeconds = watchdogSeconds
             demo.hooks = hooks
             demo.hookTimeoutSeconds = hookTimeout
+            demo.listen = listen
             var options = try demo.recorderOptions()
             options.handlesSignals = true
             options.serveWebPage()

@@ -19,6 +19,11 @@ struct Run: AsyncParsableCommand {
             saves a snapshot from every camera with a snapshot job. SIGINT/SIGTERM finalize every
             open file and exit 0. Under systemd (Type=notify) readiness, reloads, stopping and the
             watchdog are reported through $NOTIFY_SOCKET.
+
+            The web page and its HTTP API (cameras, recordings, clips, stills, /metrics) are served
+            where [http] listen says: http://127.0.0.1:8080 by default, said at start; "" turns
+            the server off; any address but loopback needs token_file. A port in use is said and
+            recording goes on. See README.md for the API and the security model.
             """
     )
 

@@ -16,8 +16,7 @@ import Testing
         http.listen = "0.0.0.0:0"
         http.tokenFile = "/unused"
         http.token = Self.token
-        try await recording.server(http).application().test(.router, body)
-        await recording.stop()
+        try await recording.stopping { try await recording.server(http).application().test(.router, body) }
     }
 
     @Test func withATokenEveryRequestNeedsItAsBearerOrCookie() async throws {

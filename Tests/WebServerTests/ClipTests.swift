@@ -63,4 +63,16 @@ import Testing
         #expect(error is CancellationError)
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder).isEmpty)
     }
+
+    @Test func aClipThatWouldPushTheDiskUnderTheFreeSpaceFloorIsRefused() throws {
+        #expect(throws: Never.self) { try ClipRoutes.checkRoom(needed: 10 << 20, room: 11 << 20) }
+        #expect(throws: Never.self) { try ClipRoutes.checkRoom(needed: 10 << 20, room: nil) }
+        do {
+            try ClipRoutes.checkRoom(needed: 10 << 20, room: -(5 << 20))
+            Issue.record("a clip larger than the room above the floor was let through")
+        } catch {
+            #expect(error.status.code == 507)
+            #expect(error.message.contains("needs about 10 MiB") && error.message.contains("has 0 MiB above its free-space floor"))
+        }
+    }
 }

@@ -5,8 +5,9 @@ import Testing
 
 /// The `[http]` section: safe defaults, and refusing a server others can reach without a token.
 @Suite struct HTTPConfigurationTests {
+    /// `text` (its lines keep their numbers) and one camera after it: a file must name one.
     private func parse(_ text: String) throws -> Configuration {
-        try ConfigurationLoader.parse(text: text, path: "vigil.toml")
+        try ConfigurationLoader.parse(text: text + "\n[cameras.a]\ndevice = \"synthetic-0\"\n", path: "vigil.toml")
     }
 
     private func errors(_ text: String) -> String {

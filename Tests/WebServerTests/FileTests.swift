@@ -95,6 +95,12 @@ import Testing
                 #expect(response.body.readableBytes == 0)
                 #expect(response.headers[.eTag] == etag)
             }
+            try await client.execute(uri: uri, method: .head) { response in
+                #expect(response.status == .ok)
+                #expect(response.headers[.contentLength] == String(bytes.count))
+                #expect(response.headers[.eTag] == etag)
+                #expect(response.body.readableBytes == 0)
+            }
             try await client.execute(uri: uri, method: .get, headers: [.ifNoneMatch: "\"other\""]) { response in
                 #expect(response.status == .ok)
                 #expect(response.body.readableBytes == bytes.count)
@@ -143,6 +149,10 @@ import Testing
             try await client.execute(uri: "/api/v1/cameras/synthetic-0/recordings?from=yesterday-ish", method: .get) { response in
                 #expect(response.status == .badRequest)
                 #expect(response.errorMessage?.contains("from=yesterday-ish") == true)
+            }
+            try await client.execute(uri: "/api/v1/cameras/synthetic-0/stills?from=now&to=yesterday", method: .get) { response in
+                #expect(response.status == .badRequest)
+                #expect(response.errorMessage == "from must come before to")
             }
         }
     }

@@ -15,6 +15,16 @@ import Testing
         let recording = try await Recording.start(segments: 0)
         defer { recording.remove() }
         let server = recording.server(metrics: metricsRegistry)
+        try await recording.stopping { try await scrapeAfterTwoSegments(recording, server) }
+        server.liveClients.opened()
+        server.liveClients.opened()
+        server.liveClients.closed()
+        #expect(server.liveClients.count == 1)
+        #expect(value(metricsRegistry.emitToString(), "vigil_live_clients") == 1)
+        server.liveClients.closed()
+    }
+
+    private func scrapeAfterTwoSegments(_ recording: Recording, _ server: WebServer) async throws {
         await recording.waitForSegments(2)
         try await server.application().test(.router) { client in
             try await client.execute(uri: "/api/v1/cameras", method: .get) { #expect($0.status == .ok) }
@@ -44,13 +54,6 @@ import Testing
             #expect((value(page, #"vigil_http_requests_total{code="404"}"#) ?? 0) >= 1)
             #expect(page.contains("# TYPE vigil_segments_total counter"))
         }
-        server.liveClients.opened()
-        server.liveClients.opened()
-        server.liveClients.closed()
-        #expect(server.liveClients.count == 1)
-        #expect(value(metricsRegistry.emitToString(), "vigil_live_clients") == 1)
-        server.liveClients.closed()
-        await recording.stop()
     }
 
     @Test func lostCamerasAreCountedByAFewReasons() {

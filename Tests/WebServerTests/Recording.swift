@@ -16,11 +16,14 @@ final class Recording: Sendable {
     let keeper: StorageKeeper
     let supervisor: Supervisor
     let events: RecorderEvents
+    /// The camera's live view, as the recorder makes one for every camera.
+    let liveFeeds: LiveFeeds
     private let run: Task<Void, Never>
 
     static let camera = "synthetic-0"
 
-    private init(dir: TemporaryDirectory, keeper: StorageKeeper, supervisor: Supervisor, events: RecorderEvents, run: Task<Void, Never>) {
+    private init(dir: TemporaryDirectory, keeper: StorageKeeper, supervisor: Supervisor, events: RecorderEvents, liveFeeds: LiveFeeds, run: Task<Void, Never>) {
+        self.liveFeeds = liveFeeds
         self.dir = dir
         self.keeper = keeper
         self.supervisor = supervisor
@@ -37,13 +40,17 @@ final class Recording: Sendable {
         keeper.start()
         let movie = try SegmentedMovieOutput(.init(storageRoot: dir.path, segmentSeconds: 1, dropsLateFrames: false))
         let stills = try TimelapseOutput(.init(storageRoot: dir.path, intervalSeconds: 1))
+        let live = LiveOutput()
+        movie.shareEncodedPackets(with: live.mp4)
+        let liveFeeds = LiveFeeds()
+        liveFeeds.replace(with: [camera: live])
         let supervisor = Supervisor(
             plans: [CameraPlan(cameraID: camera, format: .size(width: 160, height: 120, pixelFormat: .yuyv422), frameRate: 15,
-                               outputs: [(movie, .init()), (stills, .init())])],
+                               outputs: [(movie, .init()), (stills, .init()), (live, .init())])],
             source: SyntheticDeviceSource(count: 1), events: events)
         let stream = events.stream()
         let run = Task.detached { await supervisor.run() }
-        let recording = Recording(dir: dir, keeper: keeper, supervisor: supervisor, events: events, run: run)
+        let recording = Recording(dir: dir, keeper: keeper, supervisor: supervisor, events: events, liveFeeds: liveFeeds, run: run)
         var finalized = 0
         for await event in stream {
             if case .segmentFinalized = event { finalized += 1 }
@@ -64,10 +71,23 @@ final class Recording: Sendable {
         await keeper.stop()
     }
 
+    /// Runs `body`, then stops the camera whether it threw or not: a failed check must not leave
+    /// a camera recording into a folder that is about to be removed.
+    func stopping<T>(after body: () async throws -> T) async throws -> T {
+        do {
+            let value = try await body()
+            await stop()
+            return value
+        } catch {
+            await stop()
+            throw error
+        }
+    }
+
     func remove() { dir.remove() }
 
     func opened(_ configuration: Configuration = .builtInDefault()) -> RecorderService.Opened {
-        RecorderService.Opened(configuration: configuration, root: dir.path, supervisor: supervisor, index: keeper.index, events: events)
+        RecorderService.Opened(configuration: configuration, root: dir.path, supervisor: supervisor, index: keeper.index, events: events, liveFeeds: liveFeeds)
     }
 
     /// The server over this recording, with `http` settings (default: loopback, no token).

@@ -10,7 +10,7 @@ import Testing
     @Test func camerasListsTheRecordingCameraWithItsFormatAndOpenSegment() async throws {
         let recording = try await Recording.start(segments: 0)
         defer { recording.remove() }
-        try await recording.server().application().test(.router) { client in
+        try await recording.stopping { try await recording.server().application().test(.router) { client in
             try await client.execute(uri: "/healthz", method: .get) { response in
                 #expect(response.status == .ok)
                 #expect(response.json()["status"] as? String == "ok")
@@ -38,8 +38,7 @@ import Testing
                 #expect(camera["live_mjpeg"] as? String == "/api/v1/cameras/synthetic-0/live.mjpeg")
                 #expect(camera["live_mp4"] as? String == "/api/v1/cameras/synthetic-0/live")
             }
-        }
-        await recording.stop()
+        } }
         let after = try #require(await recording.supervisor.status().first)
         #expect(after.state == .stopped)
     }
@@ -47,13 +46,12 @@ import Testing
     @Test func unknownRoutesAnswer404JSON() async throws {
         let recording = try await Recording.start(segments: 0)
         defer { recording.remove() }
-        try await recording.server().application().test(.router) { client in
+        try await recording.stopping { try await recording.server().application().test(.router) { client in
             try await client.execute(uri: "/api/v1/nothing-here", method: .get) { response in
                 #expect(response.status == .notFound)
                 #expect(response.headers[.contentType]?.hasPrefix("application/json") == true)
                 #expect(response.errorMessage?.isEmpty == false)
             }
-        }
-        await recording.stop()
+        } }
     }
 }

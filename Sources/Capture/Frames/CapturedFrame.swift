@@ -102,6 +102,13 @@ public final class CapturedFrame: @unchecked Sendable {
 
     func setHolders(_ count: Int) { holders.store(count, ordering: .releasing) }
 
+    /// One more holder besides those a delivery counts (an output keeping the latest frame
+    /// from the capture thread, in `accepts`); it calls `release()` when done.
+    func retain() { holders.add(1, ordering: .relaxed) }
+
+    /// Adds the holders of one delivery to the capture thread's own hold (and any `retain()`).
+    func addHolders(_ count: Int) { holders.add(count, ordering: .releasing) }
+
     /// Called by each consumer when it is done with the frame.
     public func release() {
         if holders.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 {

@@ -88,6 +88,10 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     /// Whether the worker has a segment or an encoder open; while it has, frames outside the
     /// schedule still go to the worker, whose first such frame closes them.
     private let isRecording = Atomic<Bool>(false)
+    /// The camera's live view, which reuses this output's H.264 packets (no second encoder).
+    private let live = Mutex<LiveMP4Feed?>(nil)
+    /// The encoder's stream description, made once per encoder for the live feed.
+    private var liveStream: StreamDescription?
 
     public init(_ settings: Settings) throws(CaptureError) {
         guard settings.segmentSeconds >= 1 else {
@@ -104,6 +108,10 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     deinit {
         if case .h264 = settings.encoding { EncoderThreading.h264Outputs.subtract(1, ordering: .relaxed) }
     }
+
+    /// Hands every encoded packet to `feed` too (nil: to none). Stream copy does not use it:
+    /// the live output takes the camera's packets itself.
+    public func shareEncodedPackets(with feed: LiveMP4Feed?) { live.withLock { $0 = feed } }
 
     /// Threads of the H.264 encoder opened last (0 before one was opened).
     public var encoderThreads: Int { status.threads }
@@ -166,6 +174,8 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         }
         encoder = nil
         encoderKey = nil
+        if liveStream != nil { live.withLock { $0 }?.reset() }
+        liveStream = nil
         inFlight.removeAll(keepingCapacity: true)
         closeSegment()
         currentSlot = .min
@@ -278,6 +288,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
                 framesPerSecond: context?.frameRate ?? 30, settings: settings, pixelFormat: pictureFormat)
             status.threads = settings.threads
             encoderKey = (picture.width, picture.height, pictureFormat)
+            liveStream = encoder!.streamDescription()
             startsSegment = true
         }
         let pts = nextPTS(for: frame)
@@ -303,6 +314,9 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
                 try openSegment(stream: encoder!.streamDescription(), startPTS: pts, wallNanos: info.wallNanos)
             }
             try write(packet, pts: pts, wallNanos: info.wallNanos)
+            if let feed = live.withLock({ $0 }), let liveStream {
+                feed.append(packet.bytes, dts: pts, keyframe: packet.isKeyframe, stream: liveStream, wallNanos: info.wallNanos)
+            }
         }
     }
 

@@ -14,16 +14,24 @@ final class StillMaker {
         of frame: CapturedFrame, _ connection: ConnectionSettings, quality: Int,
         _ body: (UnsafeRawBufferPointer, _ width: Int, _ height: Int) throws -> R
     ) throws -> R {
-        if frame.format == .mjpeg && !connection.transforms {
-            guard JPEGCheck.looksComplete(frame.bytes) else {
+        try jpeg(of: frame.bytes, format: frame.format, width: frame.width, height: frame.height, connection, quality: quality, body)
+    }
+
+    /// The same for a frame's bytes copied out of it (live snapshots).
+    func jpeg<R>(
+        of bytes: UnsafeRawBufferPointer, format: PixelFormat, width: Int, height: Int, _ connection: ConnectionSettings,
+        quality: Int, _ body: (UnsafeRawBufferPointer, _ width: Int, _ height: Int) throws -> R
+    ) throws -> R {
+        if format == .mjpeg && !connection.transforms {
+            guard JPEGCheck.looksComplete(bytes) else {
                 throw MediaError(operation: "decode frame", message: "truncated or corrupt MJPEG frame")
             }
             if repair == nil { repair = try JPEGRepair() }
             passthroughCount += 1
-            return try repair!.jpeg(from: frame.bytes) { try body($0, frame.width, frame.height) }
+            return try repair!.jpeg(from: bytes) { try body($0, width, height) }
         }
         let picture = try converter.picture(
-            from: frame.bytes, format: frame.format, width: frame.width, height: frame.height,
+            from: bytes, format: format, width: width, height: height,
             rotation: connection.rotation, mirrored: connection.isMirrored)
         return try encode(picture, quality: quality, body)
     }

@@ -215,8 +215,9 @@ final class CaptureThread: @unchecked Sendable {
         connections.withLock { current in
             for c in current where c.settings.isEnabled && c.output.accepts(frame) { takers.append(c) }
         }
-        // One hold per taker plus the capture thread's own, released at the end.
-        frame.setHolders(takers.count + 1)
+        // One hold per taker besides the capture thread's own (set by the pool, released at the
+        // end) and any taken by an output's `accepts`.
+        frame.addHolders(takers.count)
         for c in takers where !c.output.enqueue(frame, c.settings) { frame.release() }
         takers.removeAll(keepingCapacity: true)
         frame.release()

@@ -37,6 +37,13 @@ public struct HTTPSettings: Sendable, Equatable {
         host == "localhost" || host == "::1" || host.hasPrefix("127.")
     }
 
+    /// What is wrong with `listen` for a server without a token (`vigil demo --listen`); nil: nothing.
+    public static func problemWithoutToken(listen: String) -> String? {
+        if listen.isEmpty { return nil }
+        guard let address = parse(listen) else { return "\"\(listen)\" is not HOST:PORT (e.g. 127.0.0.1:8080, or \"\" for no web server)" }
+        return isLoopback(address.host) ? nil : "\(listen) is reachable from other machines; without a token only loopback is allowed (use a configuration file with token_file)"
+    }
+
     /// The address a person opens ("http://127.0.0.1:8080"); 0.0.0.0 and :: are shown as is.
     public var pageAddress: String { "http://\(listen)" }
 

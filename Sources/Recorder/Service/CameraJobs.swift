@@ -11,6 +11,8 @@ struct CameraJobs {
     let movie: SegmentedMovieOutput?
     let timelapse: TimelapseOutput?
     let photo: PhotoOutput?
+    /// Live view (snapshot, MJPEG, fMP4): every camera has one, carried over across reloads.
+    let live: LiveOutput
     let plan: CameraPlan
 
     /// What every camera's jobs depend on besides their own settings.
@@ -65,6 +67,11 @@ struct CameraJobs {
         } else {
             photo = nil
         }
+        live = previous?.live ?? LiveOutput(connection: connection)
+        live.setConnection(connection)
+        // A camera whose recording encodes H.264 shows those very packets live.
+        movie?.shareEncodedPackets(with: live.mp4)
+        outputs.append((live, connection))
         plan = CameraPlan(
             cameraID: camera.name, matches: Self.matcher(camera.match), format: camera.format, frameRate: camera.frameRate,
             controls: camera.controls, outputs: outputs,

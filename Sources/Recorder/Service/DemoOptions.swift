@@ -27,6 +27,8 @@ public struct DemoOptions: Sendable {
     /// `EVENT=COMMAND` hooks and how long each may run.
     public var hooks: [String] = []
     public var hookTimeoutSeconds: Double = 30
+    /// Where the web server listens (`--listen`; loopback only, "" for none).
+    public var listen = HTTPSettings.defaultListen
 
     public init(
         outputDirectory: String, durationSeconds: Double?, cameraCount: Int, width: Int, height: Int,
@@ -73,6 +75,7 @@ public struct DemoOptions: Sendable {
         configuration.discoversAllCameras = false
         configuration.cameras = cameras
         configuration.watchdogSeconds = watchdogSeconds
+        configuration.http.listen = listen
         configuration.hookTimeoutSeconds = hookTimeoutSeconds
         configuration.hooks = try hooks.map { definition in
             let hook = try EventHooks(definitions: [definition]).hooks[0]

@@ -16,7 +16,11 @@ actor RecorderControl: Service {
     /// The storage root was given on the command line: the file's root does not apply.
     private let rootIsFixed: Bool
     private var configurationStamp: FileStamp?
-    private(set) var jobs: [String: CameraJobs] = [:]
+    private(set) var jobs: [String: CameraJobs] = [:] {
+        didSet { liveFeeds.replace(with: jobs.mapValues(\.live)) }
+    }
+    /// The cameras' live views, as `jobs` has them.
+    let liveFeeds: LiveFeeds
     let events: RecorderEvents
     let hooks = HookSlot()
     private let notifier: SystemdNotifier
@@ -33,8 +37,10 @@ actor RecorderControl: Service {
 
     init(
         configuration: Configuration, root: String, configurationPath: String?, rootIsFixed: Bool, events: RecorderEvents,
-        notifier: SystemdNotifier, source: any DeviceSource, synthetic: SyntheticDeviceSource, network: NetworkDeviceSource
+        notifier: SystemdNotifier, source: any DeviceSource, synthetic: SyntheticDeviceSource, network: NetworkDeviceSource,
+        liveFeeds: LiveFeeds
     ) throws {
+        self.liveFeeds = liveFeeds
         self.configuration = configuration
         self.root = root
         self.configurationPath = configurationPath

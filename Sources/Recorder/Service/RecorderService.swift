@@ -76,8 +76,14 @@ public final class RecorderService: Sendable {
         public let supervisor: Supervisor
         public let index: RecordingIndex
         public let events: RecorderEvents
+        /// Every camera's live view, kept in step with reloads.
+        public let liveFeeds: LiveFeeds
 
-        public init(configuration: Configuration, root: String, supervisor: Supervisor, index: RecordingIndex, events: RecorderEvents) {
+        public init(
+            configuration: Configuration, root: String, supervisor: Supervisor, index: RecordingIndex, events: RecorderEvents,
+            liveFeeds: LiveFeeds = LiveFeeds()
+        ) {
+            self.liveFeeds = liveFeeds
             self.configuration = configuration
             self.root = root
             self.supervisor = supervisor
@@ -97,6 +103,8 @@ public final class RecorderService: Sendable {
 
     private let options: Options
     private let configuration: Configuration
+    /// Every camera's live view (for the web server), filled in when `run()` plans the cameras.
+    private let liveFeeds = LiveFeeds()
     private let root: String
     private let logger = Logger(label: "vigil.run")
     /// The running group, for `stop()`; `stopped` covers a stop before it runs.
@@ -156,7 +164,7 @@ public final class RecorderService: Sendable {
         let control = try RecorderControl(
             configuration: configuration, root: root, configurationPath: options.configurationPath,
             rootIsFixed: options.dataDirectory != nil, events: events, notifier: options.notifier, source: source,
-            synthetic: synthetic, network: network)
+            synthetic: synthetic, network: network, liveFeeds: liveFeeds)
         let plans = await control.plans(present: present)
         await announce(control, synthetic: synthetic)
 
@@ -194,7 +202,7 @@ public final class RecorderService: Sendable {
         if options.chaos, !synthetic.cameras.isEmpty {
             services.append(.init(service: ChaosService(source: synthetic, watchdogSeconds: configuration.watchdogSeconds)))
         }
-        let opened = Opened(configuration: configuration, root: root, supervisor: supervisor, index: storage.index, events: events)
+        let opened = Opened(configuration: configuration, root: root, supervisor: supervisor, index: storage.index, events: events, liveFeeds: liveFeeds)
         services += await options.extraServices(opened).map { .init(service: $0) }
         if let seconds = options.durationSeconds {
             services.append(.init(service: DeadlineService(seconds: seconds), successTerminationBehavior: .gracefullyShutdownGroup))
