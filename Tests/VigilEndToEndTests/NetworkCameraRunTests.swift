@@ -219,6 +219,27 @@ import Testing
         #expect((Int(frames.output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) >= 30, "\(frames.output)")
     }
 
+    /// An H.265 camera's recordings export to MP4 (tagged hvc1, as they are recorded), not to
+    /// Matroska as if they were MJPEG.
+    @Test func anH265CameraExportsToMP4() throws {
+        let server = try LoopbackCameraServer.rtsp(codec: "h265")
+        defer { server.stop() }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let root = dir.path + "/data", file = dir.path + "/vigil.toml"
+        try configuration(root: root, url: server.url(), lostFile: dir.path + "/lost.txt").write(toFile: file, atomically: true, encoding: .utf8)
+        let run = VigilBinary.run(["run", "--config", file, "--duration", "4", "--log-level", "info"])
+        #expect(run.status == 0, "\(run.errorOutput)")
+        let mkv = VigilBinary.run(["export", "--data", root, "--camera", "porch", "--from", "yesterday", "--to", "now", "-o", dir.path + "/all.mkv"])
+        #expect(mkv.status != 0 && mkv.errorOutput.contains("these recordings are H.265: write them to a .mp4 file"), "\(mkv.errorOutput)")
+        let clip = dir.path + "/all.mp4"
+        let export = VigilBinary.run(["export", "--data", root, "--camera", "porch", "--from", "yesterday", "--to", "now", "-o", clip])
+        #expect(export.status == 0, "\(export.errorOutput)")
+        #expect(RecordingInspector.ffprobeProblem(clip) == nil)
+        let probe = RecordingInspector.run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v", "-show_entries", "stream=codec_name,codec_tag_string", "-of", "csv=p=0", clip])
+        #expect(probe.output.trimmingCharacters(in: .whitespacesAndNewlines) == "hevc,hvc1", "\(probe.output)")
+    }
+
     @Test func aWrongPasswordIsALostCameraWhoseReasonSays401() throws {
         let server = try LoopbackCameraServer.rtsp(user: "viewer", password: "right-secret")
         defer { server.stop() }

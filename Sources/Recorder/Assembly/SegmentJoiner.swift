@@ -24,10 +24,20 @@ public struct ExportSummary: Sendable {
 /// segment; an error it throws stops the export (a web client that went away), and nothing is
 /// left behind.
 public enum SegmentJoiner {
-    /// The container an export of these segments is written in: fragmented MP4 for H.264,
-    /// Matroska for MJPEG.
+    /// The container an export of these segments is written in: fragmented MP4 for H.264 and
+    /// H.265, Matroska for MJPEG.
     public static func container(of segments: [RecordingIndex.Entry]) -> Container {
-        segments.first { $0.kind == .segment }?.codec == "h264" ? .fragmentedMP4 : .matroska
+        segments.first { $0.kind == .segment }?.codec == "mjpeg" ? .matroska : .fragmentedMP4
+    }
+
+    /// The codec as a person names it.
+    static func codecName(_ codec: String) -> String {
+        switch codec {
+        case "h264": return "H.264"
+        case "hevc": return "H.265"
+        case "mjpeg": return "MJPEG"
+        default: return codec
+        }
     }
 
     public static func export(
@@ -42,7 +52,7 @@ public enum SegmentJoiner {
         let isH264 = first.codec == "h264"
         let container = Self.container(of: usable)
         guard (output as NSString).pathExtension.lowercased() == container.fileExtension else {
-            throw RecorderError.export("these recordings are \(isH264 ? "H.264" : "MJPEG"): write them to a .\(container.fileExtension) file (-o NAME.\(container.fileExtension))")
+            throw RecorderError.export("these recordings are \(Self.codecName(first.codec)): write them to a .\(container.fileExtension) file (-o NAME.\(container.fileExtension))")
         }
         var job = Join(root: root, from: from, to: to, partial: output + StorageLayout.partialSuffix, container: container)
         defer { unlink(job.partial) }
