@@ -23,6 +23,16 @@ import Testing
         """
     }
 
+    /// `vigil run` of the server's camera as porch for `seconds`, without an error; the data folder.
+    private func record(_ server: LoopbackCameraServer, seconds: Int, in dir: TemporaryDirectory) throws -> String {
+        let root = dir.path + "/data", file = dir.path + "/vigil.toml"
+        try configuration(root: root, url: server.url(), lostFile: dir.path + "/lost.txt").write(toFile: file, atomically: true, encoding: .utf8)
+        let run = VigilBinary.run(["run", "--config", file, "--duration", "\(seconds)", "--log-level", "info"])
+        #expect(run.status == 0, "\(run.errorOutput)")
+        #expect(!run.errorOutput.contains(" error "), "\(run.errorOutput)")
+        return root
+    }
+
     /// At least two segments of camera porch, each played by ffprobe and starting at a keyframe.
     private func expectPlayableSegments(_ root: String) throws {
         let segments = RecordingInspector.files(under: root + "/porch/video", endingWith: ".mp4")
@@ -195,11 +205,7 @@ import Testing
         defer { server.stop() }
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        let root = dir.path + "/data", file = dir.path + "/vigil.toml"
-        try configuration(root: root, url: server.url(), lostFile: dir.path + "/lost.txt").write(toFile: file, atomically: true, encoding: .utf8)
-        let run = VigilBinary.run(["run", "--config", file, "--duration", "6", "--log-level", "info"])
-        #expect(run.status == 0, "\(run.errorOutput)")
-        #expect(!run.errorOutput.contains("error"), "\(run.errorOutput)")
+        let root = try record(server, seconds: 6, in: dir)
         try expectPlayableSegments(root)
         let segments = RecordingInspector.files(under: root + "/porch/video", endingWith: ".mp4")
         // The stream really has B-frames: some frame is shown later than it is decoded.
@@ -226,10 +232,7 @@ import Testing
         defer { server.stop() }
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        let root = dir.path + "/data", file = dir.path + "/vigil.toml"
-        try configuration(root: root, url: server.url(), lostFile: dir.path + "/lost.txt").write(toFile: file, atomically: true, encoding: .utf8)
-        let run = VigilBinary.run(["run", "--config", file, "--duration", "4", "--log-level", "info"])
-        #expect(run.status == 0, "\(run.errorOutput)")
+        let root = try record(server, seconds: 4, in: dir)
         let mkv = VigilBinary.run(["export", "--data", root, "--camera", "porch", "--from", "yesterday", "--to", "now", "-o", dir.path + "/all.mkv"])
         #expect(mkv.status != 0 && mkv.errorOutput.contains("these recordings are H.265: write them to a .mp4 file"), "\(mkv.errorOutput)")
         let clip = dir.path + "/all.mp4"
