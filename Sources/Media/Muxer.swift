@@ -85,12 +85,13 @@ public final class Muxer {
         return status
     }
 
-    /// Writes a packet whose pts is in `VideoEncoder.timeBase`, relative to the file's start.
-    public func write(_ packet: Packet, pts: Int64) throws(MediaError) {
+    /// Writes a packet whose decode time `dts` is in `VideoEncoder.timeBase`, relative to the
+    /// file's start; it is shown `presentationDelay` later (B-frames), at once otherwise.
+    public func write(_ packet: Packet, dts: Int64, presentationDelay: Int64 = 0) throws(MediaError) {
         guard let ctx = context else { throw MediaError(operation: "write", message: "\(path) is already closed") }
         let p = packet.packet
-        p.pointee.pts = pts
-        p.pointee.dts = pts
+        p.pointee.pts = dts + presentationDelay
+        p.pointee.dts = dts
         p.pointee.stream_index = 0
         av_packet_rescale_ts(p, sourceTimeBase, stream.pointee.time_base)
         try check(av_write_frame(ctx, p), "write \(path)")

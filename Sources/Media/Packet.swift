@@ -14,6 +14,8 @@ public final class Packet {
     }
 
     public var pts: Int64 { packet.pointee.pts }
+    /// Decode time: before `pts` for a frame that B-frames follow in decode order.
+    public var dts: Int64 { packet.pointee.dts }
     public var isKeyframe: Bool { packet.pointee.flags & AV_PKT_FLAG_KEY != 0 }
     public var size: Int { Int(packet.pointee.size) }
 

@@ -41,14 +41,14 @@ import Testing
             for row in 0..<48 { (y + row * stride).update(repeating: UInt8(i * 8), count: 64) }
             _ = try encoder.send(picture, pts: Int64(i) * 9000, keyframe: i == 0)
             while try encoder.receive(into: packet) == .ok {
-                try muxer.write(packet, pts: packet.pts)
+                try muxer.write(packet, dts: packet.pts)
                 written += 1
                 packet.unref()
             }
         }
         try encoder.sendEndOfStream()
         while try encoder.receive(into: packet) == .ok {
-            try muxer.write(packet, pts: packet.pts)
+            try muxer.write(packet, dts: packet.pts)
             written += 1
             packet.unref()
         }

@@ -152,6 +152,73 @@ import Testing
         try expectPlayableSegments(root)
     }
 
+    /// A wrong password fixed in its file is used after a reload: the camera's session, which
+    /// kept retrying the old address, is reopened with the new one (as for a changed transport).
+    @Test func aPasswordCorrectedInItsFileIsUsedAfterAReload() async throws {
+        let server = try LoopbackCameraServer.rtsp(user: "viewer", password: "right-secret")
+        defer { server.stop() }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let root = dir.path + "/data", file = dir.path + "/vigil.toml", secret = dir.path + "/porch.pw"
+        try "wrong-secret\n".write(toFile: secret, atomically: true, encoding: .utf8)
+        try """
+            [storage]
+            root = "\(root)"
+
+            [cameras.porch]
+            url = "rtsp://viewer@127.0.0.1:\(server.port)/cam"
+            password_file = "\(secret)"
+
+            [[record]]
+            camera = "porch"
+            segment_seconds = 1
+            """.write(toFile: file, atomically: true, encoding: .utf8)
+        let process = try VigilBinary.start(["run", "--config", file, "--log-level", "info"], in: dir.path)
+        defer { if process.isRunning { process.terminate() } }
+        func log() -> String { ((try? String(contentsOfFile: dir.path + "/stderr.txt", encoding: .utf8)) ?? "") + ((try? String(contentsOfFile: dir.path + "/stdout.txt", encoding: .utf8)) ?? "") }
+        #expect(await waitUntil(seconds: 30) { log().contains("401") }, "the wrong password is refused first: \(log())")
+        try "right-secret\n".write(toFile: secret, atomically: true, encoding: .utf8)
+        kill(process.processIdentifier, SIGHUP)
+        #expect(await waitUntil(seconds: 30) { RecordingInspector.files(under: root + "/porch/video", endingWith: ".mp4").count >= 2 }, "\(log())")
+        kill(process.processIdentifier, SIGTERM)
+        #expect(await waitForExit(process, seconds: 30))
+        #expect(process.terminationStatus == 0)
+        #expect(!log().contains("secret"))
+        try expectPlayableSegments(root)
+    }
+
+    /// A camera whose H.264 has B-frames sends packets in decode order, their presentation
+    /// times going back and forth: the copy keeps both times, so every segment and an export
+    /// across them decode whole.
+    @Test func bFramesAreCopiedWithTheirDecodeAndPresentationTimes() throws {
+        let server = try LoopbackCameraServer.rtsp(gop: 15, bframes: 2)
+        defer { server.stop() }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let root = dir.path + "/data", file = dir.path + "/vigil.toml"
+        try configuration(root: root, url: server.url(), lostFile: dir.path + "/lost.txt").write(toFile: file, atomically: true, encoding: .utf8)
+        let run = VigilBinary.run(["run", "--config", file, "--duration", "6", "--log-level", "info"])
+        #expect(run.status == 0, "\(run.errorOutput)")
+        #expect(!run.errorOutput.contains("error"), "\(run.errorOutput)")
+        try expectPlayableSegments(root)
+        let segments = RecordingInspector.files(under: root + "/porch/video", endingWith: ".mp4")
+        // The stream really has B-frames: some frame is shown later than it is decoded.
+        let first = try #require(segments.first)
+        let times = RecordingInspector.run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v", "-show_entries", "packet=pts,dts", "-of", "csv=p=0", first])
+        let reordered = times.output.split(separator: "\n").contains { line in
+            let t = line.split(separator: ",").compactMap { Int($0) }
+            return t.count == 2 && t[0] > t[1]
+        }
+        #expect(reordered, "no packet with pts > dts in \(first): \(times.output.prefix(300))")
+
+        let clip = dir.path + "/all.mp4"
+        let export = VigilBinary.run(["export", "--data", root, "--camera", "porch", "--from", "yesterday", "--to", "now", "-o", clip])
+        #expect(export.status == 0, "\(export.errorOutput)")
+        #expect(RecordingInspector.ffprobeProblem(clip) == nil)
+        let frames = RecordingInspector.run("/usr/bin/ffprobe", ["-v", "error", "-count_frames", "-select_streams", "v", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", clip])
+        #expect((Int(frames.output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) >= 30, "\(frames.output)")
+    }
+
     @Test func aWrongPasswordIsALostCameraWhoseReasonSays401() throws {
         let server = try LoopbackCameraServer.rtsp(user: "viewer", password: "right-secret")
         defer { server.stop() }

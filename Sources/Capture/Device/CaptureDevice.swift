@@ -25,6 +25,10 @@ public final class CaptureDevice: Sendable, CustomStringConvertible {
         self.backend = backend
     }
 
+    /// Whether `other` (found at the same node) opens the stream this device opens: false for
+    /// a network camera whose password or transport changed, which must then be reopened.
+    public func opensTheSameStream(as other: CaptureDevice) -> Bool { backend.opensTheSameStream(as: other.backend) }
+
     /// The same camera under another id (the name a configuration gives it), so that
     /// recordings, events and logs use that name.
     public func renamed(_ id: String) -> CaptureDevice {
@@ -71,6 +75,14 @@ public final class CaptureDevice: Sendable, CustomStringConvertible {
 /// How a device backend is opened. Backends never touch outputs: they fill frames.
 public protocol CaptureDeviceBackend: Sendable {
     func open(format: DeviceFormat, frameRate: Double) throws -> any CaptureStream
+    /// Whether `other`, found at the same node, opens the stream this one opens. A network
+    /// camera whose password or transport a reload changed does not: its session must reopen.
+    func opensTheSameStream(as other: any CaptureDeviceBackend) -> Bool
+}
+
+extension CaptureDeviceBackend {
+    /// A device node is the device: the same node opens the same stream.
+    public func opensTheSameStream(as other: any CaptureDeviceBackend) -> Bool { true }
 }
 
 /// An open, streaming device. Used by exactly one capture thread.

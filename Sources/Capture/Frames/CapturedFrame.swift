@@ -20,6 +20,9 @@ public final class CapturedFrame: @unchecked Sendable {
     public internal(set) var wallNanos: Int64 = 0
     /// Whether a decoder can start here (always for raw and MJPEG frames).
     public internal(set) var isKeyframe = true
+    /// How long after its decode time the frame is shown (pts − dts): above 0 only in streams
+    /// with B-frames, whose packets arrive in decode order. Stream copy writes both times.
+    public internal(set) var presentationDelayNanos: Int64 = 0
     /// For H.264/H.265 packets: the stream they belong to (codec, size, parameter sets); a new
     /// object means new parameters (a reconnect or a changed camera setting).
     public internal(set) var stream: StreamDescription?
@@ -73,7 +76,8 @@ public final class CapturedFrame: @unchecked Sendable {
     public func setContents(
         byteCount: Int, format: PixelFormat, width: Int, height: Int,
         sequence: UInt64, monotonicNanos: Int64, wallNanos: Int64,
-        keyframe: Bool = true, stream: StreamDescription? = nil, followsDiscontinuity: Bool = false
+        keyframe: Bool = true, stream: StreamDescription? = nil, followsDiscontinuity: Bool = false,
+        presentationDelayNanos: Int64 = 0
     ) {
         precondition(byteCount <= storage.count)
         self.byteCount = byteCount
@@ -86,6 +90,7 @@ public final class CapturedFrame: @unchecked Sendable {
         self.isKeyframe = keyframe
         self.stream = stream
         self.followsDiscontinuity = followsDiscontinuity
+        self.presentationDelayNanos = presentationDelayNanos
         marksStreamLoss = false
     }
 

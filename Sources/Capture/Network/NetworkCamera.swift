@@ -4,7 +4,7 @@ import Media
 /// blocks: the stream connects on its capture thread, and reconnects there on its own (see
 /// `NetworkStream`), so a camera that is down at start is a session that waits, not an error.
 public struct NetworkCamera: CaptureDeviceBackend {
-    public struct Settings: Sendable {
+    public struct Settings: Sendable, Equatable {
         public var transport: NetworkSource.Transport
         /// Longest wait for a connection, its description or a server's answer.
         public var connectTimeoutNanos: Int64
@@ -41,6 +41,12 @@ public struct NetworkCamera: CaptureDeviceBackend {
 
     public func open(format: DeviceFormat, frameRate: Double) throws -> any CaptureStream {
         NetworkStream(url: url, settings: settings)
+    }
+
+    /// The same address (credentials included) over the same transport.
+    public func opensTheSameStream(as other: any CaptureDeviceBackend) -> Bool {
+        guard let other = other as? NetworkCamera else { return false }
+        return other.url == url && other.settings == settings
     }
 }
 

@@ -101,13 +101,23 @@ final class NetworkStream: CaptureStream {
             lastKeyframeArrival = arrival
             stream = parameterSets.update(stream, keyframe: UnsafeRawBufferPointer(rebasing: frame.storage[..<byteCount]), format: format)
         }
-        let time = clock.place(cameraTicks: times.dts ?? times.pts, arrivalMonotonic: arrival, arrivalWall: arrivalWall)
+        // Decode times space the frames: they rise in the order frames arrive, where B-frames
+        // make presentation times go back and forth. The first frames of a connection may come
+        // without one (the demuxer learns the reordering depth first): stamped on arrival.
+        let time = clock.place(cameraTicks: times.dts, arrivalMonotonic: arrival, arrivalWall: arrivalWall)
         frame.setContents(
             byteCount: byteCount, format: format, width: stream?.width ?? 0, height: stream?.height ?? 0,
             sequence: sequence, monotonicNanos: time.monotonic, wallNanos: time.wall,
-            keyframe: keyframe, stream: format == .mjpeg ? nil : stream, followsDiscontinuity: time.discontinuity)
+            keyframe: keyframe, stream: format == .mjpeg ? nil : stream, followsDiscontinuity: time.discontinuity,
+            presentationDelayNanos: Self.presentationDelay(times))
         sequence += 1
         return .frame
+    }
+
+    /// pts − dts in nanoseconds (times in 1/90000 s); 0 without B-frames or without both times.
+    private static func presentationDelay(_ times: (pts: Int64?, dts: Int64?)) -> Int64 {
+        guard let pts = times.pts, let dts = times.dts, pts > dts else { return 0 }
+        return (pts - dts) * 1_000_000_000 / 90_000
     }
 
     /// Copies a packet's bytes into `frame` at `offset`; returns how many.

@@ -29,10 +29,10 @@ final class SegmentFile {
     }
 
     /// Writes one packet. After a failure the segment takes no more packets.
-    func write(_ packet: Packet, pts: Int64, wallNanos: Int64) throws(MediaError) {
+    func write(_ packet: Packet, pts: Int64, presentationDelay: Int64 = 0, wallNanos: Int64) throws(MediaError) {
         guard !failed else { return }
         do {
-            try muxer.write(packet, pts: pts - startPTS)
+            try muxer.write(packet, dts: pts - startPTS, presentationDelay: presentationDelay)
         } catch {
             failed = true
             throw error

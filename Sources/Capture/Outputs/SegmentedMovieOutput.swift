@@ -241,10 +241,12 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         try write(frame, pts: nextPTS(for: frame))
     }
 
+    /// Copies a camera's packet; `pts` is its decode time on the segment's clock, and a frame
+    /// that B-frames follow is shown its `presentationDelayNanos` later.
     private func write(_ frame: CapturedFrame, pts: Int64) throws {
         packet.borrow(frame.bytes, pts: pts, keyframe: frame.isKeyframe)
         defer { packet.unref() }
-        try write(packet, pts: pts, wallNanos: frame.wallNanos)
+        try write(packet, pts: pts, presentationDelay: frame.presentationDelayNanos * 9 / 100_000, wallNanos: frame.wallNanos)
     }
 
     private func mjpegDescription(width: Int, height: Int) -> StreamDescription {
@@ -327,9 +329,9 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
 
     /// Writes a packet into the open segment; after a failure, the first successful write says
     /// that recording resumed.
-    private func write(_ packet: Packet, pts: Int64, wallNanos: Int64) throws {
+    private func write(_ packet: Packet, pts: Int64, presentationDelay: Int64 = 0, wallNanos: Int64) throws {
         guard let segment else { return }
-        try segment.write(packet, pts: pts, wallNanos: wallNanos)
+        try segment.write(packet, pts: pts, presentationDelay: presentationDelay, wallNanos: wallNanos)
         if lastFailureReport != nil {
             lastFailureReport = nil
             logger.notice("camera \(context?.cameraID ?? "?"): recording resumed in \(segment.finalPath)")

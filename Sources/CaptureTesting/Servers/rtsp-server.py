@@ -18,6 +18,7 @@ p.add_argument("--codec", choices=["h264", "h265"], default="h264")
 p.add_argument("--size", default="320x240")
 p.add_argument("--fps", type=int, default=15)
 p.add_argument("--gop", type=int, default=15, help="keyframe interval in frames")
+p.add_argument("--bframes", type=int, default=0, help="B-frames between references (H.264): frames arrive out of presentation order")
 p.add_argument("--user")
 p.add_argument("--password")
 p.add_argument("--mounts", type=int, default=0)
@@ -25,7 +26,11 @@ a = p.parse_args()
 w, h = a.size.split("x")
 Gst.init(None)
 if a.codec == "h264":
-    enc = f"x264enc tune=zerolatency speed-preset=ultrafast bframes=0 key-int-max={a.gop} ! rtph264pay name=pay0 pt=96 config-interval=-1"
+    # zerolatency and the ultrafast preset would both switch B-frames off.
+    tune = "tune=zerolatency speed-preset=ultrafast" if a.bframes == 0 else "speed-preset=superfast b-adapt=false"
+    # B-frames need a profile above baseline, which the payloader would otherwise settle for.
+    profile = " ! video/x-h264,profile=main" if a.bframes else ""
+    enc = f"x264enc {tune} bframes={a.bframes} key-int-max={a.gop}{profile} ! rtph264pay name=pay0 pt=96 config-interval=-1"
 else:
     enc = f"x265enc tune=zerolatency speed-preset=ultrafast key-int-max={a.gop} ! rtph265pay name=pay0 pt=96 config-interval=-1"
 launch = (f"( videotestsrc is-live=true pattern=ball ! video/x-raw,width={w},height={h},framerate={a.fps}/1 "

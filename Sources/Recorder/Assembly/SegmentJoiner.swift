@@ -104,8 +104,8 @@ public enum SegmentJoiner {
             var startPTS: Int64?
             if firstWall == nil {
                 let scan = try PacketReader(path: path)
-                while scan.next(into: packet), entry.startNanos + packet.pts * 100_000 / 9 <= max(from, entry.startNanos) {
-                    if packet.isKeyframe { startPTS = packet.pts }
+                while scan.next(into: packet), entry.startNanos + packet.dts * 100_000 / 9 <= max(from, entry.startNanos) {
+                    if packet.isKeyframe { startPTS = packet.dts }
                 }
             }
             let reader = try PacketReader(path: path)
@@ -113,15 +113,17 @@ public enum SegmentJoiner {
             if muxer == nil { muxer = try Muxer(path: partial, container: container, stream: reader.stream) }
             var segmentBase: Int64?
             var previous: Int64?
+            // On the decode times, which rise packet by packet even where B-frames make the
+            // presentation times go back and forth; each packet keeps its own pts − dts.
             while reader.next(into: packet) {
-                let wall = entry.startNanos + packet.pts * 100_000 / 9
+                let wall = entry.startNanos + packet.dts * 100_000 / 9
                 if wall > to { break }
-                if let previous, packet.pts > previous { frameTicks = packet.pts - previous }
-                previous = packet.pts
-                if firstWall == nil, let startPTS, packet.pts < startPTS { continue }
-                if segmentBase == nil { segmentBase = base(firstPTS: packet.pts) }
-                outPTS = packet.pts + segmentBase!
-                try muxer!.write(packet, pts: outPTS)
+                if let previous, packet.dts > previous { frameTicks = packet.dts - previous }
+                previous = packet.dts
+                if firstWall == nil, let startPTS, packet.dts < startPTS { continue }
+                if segmentBase == nil { segmentBase = base(firstPTS: packet.dts) }
+                outPTS = packet.dts + segmentBase!
+                try muxer!.write(packet, dts: outPTS, presentationDelay: packet.pts - packet.dts)
                 record(wall)
             }
         }
@@ -161,7 +163,7 @@ public enum SegmentJoiner {
         func drain() throws {
             while try encoder!.receive(into: packet) == .ok {
                 defer { packet.unref() }
-                try muxer!.write(packet, pts: packet.pts)
+                try muxer!.write(packet, dts: packet.pts)
             }
         }
 

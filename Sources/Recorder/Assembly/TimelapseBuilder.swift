@@ -51,7 +51,7 @@ public enum TimelapseBuilder {
         func drain() throws {
             while try encoder!.receive(into: packet) == .ok {
                 defer { packet.unref() }
-                try muxer!.write(packet, pts: packet.pts)
+                try muxer!.write(packet, dts: packet.pts)
             }
         }
         defer { if muxer != nil { unlink(partial) } }

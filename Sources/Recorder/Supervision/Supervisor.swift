@@ -66,6 +66,11 @@ public actor Supervisor: Service {
         /// Set while a start is under way: the actor is re-entered at every await, and a second
         /// pass must not open the same camera twice.
         var isStarting = false
+        /// Set while its session stops (also re-entrant): a new session must not take the
+        /// camera's outputs before the old one has let go of them.
+        var isStopping = false
+        /// A start or a stop is under way: leave the camera alone.
+        var isBusy: Bool { isStarting || isStopping }
         var lastProblem: String?
         /// The last runtime error of the current session: the cause if it ends by itself.
         var sessionError: String?
@@ -169,7 +174,11 @@ public actor Supervisor: Service {
             return
         }
         let present = await io.run { [source] in source.devices() }
-        guard present.contains(where: { plan.matches($0) && $0.details.node == device.details.node }) else {
+        // Reopened when the device is gone, or its stream changed (a network camera's password
+        // or transport): a session keeps the stream it opened.
+        guard present.contains(where: {
+            plan.matches($0) && $0.details.node == device.details.node && $0.opensTheSameStream(as: device)
+        }) else {
             camera.plan = plan
             await stopSession(of: camera)
             retrySoon(camera)
@@ -247,7 +256,7 @@ public actor Supervisor: Service {
             lastConnect = SystemClocks.monotonicNanos()
             connectCount += 1
             // A camera came (back): whoever waits tries at once, with a fresh ladder.
-            for camera in cameras where camera.session == nil && !camera.isStarting {
+            for camera in cameras where camera.session == nil && !camera.isBusy {
                 camera.ladder.reset()
                 camera.nextAttempt = 0
             }
@@ -305,7 +314,7 @@ public actor Supervisor: Service {
                 due(camera.lastFrameProgress + watchdogNanos + 1)
                 continue
             }
-            guard camera.isScheduled, !camera.isStarting, let attempt = camera.nextAttempt else { continue }
+            guard camera.isScheduled, !camera.isBusy, let attempt = camera.nextAttempt else { continue }
             guard now >= attempt else {
                 due(attempt)
                 continue

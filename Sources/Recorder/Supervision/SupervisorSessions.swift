@@ -111,6 +111,12 @@ extension Supervisor {
     func stopSession(of camera: Camera) async {
         guard let session = camera.session else { return }
         camera.session = nil
+        camera.isStopping = true
+        defer {
+            camera.isStopping = false
+            // A pass that skipped the camera while it stopped looks again.
+            wakeup.signal()
+        }
         await session.stop()
         // Counted once capture has stopped, so the last frames are not missed.
         camera.framesBefore += session.capturedFrameCount
