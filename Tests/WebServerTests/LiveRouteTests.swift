@@ -168,6 +168,28 @@ import Testing
         }
     }
 
+    /// A viewer that keeps watching must not keep the server (and vigil) from stopping.
+    @Test func theServerStopsWhileAViewerWatches() async throws {
+        let recording = try await Recording.start(segments: 0)
+        defer { recording.remove() }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let server = recording.server()
+        let watcher = try await recording.stopping {
+            try await server.application().test(.live) { client in
+                let url = "http://127.0.0.1:\(client.port!)/api/v1/cameras/\(Recording.camera)/live.mjpeg"
+                let watcher = Task { try await curl(["--max-time", "60", url], output: "\(dir.path)/watching") }
+                #expect(await waitUntil(seconds: 5) { server.liveClients.count == 1 })
+                return watcher
+            }
+        }
+        // The test harness shut the server down on return: the stream ended, and curl with it
+        // (28 would be its own 60 s limit: the server waited for the viewer).
+        let result = try await watcher.value
+        #expect(result.status != 28, "the server waited for its viewer to leave")
+        #expect(server.liveClients.count == 0)
+    }
+
     @Test func liveViewersOverTheCapAreRefusedWith503() async throws {
         let recording = try await Recording.start(segments: 0)
         defer { recording.remove() }
