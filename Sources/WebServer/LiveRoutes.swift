@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import HummingbirdWebSocket
 import Recorder
+import ServiceLifecycle
 
 /// Live view: `snapshot.jpg` (the latest frame, from memory), `live.mjpeg` (multipart JPEGs,
 /// one shared stream per camera) and the WebSocket `live` (fragmented MP4 for H.264 cameras).
@@ -39,14 +40,20 @@ struct LiveRoutes: Sendable {
                     viewer.close()
                     clients.closed()
                 }
-                while let message = await viewer.next() {
-                    guard case .data(let jpeg) = message else { continue }
-                    var part = ByteBuffer()
-                    part.reserveCapacity(jpeg.count + 96)
-                    part.writeString("--frame\r\nContent-Type: image/jpeg\r\nContent-Length: \(jpeg.count)\r\n\r\n")
-                    part.writeBytes(jpeg)
-                    part.writeString("\r\n")
-                    try await writer.write(part)
+                // A stream never ends by itself: at shutdown the viewer is closed, or the server
+                // would wait for it (and vigil with it) as long as the client watches.
+                try await withGracefulShutdownHandler {
+                    while let message = await viewer.next() {
+                        guard case .data(let jpeg) = message else { continue }
+                        var part = ByteBuffer()
+                        part.reserveCapacity(jpeg.count + 96)
+                        part.writeString("--frame\r\nContent-Type: image/jpeg\r\nContent-Length: \(jpeg.count)\r\n\r\n")
+                        part.writeBytes(jpeg)
+                        part.writeString("\r\n")
+                        try await writer.write(part)
+                    }
+                } onGracefulShutdown: {
+                    viewer.close()
                 }
                 try await writer.finish(nil)
             }
@@ -77,7 +84,11 @@ struct LiveRoutes: Sendable {
                     for try await _ in inbound {}
                     viewer.close()
                 }
-                try await send(viewer, to: outbound)
+                try await withGracefulShutdownHandler {
+                    try await send(viewer, to: outbound)
+                } onGracefulShutdown: {
+                    viewer.close()
+                }
                 group.cancelAll()
             }
         }
