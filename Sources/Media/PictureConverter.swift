@@ -82,6 +82,13 @@ public final class PictureConverter {
         return try oriented(target, rotation: rotation, mirrored: mirrored)
     }
 
+    /// A decoded picture in this converter's range, rotated and mirrored as asked.
+    public func picture(converting source: Picture, rotation: Rotation, mirrored: Bool) throws(MediaError) -> Picture {
+        let target = try reuse(&upright, width: source.width, height: source.height)
+        try scaler.convert(source, into: target)
+        return try oriented(target, rotation: rotation, mirrored: mirrored)
+    }
+
     /// Whether it holds pictures (between `releaseBuffers` and the next frame it holds none).
     public var holdsPictures: Bool { decoded != nil || upright != nil || transformed != nil || borrowed != nil }
 

@@ -6,11 +6,13 @@ public final class VideoDecoder {
     private let packet = Packet()
     private var runScratch: Picture?
 
-    public convenience init(format: PixelFormat) throws(MediaError) {
+    /// `reduction` (MJPEG only, 0…3) decodes at 1/2, 1/4 or 1/8 of the size, at a fraction of
+    /// the cost: JPEG's transform yields the smaller picture directly (motion detection).
+    public convenience init(format: PixelFormat, reduction: Int = 0) throws(MediaError) {
         guard format == .mjpeg else {
             throw MediaError(operation: "VideoDecoder", message: "\(format) is not compressed; convert it instead")
         }
-        try self.init(codecID: AV_CODEC_ID_MJPEG, parameters: nil)
+        try self.init(codecID: AV_CODEC_ID_MJPEG, parameters: nil, lowres: min(3, max(0, reduction)))
     }
 
     /// A decoder for a camera's H.264/H.265 stream (its parameter sets included).
@@ -44,7 +46,28 @@ public final class VideoDecoder {
         guard decoded else { throw MediaError(operation: "decode frame", message: "the decoder returned no picture") }
     }
 
-    init(codecID: AVCodecID, parameters: UnsafePointer<AVCodecParameters>?) throws(MediaError) {
+    /// Decodes the next frame of an H.264/H.265 stream (frames in decode order, from a keyframe).
+    /// True when `picture` holds a new picture; false while the decoder waits for more frames
+    /// (it is opened without delay, so that is rare). Corrupt data throws: the caller starts
+    /// again at the next keyframe after `reset()`.
+    public func decodeNext(_ bytes: UnsafeRawBufferPointer, into picture: Picture) throws(MediaError) -> Bool {
+        try packet.copy(bytes, pts: 0)
+        defer { packet.unref() }
+        _ = try progress(avcodec_send_packet(context, packet.packet), "decode frame")
+        var got = false
+        if runScratch == nil { runScratch = try Picture() }
+        while try receive(into: runScratch!) == .ok {
+            av_frame_unref(picture.frame)
+            av_frame_move_ref(picture.frame, runScratch!.frame)
+            got = true
+        }
+        return got
+    }
+
+    /// Forgets the frames it was given (after a lost or corrupt one).
+    public func reset() { avcodec_flush_buffers(context) }
+
+    init(codecID: AVCodecID, parameters: UnsafePointer<AVCodecParameters>?, lowres: Int = 0) throws(MediaError) {
         guard let codec = avcodec_find_decoder(codecID) else {
             throw MediaError(operation: "avcodec_find_decoder", message: "no decoder for \(String(cString: avcodec_get_name(codecID)))")
         }
@@ -54,6 +77,7 @@ public final class VideoDecoder {
         context = ctx
         if let parameters { avcodec_parameters_to_context(ctx, parameters) }
         ctx.pointee.thread_count = 1
+        ctx.pointee.lowres = Int32(lowres)
         try check(avcodec_open2(ctx, codec, nil), "avcodec_open2(decoder)")
     }
 

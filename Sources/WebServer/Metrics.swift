@@ -18,6 +18,7 @@ import Synchronization
 /// | `vigil_frames_dropped_total{camera,reason}` | `frames_dropped` events; reason: the output that fell behind |
 /// | `vigil_frames_encoded_total{camera}` | frames of each finalized segment |
 /// | `vigil_segments_total{camera}`, `vigil_segment_bytes_total{camera}` | finalized segments |
+/// | `vigil_motion_events_total{camera}` | `motion_start` events |
 /// | `vigil_camera_up{camera}` | 1 while recording |
 /// | `vigil_camera_reconnects_total{camera,reason}` | `camera_lost` events: unplugged, stalled, interrupted |
 /// | `vigil_last_frame_age_seconds{camera}` | status |
@@ -50,6 +51,8 @@ final class RecorderMetrics: Service, Sendable {
             Counter(label: "vigil_frames_encoded_total", dimensions: [("camera", camera)]).increment(by: info.frameCount)
         case .framesDropped(let camera, let output, let n):
             Counter(label: "vigil_frames_dropped_total", dimensions: [("camera", camera), ("reason", output)]).increment(by: n)
+        case .motionStarted(let camera, _):
+            Counter(label: "vigil_motion_events_total", dimensions: [("camera", camera)]).increment()
         case .cameraLost(let camera, let reason):
             Counter(label: "vigil_camera_reconnects_total", dimensions: [("camera", camera), ("reason", Self.category(reason))]).increment()
         default: break

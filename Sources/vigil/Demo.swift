@@ -58,6 +58,9 @@ struct Demo: AsyncParsableCommand {
     @Flag(help: "Unplug and wedge the synthetic cameras now and then, to watch them come back.")
     var chaos = false
 
+    @Flag(help: "Film a square that crosses the picture from 2 s to 5 s of every 10 s, with motion detection on (see `vigil events`).")
+    var motion = false
+
     @Option(help: "Restart a camera that delivers no frame for this many seconds.")
     var watchdogSeconds: Double = 10
 
@@ -86,6 +89,8 @@ struct Demo: AsyncParsableCommand {
         do { _ = try EventHooks(definitions: hooks) } catch { throw ValidationError("\(error)") }
         if let problem = HTTPSettings.problemWithoutToken(listen: listen) { throw ValidationError("--listen: \(problem)") }
         if chaos && !devices.isEmpty { throw ValidationError("--chaos works on synthetic cameras only: drop --device") }
+        if motion && chaos { throw ValidationError("--motion and --chaos cannot be combined: chaos unplugs the plain synthetic cameras, --motion films with others") }
+        if motion && !devices.isEmpty { throw ValidationError("--motion films a scripted scene with synthetic cameras: drop --device (for a USB camera, add a [[motion]] table to a configuration)") }
         if streamCopy && pixelFormat != .mjpeg && devices.isEmpty {
             throw ValidationError("--stream-copy records the camera's MJPEG as is: add --pixel-format mjpeg")
         }
@@ -103,6 +108,7 @@ struct Demo: AsyncParsableCommand {
                 encoding: streamCopy ? .streamCopy : .h264(EncoderSettings(preset: preset, rateControl: .crf(crf))))
             demo.devices = try devices.map { try CameraSelection.find($0, in: available) }
             demo.chaos = chaos
+            demo.motion = motion
             demo.watchdogSeconds = watchdogSeconds
             demo.hooks = hooks
             demo.hookTimeoutSeconds = hookTimeout

@@ -17,7 +17,7 @@ struct Vigil: AsyncParsableCommand {
             configuration (see etc/vigil.example.toml); `vigil recordings` and `vigil export` read
             what was recorded.
             """,
-        subcommands: [Run.self, CheckConfig.self, Recordings.self, Export.self, Timelapse.self, Motion.self, Demo.self, Devices.self, RecordFile.self]
+        subcommands: [Run.self, CheckConfig.self, Recordings.self, Events.self, Export.self, Timelapse.self, Motion.self, Demo.self, Devices.self, RecordFile.self]
     )
 }
 

@@ -45,6 +45,14 @@ final class StillMaker {
         return try encode(picture, quality: quality, body)
     }
 
+    /// The JPEG of a picture a decoder made (a motion event's frame of an H.264/H.265 camera).
+    func jpeg<R>(
+        ofDecoded picture: Picture, _ connection: ConnectionSettings, quality: Int, _ body: (UnsafeRawBufferPointer) throws -> R
+    ) throws -> R {
+        let converted = try converter.picture(converting: picture, rotation: connection.rotation, mirrored: connection.isMirrored)
+        return try encode(converted, quality: quality) { bytes, _, _ in try body(bytes) }
+    }
+
     private func encode<R>(_ picture: Picture, quality: Int, _ body: (UnsafeRawBufferPointer, _ width: Int, _ height: Int) throws -> R) throws -> R {
         if encoder == nil || encoder!.width != picture.width || encoder!.height != picture.height || encoder!.quality != quality {
             encoder = try JPEGEncoder(width: picture.width, height: picture.height, quality: quality)

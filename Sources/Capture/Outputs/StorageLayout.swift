@@ -9,12 +9,15 @@ import Foundation
 ///     ROOT/CAMERA/stills/2026-11-22/CAMERA-20261122T065700Z.jpg
 ///     ROOT/CAMERA/snapshots/2026-11-22/CAMERA-20261122T065700Z.jpg
 ///     ROOT/CAMERA/timelapse/CAMERA-2026-11-22.mp4            a daily timelapse video (local day)
+///     ROOT/CAMERA/events/2026-11-22/CAMERA-20261122T065700Z.jpg  a motion event's picture (its start)
 ///     ROOT/.quarantine/CAMERA/…                               unplayable leftovers, same path below it
 ///
 /// The index stores paths relative to the root; `absolute` and `relative` convert.
 public struct StorageLayout: Sendable {
     /// The folders under `ROOT/CAMERA/`, one per kind of file Vigil writes.
     public static let videoFolder = "video", stillsFolder = "stills", snapshotsFolder = "snapshots", timelapseFolder = "timelapse"
+    /// Motion events' pictures (listed in the index's `motion_events`, not among recordings).
+    public static let eventsFolder = "events"
     /// Where unplayable leftovers are moved, below the root.
     public static let quarantineFolder = ".quarantine"
     /// The SQLite index, directly under the root.
@@ -80,6 +83,11 @@ public struct StorageLayout: Sendable {
     /// The path of an on-demand snapshot taken at `wallNanos` (`ROOT/CAMERA/snapshots/DAY/…jpg`).
     public func snapshot(camera cameraID: String, at wallNanos: Int64) throws -> String {
         try unusedPath(camera: cameraID, kind: Self.snapshotsFolder, wallNanos: wallNanos, extension: "jpg")
+    }
+
+    /// The path of the picture of the motion event that started at `wallNanos`.
+    func eventPicture(camera cameraID: String, at wallNanos: Int64) throws -> String {
+        try unusedPath(camera: cameraID, kind: Self.eventsFolder, wallNanos: wallNanos, extension: "jpg")
     }
 
     /// The path of the daily timelapse video of the local day `label` (`YYYY-MM-DD`); creates its folder.

@@ -16,6 +16,9 @@ public enum SessionEvent: Sendable, CustomStringConvertible {
     case segmentStarted(camera: String, path: String, startWallNanos: Int64)
     case segmentFinished(camera: String, SegmentInfo)
     case stillSaved(camera: String, StillInfo)
+    /// Motion detection saw an event begin (`startWallNanos`: when the motion began).
+    case motionStarted(camera: String, startWallNanos: Int64)
+    case motionEnded(camera: String, MotionEventInfo)
 
     public var description: String {
         switch self {
@@ -28,6 +31,8 @@ public enum SessionEvent: Sendable, CustomStringConvertible {
         case .segmentStarted(let c, let p, _): return "\(c): writing \(p)"
         case .segmentFinished(let c, let s): return "\(c): segment \(s.path) (\(s.frameCount) frames)"
         case .stillSaved(let c, let s): return "\(c): still \(s.path)"
+        case .motionStarted(let c, _): return "\(c): motion"
+        case .motionEnded(let c, let e): return "\(c): motion ended (peak \(Int(e.peakPercent.rounded())) % of the picture)"
         }
     }
 }

@@ -6,10 +6,13 @@ import Synchronization
 public final class SyntheticDeviceSource: DeviceSource {
     private let made = Mutex<[(device: CaptureDevice, faults: SyntheticFaults)]>([])
     private let sizes: [(Int, Int)]
+    private let scene: SyntheticScene?
     private let continuations = Mutex<[AsyncStream<DeviceChange>.Continuation]>([])
 
-    public init(count: Int, sizes: [(Int, Int)] = SyntheticCamera.standardSizes) {
+    /// With a `scene`, every camera films it (`synthetic-scene-N`).
+    public init(count: Int, sizes: [(Int, Int)] = SyntheticCamera.standardSizes, scene: SyntheticScene? = nil) {
         self.sizes = sizes
+        self.scene = scene
         grow(to: count)
     }
 
@@ -22,7 +25,7 @@ public final class SyntheticDeviceSource: DeviceSource {
             var added: [CaptureDevice] = []
             while cameras.count < count {
                 let faults = SyntheticFaults()
-                let device = SyntheticCamera.device(index: cameras.count, sizes: sizes, faults: faults)
+                let device = SyntheticCamera.device(index: cameras.count, sizes: sizes, faults: faults, scene: scene)
                 let node = device.details.node ?? device.id
                 faults.onPlugChange { [weak self] plugged in
                     self?.broadcast(plugged ? .connected(node: node) : .disconnected(node: node))

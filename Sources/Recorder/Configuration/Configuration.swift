@@ -77,6 +77,8 @@ public struct CameraConfig: Sendable, Equatable {
     public var record: RecordJob?
     public var timelapse: TimelapseJob?
     public var snapshot: SnapshotJob?
+    /// Motion detection (`[[motion]]`).
+    public var motion: MotionJob?
     public var line: Int
     /// How a network camera's stream is carried (RTSP over TCP by default; ignored for others).
     public var transport: NetworkSource.Transport = .tcp
@@ -92,7 +94,7 @@ public struct CameraConfig: Sendable, Equatable {
     public static func == (a: CameraConfig, b: CameraConfig) -> Bool {
         a.name == b.name && a.match == b.match && a.format == b.format && a.frameRate == b.frameRate && a.rotation == b.rotation
             && a.mirrored == b.mirrored && a.controls == b.controls && a.record == b.record && a.timelapse == b.timelapse
-            && (a.snapshot == nil) == (b.snapshot == nil) && a.transport == b.transport
+            && a.motion == b.motion && (a.snapshot == nil) == (b.snapshot == nil) && a.transport == b.transport
     }
 }
 
@@ -127,6 +129,19 @@ public struct DailyVideo: Sendable, Equatable {
     public var framesPerSecond = 30
     /// Local time "HH:MM" at which it is built.
     public var at = "01:00"
+}
+
+/// Motion detection on one camera: events in the index, hooks and the API.
+public struct MotionJob: Sendable, Equatable {
+    public var settings = MotionSettings()
+    /// Polygons to ignore, as written ("x,y" corners in pixels or percent).
+    public var masks: [String] = []
+    public var schedule: [String] = []
+    public var line = 0
+
+    public static func == (a: MotionJob, b: MotionJob) -> Bool {
+        a.settings == b.settings && a.masks == b.masks && a.schedule == b.schedule
+    }
 }
 
 /// Stills on demand (SIGUSR1).

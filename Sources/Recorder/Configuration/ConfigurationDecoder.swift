@@ -28,7 +28,7 @@ struct ConfigurationDecoder {
         configuration.sourcePath = path
         configuration.discoversAllCameras = false
         var top = Reader(document, name: "the top level", line: 1)
-        let topKeys = ["storage", "location", "retention", "supervision", "hooks", "cameras", "record", "timelapse", "snapshot", "http"]
+        let topKeys = ["storage", "location", "retention", "supervision", "hooks", "cameras", "record", "timelapse", "snapshot", "motion", "http"]
 
         if var storage = table(&top, "storage") {
             if let root = string(&storage, "root") { configuration.storageRoot = root.value }
@@ -191,6 +191,16 @@ struct ConfigurationDecoder {
             }
             unknown(job, ["camera", "schedule", "interval_seconds", "quality", "daily_video"])
             if let index { configuration.cameras[index].timelapse = timelapse }
+        }
+        for (_, node) in jobTables(&top, "motion") {
+            var job = node
+            let index = cameraIndex(&job, kind: "motion", names: names, cameras: configuration.cameras)
+            if let index, let existing = configuration.cameras[index].motion {
+                report(job.line, "camera \(names[index]) already has a [[motion]] job (line \(existing.line))", fix: "merge them: one job can have several schedule windows and masks")
+                continue
+            }
+            let motion = decodeMotion(&job, hasLocation: hasLocation)
+            if let index { configuration.cameras[index].motion = motion }
         }
         for (_, node) in jobTables(&top, "snapshot") {
             var job = node

@@ -33,7 +33,13 @@ extension Configuration {
                     + (t.dailyVideo.map { "; daily video at \($0.at), \($0.framesPerSecond) fps" } ?? ""))
             }
             if camera.snapshot != nil { lines.append("  snapshot: on SIGUSR1") }
-            if camera.record == nil && camera.timelapse == nil && camera.snapshot == nil { lines.append("  no jobs: it is not opened") }
+            if let m = camera.motion {
+                let s = m.settings
+                lines.append("  motion: \(s.sensitivity.rawValue) sensitivity, at least \(DeviceFormat.rate(s.minAreaPercent)) % of the picture for "
+                    + "\(DeviceFormat.rate(s.minSeconds)) s, events end after \(DeviceFormat.rate(s.gapSeconds)) s of quiet, "
+                    + "\(m.masks.count) mask(s), " + Self.when(m.schedule))
+            }
+            if camera.record == nil && camera.timelapse == nil && camera.snapshot == nil && camera.motion == nil { lines.append("  no jobs: it is not opened") }
             if let own = retention.cameras[camera.name] {
                 lines.append("  retention: " + Self.describe(own.videos, "videos") + "; " + Self.describe(own.stills, "stills"))
             }

@@ -11,6 +11,7 @@ struct CameraJobs {
     let movie: SegmentedMovieOutput?
     let timelapse: TimelapseOutput?
     let photo: PhotoOutput?
+    let motion: MotionOutput?
     /// Live view (snapshot, MJPEG, fMP4): every camera has one, carried over across reloads.
     let live: LiveOutput
     let plan: CameraPlan
@@ -66,6 +67,20 @@ struct CameraJobs {
             schedules.append(.always)
         } else {
             photo = nil
+        }
+        if let job = camera.motion {
+            let schedule = try Self.schedule(job.schedule, environment)
+            if same, previous?.camera.motion == job, let motion = previous?.motion {
+                self.motion = motion
+            } else {
+                motion = MotionOutput(.init(
+                    motion: job.settings, masks: job.masks, storageRoot: environment.storageRoot,
+                    schedule: schedule.isAlways ? nil : schedule))
+            }
+            outputs.append((motion!, connection))
+            schedules.append(schedule)
+        } else {
+            motion = nil
         }
         live = previous?.live ?? LiveOutput(connection: connection)
         live.setConnection(connection)

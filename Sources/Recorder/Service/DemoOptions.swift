@@ -27,6 +27,9 @@ public struct DemoOptions: Sendable {
     /// `EVENT=COMMAND` hooks and how long each may run.
     public var hooks: [String] = []
     public var hookTimeoutSeconds: Double = 30
+    /// The synthetic cameras film a square crossing the picture every 10 s, and motion
+    /// detection is on (`--motion`).
+    public var motion = false
     /// Where the web server listens (`--listen`; loopback only, "" for none).
     public var listen = HTTPSettings.defaultListen
 
@@ -52,7 +55,7 @@ public struct DemoOptions: Sendable {
     /// and left out; none at all is an error.
     public func recorderOptions() throws -> RecorderService.Options {
         let root = URL(fileURLWithPath: outputDirectory).standardizedFileURL.path
-        let synthetic = devices.isEmpty ? SyntheticDeviceSource(count: cameraCount) : nil
+        let synthetic = devices.isEmpty ? SyntheticDeviceSource(count: cameraCount, scene: motion ? .demo() : nil) : nil
         let candidates = synthetic?.cameras.map(\.device) ?? devices
         let format = FormatRequest.size(width: width, height: height, pixelFormat: pixelFormat)
         var cameras: [CameraConfig] = []
@@ -64,6 +67,11 @@ public struct DemoOptions: Sendable {
                     name: device.id, match: .id(device.id), format: format, frameRate: framesPerSecond, rotation: .none,
                     mirrored: false, controls: [:], record: RecordJob(segmentSeconds: segmentSeconds, encoding: encoding),
                     timelapse: TimelapseJob(intervalSeconds: timelapseIntervalSeconds), snapshot: nil, line: 0))
+                if motion {
+                    var job = MotionJob()
+                    job.settings.gapSeconds = 2
+                    cameras[cameras.count - 1].motion = job
+                }
             } catch {
                 failures.append("\(error)")
             }
@@ -84,7 +92,8 @@ public struct DemoOptions: Sendable {
 
         var options = RecorderService.Options(durationSeconds: durationSeconds)
         options.configuration = configuration
-        options.deviceSource = deviceSource
+        // Scene cameras are not among the recorder's own synthetic ones: this source brings them.
+        options.deviceSource = motion ? synthetic : deviceSource
         options.chaos = chaos
         options.introduction = introduction(cameras: cameras, failures: failures, root: root)
         return options
@@ -101,6 +110,7 @@ public struct DemoOptions: Sendable {
         }
         lines.append("  \(segmentSeconds) s \(what) segments, a still every \(timelapseIntervalSeconds) s. "
             + (durationSeconds.map { "Stopping after \(DeviceFormat.rate($0)) s; " } ?? "") + "Ctrl-C to stop.")
+        if motion { lines.append("  Motion: a square crosses the picture from 2 s to 5 s of every 10 s; list the events with `vigil events --data \(root)`.") }
         if chaos { lines.append("  Chaos: cameras will be unplugged and wedged now and then; watch them come back.") }
         return lines
     }

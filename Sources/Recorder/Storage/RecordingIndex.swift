@@ -82,7 +82,7 @@ public final class RecordingIndex: Sendable {
 
     /// The schema this code writes; `PRAGMA user_version` of the file. 0 is a file from before
     /// versioning (the same tables as version 1) or a new one.
-    public static let schemaVersion: Int32 = 1
+    public static let schemaVersion: Int32 = 2
 
     public let root: String
     /// The file, or nil for an index kept in memory (when the file cannot be used).
@@ -144,8 +144,9 @@ public final class RecordingIndex: Sendable {
         try query("PRAGMA user_version", []) { Int32(sqlite3_column_int64($0, 0)) }.first ?? 0
     }
 
-    /// Step n brings a file from schema version n to n + 1 (`migrations[0]` is version 1, today's
-    /// schema; `IF NOT EXISTS` because files from before versioning already have it).
+    /// Step n brings a file from schema version n to n + 1 (`migrations[0]` is version 1, the
+    /// recordings; `IF NOT EXISTS` because files from before versioning already have it;
+    /// `migrations[1]` adds motion events).
     private static let migrations = [
         """
         CREATE TABLE IF NOT EXISTS recordings (
@@ -163,6 +164,19 @@ public final class RecordingIndex: Sendable {
             state TEXT NOT NULL
         );
         CREATE INDEX IF NOT EXISTS recordings_by_time ON recordings (camera, kind, start_ns);
+        """,
+        // Motion events: end_ns is NULL while one is under way; picture is relative to the root.
+        """
+        CREATE TABLE motion_events (
+            id INTEGER PRIMARY KEY,
+            camera TEXT NOT NULL,
+            start_ns INTEGER NOT NULL,
+            end_ns INTEGER,
+            peak_percent REAL NOT NULL DEFAULT 0,
+            picture TEXT,
+            UNIQUE (camera, start_ns)
+        );
+        CREATE INDEX motion_events_by_time ON motion_events (camera, start_ns);
         """,
     ]
 
@@ -289,11 +303,85 @@ public final class RecordingIndex: Sendable {
         }.first ?? nil
     }
 
+    // MARK: - Motion events
+
+    /// A motion event as the index keeps it.
+    public struct MotionEvent: Sendable, Equatable {
+        public var id: Int64
+        public var camera: String
+        public var startNanos: Int64
+        /// nil while the event is under way.
+        public var endNanos: Int64?
+        public var peakPercent: Double
+        /// The picture of peak motion, relative to the root (nil until the event ends, or if none was saved).
+        public var picture: String?
+    }
+
+    /// An event began (`motion_start`): listed at once, with no end yet.
+    public func startMotionEvent(camera: String, startNanos: Int64) throws {
+        try run("INSERT INTO motion_events (camera, start_ns) VALUES (?1, ?2) ON CONFLICT(camera, start_ns) DO NOTHING",
+                [.text(camera), .integer(startNanos)])
+    }
+
+    /// An event ended (`motion_end`): its row gets its end, peak and picture (made if missing).
+    public func endMotionEvent(camera: String, startNanos: Int64, endNanos: Int64, peakPercent: Double, picture: String?) throws {
+        try run("""
+            INSERT INTO motion_events (camera, start_ns, end_ns, peak_percent, picture) VALUES (?1, ?2, ?3, ?4, ?5)
+            ON CONFLICT(camera, start_ns) DO UPDATE SET end_ns = ?3, peak_percent = ?4, picture = ?5
+            """, [.text(camera), .integer(startNanos), .integer(endNanos), .real(peakPercent), picture.map { .text($0) } ?? .null])
+    }
+
+    /// Events that overlap [from, to] (nil: unbounded), oldest first; one under way overlaps
+    /// everything after its start.
+    public func motionEvents(camera: String? = nil, from: Int64? = nil, to: Int64? = nil) throws -> [MotionEvent] {
+        var sql = "SELECT \(Self.motionColumns) FROM motion_events WHERE 1"
+        var values: [Value] = []
+        if let camera { values.append(.text(camera)); sql += " AND camera = ?\(values.count)" }
+        if let from { values.append(.integer(from)); sql += " AND (end_ns IS NULL OR end_ns >= ?\(values.count))" }
+        if let to { values.append(.integer(to)); sql += " AND start_ns <= ?\(values.count)" }
+        sql += " ORDER BY start_ns, id"
+        return try query(sql, values, Self.motionEvent)
+    }
+
+    /// The event with this id.
+    public func motionEvent(id: Int64) throws -> MotionEvent? {
+        try query("SELECT \(Self.motionColumns) FROM motion_events WHERE id = ?1", [.integer(id)], Self.motionEvent).first
+    }
+
+    private static let motionColumns = "id, camera, start_ns, end_ns, peak_percent, picture"
+
+    private static func motionEvent(_ s: OpaquePointer) -> MotionEvent {
+        MotionEvent(
+            id: sqlite3_column_int64(s, 0), camera: text(s, 1), startNanos: sqlite3_column_int64(s, 2),
+            endNanos: sqlite3_column_type(s, 3) == SQLITE_NULL ? nil : sqlite3_column_int64(s, 3),
+            peakPercent: sqlite3_column_double(s, 4), picture: sqlite3_column_type(s, 5) == SQLITE_NULL ? nil : text(s, 5))
+    }
+
+    /// Events left under way by a crash end where they began (their end is unknown); returns how many.
+    func closeUnfinishedMotionEvents() throws -> Int {
+        try transaction {
+            try run("UPDATE motion_events SET end_ns = start_ns WHERE end_ns IS NULL", [])
+            return try query("SELECT changes()", []) { Int(sqlite3_column_int64($0, 0)) }.first ?? 0
+        }
+    }
+
+    /// Forgets the events of `camera` that ended before `nanos`; returns their pictures (relative).
+    func removeMotionEvents(camera: String, endingBefore nanos: Int64) throws -> [String] {
+        try transaction {
+            let pictures = try query("SELECT picture FROM motion_events WHERE camera = ?1 AND end_ns < ?2 AND picture IS NOT NULL",
+                                     [.text(camera), .integer(nanos)]) { Self.text($0, 0) }
+            try run("DELETE FROM motion_events WHERE camera = ?1 AND end_ns < ?2", [.text(camera), .integer(nanos)])
+            return pictures
+        }
+    }
+
     // MARK: - SQLite
 
     enum Value {
         case text(String)
         case integer(Int64)
+        case real(Double)
+        case null
     }
 
     private func execute(_ sql: String) throws {
@@ -323,6 +411,8 @@ public final class RecordingIndex: Sendable {
                 switch value {
                 case .text(let t): sqlite3_bind_text(statement, Int32(i + 1), t, -1, csqlite_transient())
                 case .integer(let n): sqlite3_bind_int64(statement, Int32(i + 1), n)
+                case .real(let x): sqlite3_bind_double(statement, Int32(i + 1), x)
+                case .null: sqlite3_bind_null(statement, Int32(i + 1))
                 }
             }
             var rows: [T] = []

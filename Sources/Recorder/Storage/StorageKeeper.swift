@@ -45,7 +45,12 @@ public final class StorageKeeper: @unchecked Sendable {
         func openFile() throws -> (RecordingIndex, RecoverySummary) {
             let index = try RecordingIndex(root: root)
             try index.checkIntegrity()
-            return (index, try StorageRecovery.run(root: root, index: index, logger: logger))
+            let recovery = try StorageRecovery.run(root: root, index: index, logger: logger)
+            let unfinished = try index.closeUnfinishedMotionEvents()
+            if unfinished > 0 {
+                logger.notice("\(unfinished) motion event(s) were under way when Vigil last stopped without finishing them: listed as ending where they began")
+            }
+            return (index, recovery)
         }
         var opened: (RecordingIndex, RecoverySummary)?
         do {
@@ -175,6 +180,12 @@ public final class StorageKeeper: @unchecked Sendable {
             try index.put(RecordingIndex.Entry(
                 kind: shot == nil ? .snapshot : .still, camera: camera, path: relative(path), startNanos: at, endNanos: at, frames: 1,
                 bytes: Int64(st.st_size), codec: "mjpeg", width: 0, height: 0, state: .complete))
+        case .motionStarted(let camera, let start):
+            try index.startMotionEvent(camera: camera, startNanos: start)
+        case .motionEnded(let camera, let info):
+            try index.endMotionEvent(
+                camera: camera, startNanos: info.startWallNanos, endNanos: info.endWallNanos, peakPercent: info.peakPercent,
+                picture: info.picturePath.map(relative))
         case .error(_, _, let code?) where code.isDiskFull:
             // A write hit ENOSPC: make room now, even if the floor was set to nothing.
             checkFreeSpace(SystemClocks.monotonicNanos(), emergency: true)
@@ -284,6 +295,11 @@ public final class StorageKeeper: @unchecked Sendable {
                         }
                     }
                     for (entry, reason) in doomed { delete(entry, reason: reason) }
+                }
+                // Motion events go with the videos they point at, by age.
+                if let days = limits.videos.maxAgeDays, !clockSuspect {
+                    let pictures = try index.removeMotionEvents(camera: camera, endingBefore: reference - Int64(days * 86_400 * 1e9))
+                    for picture in pictures { unlink(StorageLayout(root: root).absolute(picture)) }
                 }
             }
         } catch {

@@ -16,6 +16,9 @@ public enum RecorderEvent: Sendable, CustomStringConvertible {
     /// Retention or the free-space sweep deleted a recording.
     case recordingDeleted(camera: String, path: String, reason: String)
     case framesDropped(camera: String, output: String, count: Int)
+    /// Motion detection (`[[motion]]`) saw an event begin; `startWallNanos` is when the motion began.
+    case motionStarted(camera: String, startWallNanos: Int64)
+    case motionEnded(camera: String, MotionEventInfo)
     case diskLow(path: String, freeBytes: Int64)
     /// `errno` is the POSIX error behind it when there is one (`errno.isDiskFull`: the disk is full).
     case error(camera: String, message: String, errno: Errno? = nil)
@@ -32,19 +35,22 @@ public enum RecorderEvent: Sendable, CustomStringConvertible {
         case .stillSaved: return "still_saved"
         case .framesDropped: return "frames_dropped"
         case .recordingDeleted: return "recording_deleted"
+        case .motionStarted: return "motion_start"
+        case .motionEnded: return "motion_end"
         case .diskLow: return "disk_low"
         case .error: return "error"
         }
     }
 
     public static let names = ["camera_lost", "camera_found", "session_started", "session_stopped", "segment_started",
-                               "segment_finalized", "still_saved", "frames_dropped", "recording_deleted", "disk_low", "error"]
+                               "segment_finalized", "still_saved", "frames_dropped", "recording_deleted", "motion_start", "motion_end",
+                               "disk_low", "error"]
 
     public var camera: String? {
         switch self {
         case .cameraLost(let c, _), .cameraFound(let c, _, _), .sessionStarted(let c), .sessionStopped(let c),
              .segmentStarted(let c, _, _), .segmentFinalized(let c, _), .stillSaved(let c, _, _), .framesDropped(let c, _, _),
-             .recordingDeleted(let c, _, _), .error(let c, _, _):
+             .recordingDeleted(let c, _, _), .motionStarted(let c, _), .motionEnded(let c, _), .error(let c, _, _):
             return c
         case .diskLow: return nil
         }
@@ -69,9 +75,22 @@ public enum RecorderEvent: Sendable, CustomStringConvertible {
             env["VIGIL_FILE"] = path
             env["VIGIL_FREE_BYTES"] = String(free)
         case .error(_, let message, _): env["VIGIL_REASON"] = message
+        case .motionStarted(_, let start): env["VIGIL_START"] = Self.iso(start)
+        case .motionEnded(_, let info):
+            env["VIGIL_START"] = Self.iso(info.startWallNanos)
+            env["VIGIL_END"] = Self.iso(info.endWallNanos)
+            env["VIGIL_PEAK_PERCENT"] = String(format: "%.1f", info.peakPercent)
+            if let picture = info.picturePath { env["VIGIL_FILE"] = picture }
         default: break
         }
         return env
+    }
+
+    /// An instant for hooks: UTC, ISO 8601 with milliseconds (2026-11-22T06:57:00.250Z).
+    public static func iso(_ wallNanos: Int64) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: Date(timeIntervalSince1970: Double(wallNanos) / 1e9))
     }
 
     public var description: String {
@@ -85,6 +104,9 @@ public enum RecorderEvent: Sendable, CustomStringConvertible {
         case .stillSaved(let c, let p, _): return "\(c): still \(p)"
         case .recordingDeleted(let c, let p, let r): return "\(c): deleted \(p) (\(r))"
         case .framesDropped(let c, let o, let n): return "\(c): \(o) dropped \(n) frame(s)"
+        case .motionStarted(let c, _): return "\(c): motion"
+        case .motionEnded(let c, let e):
+            return "\(c): motion ended after " + String(format: "%.1f s, peak %.1f %% of the picture", Double(e.endWallNanos - e.startWallNanos) / 1e9, e.peakPercent)
         case .diskLow(let p, let f): return "disk low under \(p): \(f / 1_048_576) MiB free"
         case .error(let c, let m, _): return "\(c): \(m)"
         }

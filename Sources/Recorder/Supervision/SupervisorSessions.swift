@@ -90,6 +90,8 @@ extension Supervisor {
         case .segmentStarted(let c, let path, let start): events.emit(.segmentStarted(camera: c, path: path, startWallNanos: start))
         case .segmentFinished(let c, let info): events.emit(.segmentFinalized(camera: c, info))
         case .stillSaved(let c, let info): events.emit(.stillSaved(camera: c, path: info.path, shotWallNanos: info.shotWallNanos))
+        case .motionStarted(let c, let start): events.emit(.motionStarted(camera: c, startWallNanos: start))
+        case .motionEnded(let c, let info): events.emit(.motionEnded(camera: c, info))
         case .droppedFrames(let c, let o, let n): events.emit(.framesDropped(camera: c, output: o, count: n))
         case .runtimeError(let c, let m, let code): events.emit(.error(camera: c, message: m, errno: code))
         default: break
