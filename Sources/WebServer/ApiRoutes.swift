@@ -25,6 +25,11 @@ struct ApiRoutes: Sendable {
             let range = try time.range(request)
             return JSONBody.response(try await stills(name, range))
         }
+        router.get("/api/v1/cameras/:name/events") { request, context in
+            let name = try await camera(context)
+            let range = try time.range(request)
+            return JSONBody.response(try await events(name, range))
+        }
     }
 
     /// What can be played or shown: not a file being written, gone or quarantined.
@@ -80,6 +85,46 @@ struct ApiRoutes: Sendable {
         guard let entries else { throw APIError(.internalServerError, "the recordings index cannot be read") }
         return StillsJSON(camera: camera, stills: entries.map {
             StillsJSON.Still(id: $0.id, time: time.string($0.startNanos), url: "/api/v1/stills/\($0.id)")
+        })
+    }
+
+    struct EventsJSON: Encodable {
+        struct Event: Encodable {
+            let id: Int64
+            let start: String
+            /// nil while the event is under way.
+            let end: String?
+            let peakAreaPercent: Double
+            let thumbnail: String?
+
+            enum CodingKeys: String, CodingKey {
+                case id, start, end, thumbnail
+                case peakAreaPercent = "peak_area_percent"
+            }
+
+            func encode(to encoder: Encoder) throws {
+                var c = encoder.container(keyedBy: CodingKeys.self)
+                try c.encode(id, forKey: .id)
+                try c.encode(start, forKey: .start)
+                // `end` and `thumbnail` are null, not missing, while there is none.
+                try c.encode(end, forKey: .end)
+                try c.encode(peakAreaPercent, forKey: .peakAreaPercent)
+                try c.encode(thumbnail, forKey: .thumbnail)
+            }
+        }
+        let camera: String
+        let events: [Event]
+    }
+
+    /// Motion events that overlap the range (none for a camera without `[[motion]]`).
+    func events(_ camera: String, _ range: (from: Int64, to: Int64)) async throws(APIError) -> EventsJSON {
+        let index = recorder.index
+        let events = await Self.io.run { try? index.motionEvents(camera: camera, from: range.from, to: range.to) }
+        guard let events else { throw APIError(.internalServerError, "the recordings index cannot be read") }
+        return EventsJSON(camera: camera, events: events.map {
+            EventsJSON.Event(
+                id: $0.id, start: time.string($0.startNanos), end: $0.endNanos.map(time.string), peakAreaPercent: ($0.peakPercent * 10).rounded() / 10,
+                thumbnail: $0.picture == nil ? nil : "/api/v1/events/\($0.id)/thumbnail.jpg")
         })
     }
 

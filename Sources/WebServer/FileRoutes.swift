@@ -3,8 +3,9 @@ import Glibc
 import Hummingbird
 import Recorder
 
-/// Files by index id: `GET /api/v1/recordings/{id}/file` (segments, daily timelapse videos) and
-/// `GET /api/v1/stills/{id}` (timelapse stills, snapshots). A URL never holds a path: the id is
+/// Files by index id: `GET /api/v1/recordings/{id}/file` (segments, daily timelapse videos),
+/// `GET /api/v1/stills/{id}` (timelapse stills, snapshots) and
+/// `GET /api/v1/events/{id}/thumbnail.jpg` (a motion event's picture). A URL never holds a path: the id is
 /// looked up in the index, and the file it names is served only if its real path (links
 /// resolved) is under the storage root. Single byte ranges, ETag, Last-Modified and
 /// If-None-Match are honoured, so a browser's `<video>` can seek and cache.
@@ -16,16 +17,18 @@ struct FileRoutes: Sendable {
     init(recorder: RecorderService.Opened) { self.recorder = recorder }
 
     func add(to router: Router<WebRequestContext>) {
-        let files: [(path: RouterPath, kinds: [RecordingIndex.Kind], what: String)] = [
-            ("/api/v1/recordings/:id/file", [.segment, .timelapse], "recording"), ("/api/v1/stills/:id", [.still, .snapshot], "still"),
+        let files: [(path: RouterPath, what: String, lookup: Lookup)] = [
+            ("/api/v1/recordings/:id/file", "recording", Self.recording([.segment, .timelapse])),
+            ("/api/v1/stills/:id", "still", Self.recording([.still, .snapshot])),
+            ("/api/v1/events/:id/thumbnail.jpg", "motion event picture", { index, id in try? index.motionEvent(id: id)?.picture }),
         ]
         for file in files {
             router.get(file.path) { request, context in
-                try await serve(request, context, kinds: file.kinds, what: file.what)
+                try await serve(request, context, what: file.what, lookup: file.lookup)
             }
             // HEAD: the same headers (download tools and caches ask it first), no bytes read.
             router.head(file.path) { request, context in
-                var response = try await serve(request, context, kinds: file.kinds, what: file.what)
+                var response = try await serve(request, context, what: file.what, lookup: file.lookup)
                 // The length a GET would send (an empty body would say 0).
                 response.body = ResponseBody(contentLength: response.headers[.contentLength].flatMap { Int($0) }) { writer in
                     try await writer.finish(nil)
@@ -44,11 +47,22 @@ struct FileRoutes: Sendable {
         let etag: String
     }
 
-    private func serve(_ request: Request, _ context: WebRequestContext, kinds: [RecordingIndex.Kind], what: String) async throws -> Response {
+    /// The path (relative to the root) of the file an id names, read from the index; nil: none.
+    typealias Lookup = @Sendable (RecordingIndex, Int64) -> String?
+
+    /// Recordings of these kinds that can be served (not being written, gone or quarantined).
+    static func recording(_ kinds: [RecordingIndex.Kind]) -> Lookup {
+        { index, id in
+            guard let entry = try? index.entry(id: id), kinds.contains(entry.kind), ApiRoutes.servedStates.contains(entry.state) else { return nil }
+            return entry.path
+        }
+    }
+
+    private func serve(_ request: Request, _ context: WebRequestContext, what: String, lookup: @escaping Lookup) async throws -> Response {
         guard let text = context.parameters.get("id"), let id = Int64(text), id > 0 else {
             throw APIError(.notFound, "no \(what) with id \(context.parameters.get("id") ?? "")")
         }
-        let found = try await find(id: id, kinds: kinds, what: what)
+        let found = try await find(id: id, what: what, lookup: lookup)
         var headers: HTTPFields = [
             .eTag: found.etag, .lastModified: Self.httpDate(found.modified), .acceptRanges: "bytes",
             .contentType: found.contentType, .cacheControl: "private, max-age=0, must-revalidate",
@@ -77,16 +91,15 @@ struct FileRoutes: Sendable {
         }
     }
 
-    /// The index entry `id` of one of `kinds`, resolved under the storage root; 404 otherwise
+    /// The file the index names for `id`, resolved under the storage root; 404 otherwise
     /// (also for a row or a link that points outside the root: nothing out there is served).
-    func find(id: Int64, kinds: [RecordingIndex.Kind], what: String) async throws(APIError) -> Found {
+    func find(id: Int64, what: String, lookup: @escaping Lookup) async throws(APIError) -> Found {
         let index = recorder.index, root = recorder.root
         let result: Result<Found, APIError> = await ApiRoutes.io.run {
-            guard let entry = try? index.entry(id: id), kinds.contains(entry.kind),
-                  [.complete, .recovered, .interrupted].contains(entry.state) else {
+            guard let relative = lookup(index, id) else {
                 return .failure(APIError(.notFound, "no \(what) with id \(id)"))
             }
-            guard let path = Self.resolve(entry.path, under: root) else {
+            guard let path = Self.resolve(relative, under: root) else {
                 return .failure(APIError(.notFound, "\(what) \(id) is not a file under the storage root"))
             }
             var info = stat()
