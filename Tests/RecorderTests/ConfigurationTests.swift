@@ -345,3 +345,47 @@ let exampleFile = URL(fileURLWithPath: #filePath).deletingLastPathComponent().de
         }
     }
 }
+
+@Suite struct MotionConfigurationTests {
+    @Test func aMotionTableSetsItsCameraSettingsAndMasks() throws {
+        let configuration = try load("""
+            [cameras.porch]
+            device = "/dev/video0"
+            [[motion]]
+            camera = "porch"
+            sensitivity = "high"
+            min_area_percent = 1.5
+            min_seconds = 1
+            gap_seconds = 20
+            mask = ["0,0 40%,0 40%,15% 0,15%", "600,0 640,0 640,40"]
+            schedule = ["22:00-06:00"]
+            """)
+        let job = try #require(configuration.cameras[0].motion)
+        #expect(job.settings.sensitivity == .high)
+        #expect(job.settings.minAreaPercent == 1.5 && job.settings.minSeconds == 1 && job.settings.gapSeconds == 20)
+        #expect(job.masks.count == 2 && job.schedule == ["22:00-06:00"])
+        #expect(configuration.summary(present: []).contains("motion: high sensitivity, at least 1.5 % of the picture for 1 s"))
+    }
+
+    @Test func badMotionSettingsAreNamedWithTheirLineAndAFix() {
+        let found = errors("""
+            [cameras.porch]
+            device = "/dev/video0"
+            [[motion]]
+            camera = "porch"
+            sensitivity = "hihg"
+            mask = ["0,0 40%,0"]
+            min_area = 2
+            [[motion]]
+            camera = "porch"
+            [[motion]]
+            camera = "garden"
+            """)
+        let text = found.map(\.description).joined(separator: "\n")
+        #expect(text.contains("vigil.toml:5") && text.contains("unknown sensitivity \"hihg\" (did you mean high?)"), "\(text)")
+        #expect(text.contains("vigil.toml:6") && text.contains("mask \"0,0 40%,0\" is not a polygon"), "\(text)")
+        #expect(text.contains("vigil.toml:7") && text.contains("min_area"), "\(text)")
+        #expect(text.contains("already has a [[motion]] job (line 3)"), "\(text)")
+        #expect(text.contains("garden"), "\(text)")
+    }
+}

@@ -42,4 +42,35 @@ import Testing
         let missing = VigilBinary.run(["motion", "test", dir.path + "/none.mp4"])
         #expect(missing.status == 64 && missing.errorOutput.contains("cannot read"), "\(missing.errorOutput)")
     }
+
+    /// `vigil demo --motion` films a square crossing from 2 s to 5 s of every 10 s; `vigil
+    /// events` lists what detection made of it, as text and JSON, with the event's picture.
+    @Test func theMotionDemoMakesAnEventThatVigilEventsLists() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let data = dir.path + "/rec"
+        let demo = VigilBinary.run(["demo", "--motion", "--output", data, "--duration", "8", "--size", "320x240", "--fps", "10", "--listen", ""])
+        #expect(demo.status == 0, "\(demo.errorOutput)")
+        #expect(demo.output.contains("vigil events --data \(data)"), "\(demo.output)")
+        let text = VigilBinary.run(["events", "--data", data])
+        #expect(text.status == 0 && text.output.contains("synthetic-scene-0: 1 motion event(s)"), "\(text.output)")
+        let json = VigilBinary.run(["events", "--data", data, "--json", "--camera", "synthetic-scene-0"])
+        let parsed = try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any]
+        let events = parsed?["events"] as? [[String: Any]] ?? []
+        try #require(events.count == 1, "\(json.output)")
+        // The scene's zero is the camera's first frame, which starts the first segment.
+        let recordings = VigilBinary.run(["recordings", "--data", data, "--json"])
+        let segments = (try JSONSerialization.jsonObject(with: Data(recordings.output.utf8)) as? [String: Any])?["recordings"] as? [[String: Any]] ?? []
+        let first = try #require(segments.first?["start"] as? String)
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let zero = try #require(formatter.date(from: first))
+        let start = try #require(formatter.date(from: events[0]["start"] as? String ?? ""))
+        let end = try #require(formatter.date(from: events[0]["end"] as? String ?? ""))
+        #expect(abs(start.timeIntervalSince(zero) - 2) <= 0.5 && abs(end.timeIntervalSince(zero) - 5) <= 0.5, "\(json.output) \(first)")
+        let picture = try #require(events[0]["picture"] as? String)
+        #expect(RecordingInspector.ffprobeProblem(data + "/" + picture) == nil)
+        let none = VigilBinary.run(["events", "--data", data, "--from", "2020-01-01", "--to", "2020-01-02"])
+        #expect(none.status == 0 && none.output == "No motion events in that range.\n")
+    }
 }

@@ -19,6 +19,13 @@ extension Configuration {
                     report("codec = \"copy\" needs a compressed camera format, but it would deliver \(format.pixelFormat)",
                            "set pixel_format = \"mjpeg\" or codec = \"h264\"")
                 }
+                let shown = camera.rotation.size(width: format.width, height: format.height)
+                for mask in camera.motion?.masks ?? [] where MotionSettings.mask(mask, width: shown.width, height: shown.height) == nil {
+                    problems.append(ConfigurationDiagnostic(
+                        path: path, line: camera.motion!.line,
+                        message: "camera \(camera.name): motion mask \"\(mask)\" reaches outside its \(shown.width)x\(shown.height) picture",
+                        fix: "give corners within 0…\(shown.width) and 0…\(shown.height), or in percent"))
+                }
             } catch {
                 report("\(error)", "pick a size, pixel format and fps that `vigil devices` lists for it")
             }
