@@ -88,4 +88,11 @@ public enum SegmentProbe {
             "ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=codec_tag_string", "-of", "csv=p=0", path])
         return r.output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
+
+    /// "WIDTHxHEIGHT" of the first video stream (or picture).
+    public static func dimensions(_ path: String) -> String {
+        let r = RecordingInspector.run("/usr/bin/env", [
+            "ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=width,height", "-of", "csv=p=0:s=x", path])
+        return r.output.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
 }
