@@ -67,4 +67,72 @@ import Testing
         #expect(lines.last == "end \(RecorderEvent.iso(event.startNanos)) \(RecorderEvent.iso(event.endNanos!)) "
             + String(format: "%.1f", event.peakPercent) + " \(path)", "\(lines)")
     }
+
+    /// `mode = "motion"`: a square crosses from 3 s to 5 s and another from 7 s to 8 s (closer
+    /// than pre + post: one file), a third from 17 s to 18 s (a second file). Frames carry their
+    /// sequence number in the masked top half, so the files are checked frame by frame.
+    @Test(arguments: [("yuyv422", "h264"), ("mjpeg", "copy")])
+    func motionOnlyFilesHoldEveryObjectFrameWithPreAndPostRoll(pixelFormat: String, codec: String) async throws {
+        let dir = try TemporaryDirectory("vigil-motion-only")
+        defer { dir.remove() }
+        let fps = 10.0, pre = 2.0, post = 2.0
+        let scripted: [(enters: Double, leaves: Double)] = [(3, 5), (7, 8), (17, 18)]
+        let scene = SyntheticScene(objects: scripted.map { .init(enters: $0.enters, leaves: $0.leaves, top: 0.6) }, showsSequence: true)
+        let file = dir.path + "/vigil.toml"
+        try """
+            [storage]
+            root = "\(dir.path)/data"
+            [cameras.yard]
+            device = "synthetic-scene-0"
+            size = "320x240"
+            pixel_format = "\(pixelFormat)"
+            fps = \(Int(fps))
+            [[motion]]
+            camera = "yard"
+            gap_seconds = 1
+            mask = ["0,0 100%,0 100%,50% 0,50%"]
+            [[record]]
+            camera = "yard"
+            codec = "\(codec)"
+            mode = "motion"
+            pre_seconds = \(pre)
+            post_seconds = \(post)
+            """.write(toFile: file, atomically: true, encoding: .utf8)
+        var options = RecorderService.Options(configurationPath: file)
+        options.deviceSource = SyntheticDeviceSource(count: 1, sizes: [(320, 240)], scene: scene)
+        let service = try RecorderService(options: options)
+        let run = Task.detached { try await service.run() }
+        let deadline = Date().addingTimeInterval(90)
+        while Date() < deadline {
+            if let origin = scene.originWallNanos, Int64(Date().timeIntervalSince1970 * 1e9) - origin > 23_000_000_000 { break }
+            try await Task.sleep(nanoseconds: 100_000_000)
+        }
+        await service.stop()
+        try await run.value
+
+        let files = RecordingInspector.files(under: dir.path + "/data/yard/video", endingWith: codec == "copy" ? ".mkv" : ".mp4").sorted()
+        try #require(files.count == 2, "one file for the two objects close together, one for the third: \(files)")
+        var held: [[UInt32]] = []
+        for path in files {
+            #expect(RecordingInspector.ffprobeProblem(path) == nil, "\(path)")
+            let decoded = try RecordingInspector.decode(path)
+            #expect(decoded.startsWithKeyframe)
+            let sequences = decoded.sequences.compactMap { $0 }
+            #expect(sequences.count == decoded.sequences.count, "every frame shows its number")
+            #expect(sequences == Array((sequences.first ?? 0)...(sequences.last ?? 0)), "\(path): no frame lost or repeated")
+            held.append(sequences)
+        }
+        // Detection may be 0.5 s late or early; a file begins at the keyframe before the pre-roll
+        // and ends with the group of pictures the post-roll reaches (H.264: a keyframe every 2 s).
+        func frame(_ seconds: Double) -> UInt32 { UInt32(max(0, (seconds * fps).rounded())) }
+        let groups = [(first: scripted[0], last: scripted[1]), (first: scripted[2], last: scripted[2])]
+        for (sequences, group) in zip(held, groups) {
+            let mustFrom = frame(group.first.enters + 0.5 - pre), mustTo = frame(group.last.leaves - 0.5 + post)
+            #expect(sequences.first! <= mustFrom && sequences.last! >= mustTo,
+                    "frames \(sequences.first!)–\(sequences.last!) must hold \(mustFrom)–\(mustTo)")
+            let slack = codec == "copy" ? 0.6 : 2.6
+            #expect(sequences.first! >= frame(group.first.enters - pre - slack) && sequences.last! <= frame(group.last.leaves + post + slack),
+                    "frames \(sequences.first!)–\(sequences.last!) hold much more than the motion and its roll")
+        }
+    }
 }

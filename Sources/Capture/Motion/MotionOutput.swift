@@ -36,6 +36,8 @@ public final class MotionOutput: CaptureOutput, @unchecked Sendable {
     }
 
     public let settings: Settings
+    /// Where motion was found, for a recording of motion only (`SegmentedMovieOutput.Settings.motionOnly`).
+    public let timeline = MotionTimeline()
     /// Capture thread only: the schedule, and when the next picture is due.
     private var admission: ScheduleGate
     private var nextAnalysisNanos: Int64 = .min
@@ -191,7 +193,14 @@ public final class MotionOutput: CaptureOutput, @unchecked Sendable {
             peakPercent = sample.changedPercent
             keepThumbnail(of: frame, connection)
         }
-        switch tracker.add(sample) {
+        let change = tracker.add(sample)
+        if moving && tracker.isInEvent {
+            // The picture that confirms an event covers it from when its motion began.
+            var from = frame.wallNanos
+            if case .started(let start)? = change { from = Self.nanos(start) }
+            timeline.noteMotion(from: from, to: frame.wallNanos)
+        }
+        switch change {
         case .started(let start)?:
             isInEvent = true
             if let camera = context?.cameraID { emit(.motionStarted(camera: camera, startWallNanos: Self.nanos(start))) }

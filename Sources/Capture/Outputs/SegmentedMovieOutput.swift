@@ -33,11 +33,31 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         /// Records only inside this schedule (nil: always). Leaving it finalizes the open segment;
         /// coming back into it starts a new one.
         public var schedule: (any OutputSchedule)?
+        /// Keep only the minutes with motion (nil: record everything).
+        public var motionOnly: MotionOnly?
+
+        /// `[[record]] mode = "motion"`: files hold what a motion output found, from `preSeconds`
+        /// before the motion (from the keyframe before) to `postSeconds` after it; motion closer
+        /// than that shares a file. Packets are held back `decisionDelaySeconds` (at least the
+        /// pre-roll plus the time detection takes to be sure), so files are written that late.
+        public struct MotionOnly: Sendable {
+            public var timeline: MotionTimeline
+            public var preSeconds: Double
+            public var postSeconds: Double
+            public var decisionDelaySeconds: Double
+
+            public init(timeline: MotionTimeline, preSeconds: Double, postSeconds: Double, decisionDelaySeconds: Double) {
+                self.timeline = timeline
+                self.preSeconds = preSeconds
+                self.postSeconds = postSeconds
+                self.decisionDelaySeconds = max(decisionDelaySeconds, preSeconds)
+            }
+        }
 
         public init(
             storageRoot: String, segmentSeconds: Int = 60, encoding: Encoding = .h264(EncoderSettings()),
             container: Container? = nil, queueCapacity: Int? = nil, dropsLateFrames: Bool = true,
-            schedule: (any OutputSchedule)? = nil
+            schedule: (any OutputSchedule)? = nil, motionOnly: MotionOnly? = nil
         ) {
             self.storageRoot = storageRoot
             self.segmentSeconds = segmentSeconds
@@ -47,6 +67,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
             self.queueCapacity = queueCapacity
             self.dropsLateFrames = dropsLateFrames
             self.schedule = schedule
+            self.motionOnly = motionOnly
         }
 
         /// The container a segment of frames in `format` goes into.
@@ -85,13 +106,17 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     private var framesSkippedAfterLoss = 0
     /// Capture-thread copy of the schedule, so frames outside it are never queued at all.
     private var admission: ScheduleGate
-    /// Whether the worker has a segment or an encoder open; while it has, frames outside the
-    /// schedule still go to the worker, whose first such frame closes them.
+    /// Whether the worker has a segment or an encoder open (or packets held back); while it
+    /// has, frames outside the schedule still go to the worker, whose first such frame closes them.
     private let isRecording = Atomic<Bool>(false)
     /// The camera's live view, which reuses this output's H.264 packets (no second encoder).
     private let live = Mutex<LiveMP4Feed?>(nil)
     /// The encoder's stream description, made once per encoder for the live feed.
     private var liveStream: StreamDescription?
+    /// Motion only: what is held back until it is known whether motion was near it.
+    private let preroll: PrerollDelay?
+    /// Motion only: the wall-clock slot of the open segment.
+    private var segmentSlot: Int64 = .min
 
     public init(_ settings: Settings) throws(CaptureError) {
         guard settings.segmentSeconds >= 1 else {
@@ -100,6 +125,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         self.settings = settings
         gate = ScheduleGate(settings.schedule)
         admission = ScheduleGate(settings.schedule)
+        preroll = settings.motionOnly == nil ? nil : PrerollDelay()
         super.init(name: "movie", queueCapacity: settings.queueCapacity, dropsLateFrames: settings.dropsLateFrames)
         inFlight.reserveCapacity(256)
         if case .h264 = settings.encoding { EncoderThreading.h264Outputs.add(1, ordering: .relaxed) }
@@ -137,7 +163,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     }
 
     override func process(_ frame: CapturedFrame, _ connection: ConnectionSettings) {
-        defer { isRecording.store(encoder != nil || segment != nil, ordering: .releasing) }
+        defer { isRecording.store(encoder != nil || segment != nil || preroll?.isEmpty == false, ordering: .releasing) }
         guard gate.isActive(at: frame.wallNanos) else {
             // Outside the schedule: the open segment ends with the last frame inside it.
             if encoder != nil || segment != nil { finish() }
@@ -177,6 +203,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         if liveStream != nil { live.withLock { $0 }?.reset() }
         liveStream = nil
         inFlight.removeAll(keepingCapacity: true)
+        releaseHeld(all: true)
         closeSegment()
         currentSlot = .min
         lastPTS = .min
@@ -220,6 +247,19 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
             }
         }
         let stream = frame.stream ?? mjpegDescription(width: frame.width, height: frame.height)
+        if let preroll {
+            // Motion only: held back; segments are opened and cut when it is released.
+            if frame.followsDiscontinuity {
+                originMonotonic = nil
+                lastPTS = .min
+            }
+            preroll.hold(
+                frame.bytes, pts: nextPTS(for: frame), presentationDelay: frame.presentationDelayNanos * 9 / 100_000,
+                keyframe: frame.isKeyframe, wallNanos: frame.wallNanos, stream: stream,
+                container: settings.container(for: frame.format), breaksBefore: frame.followsDiscontinuity)
+            releaseHeld(now: frame.wallNanos)
+            return
+        }
         if let open = segment, open.stream !== stream, !open.stream.matches(stream) {
             // The old segment cannot take packets of other parameters.
             closeSegment()
@@ -279,6 +319,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
             if encoder != nil {
                 try encoder!.sendEndOfStream()
                 try drainPackets()
+                releaseHeld(all: true)
                 closeSegment()
             }
             var settings = encoderSettings
@@ -307,6 +348,16 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
             guard let index = inFlight.firstIndex(where: { $0.pts == pts }) else { continue }
             let info = inFlight[index]
             inFlight.removeSubrange(0...index)
+            if let preroll, let liveStream {
+                preroll.hold(
+                    packet.bytes, pts: pts, presentationDelay: 0, keyframe: packet.isKeyframe, wallNanos: info.wallNanos,
+                    stream: liveStream, container: settings.container, breaksBefore: false)
+                if let feed = live.withLock({ $0 }) {
+                    feed.append(packet.bytes, dts: pts, keyframe: packet.isKeyframe, stream: liveStream, wallNanos: info.wallNanos)
+                }
+                releaseHeld(now: info.wallNanos)
+                continue
+            }
             // Only a forced keyframe opens a segment; while none is open after a failure,
             // packets are discarded until the retry's keyframe.
             if info.startsSegment {
@@ -317,6 +368,45 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
             if let feed = live.withLock({ $0 }), let liveStream {
                 feed.append(packet.bytes, dts: pts, keyframe: packet.isKeyframe, stream: liveStream, wallNanos: info.wallNanos)
             }
+        }
+    }
+
+    // MARK: - Motion only
+
+    /// Writes the held groups of pictures that are due (all of them when the recording stops):
+    /// a group with motion near any of its frames is written, from its keyframe; one without
+    /// ends the open file. Files are cut on the wall-clock grid at the first keyframe of a new slot.
+    private func releaseHeld(now: Int64 = .max, all: Bool = false) {
+        guard let preroll, let motion = settings.motionOnly else { return }
+        let pre = Int64(motion.preSeconds * 1e9), post = Int64(motion.postSeconds * 1e9)
+        let segmentNanos = Int64(settings.segmentSeconds) * 1_000_000_000
+        func write(_ group: ArraySlice<PrerollDelay.Held>) throws {
+            guard group.contains(where: { motion.timeline.covers($0.wallNanos, pre: pre, post: post) }) else {
+                closeSegment()
+                return
+            }
+            for held in group {
+                let slot = held.wallNanos / segmentNanos
+                if held.breaksBefore { closeSegment() }
+                if let open = segment, held.isKeyframe, slot != segmentSlot || (open.stream !== held.stream && !open.stream.matches(held.stream)) {
+                    closeSegment()
+                }
+                if segment == nil {
+                    guard held.isKeyframe else { continue }
+                    try openSegment(stream: held.stream, container: held.container, startPTS: held.pts, wallNanos: held.wallNanos)
+                    segmentSlot = slot
+                }
+                try held.bytes.withUnsafeBytes { bytes in
+                    packet.borrow(bytes, pts: held.pts, keyframe: held.isKeyframe)
+                    defer { packet.unref() }
+                    try self.write(packet, pts: held.pts, presentationDelay: held.presentationDelay, wallNanos: held.wallNanos)
+                }
+            }
+        }
+        do {
+            if all { try preroll.releaseAll(write) } else { try preroll.release(before: now - Int64(motion.decisionDelaySeconds * 1e9), write) }
+        } catch {
+            fail(error)
         }
     }
 

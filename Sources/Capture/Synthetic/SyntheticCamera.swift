@@ -108,7 +108,7 @@ final class SyntheticStream: CaptureStream {
 
     private func paint(into base: UnsafeMutableRawPointer, sequence: UInt64, wallNanos: Int64) {
         if let scene {
-            scene.paint(into: base, width: format.width, height: format.height, wallNanos: wallNanos, noise: &noise)
+            scene.paint(into: base, width: format.width, height: format.height, sequence: sequence, wallNanos: wallNanos, noise: &noise)
         } else {
             painter.paint(into: base, sequence: sequence, wallNanos: wallNanos)
         }

@@ -29,10 +29,17 @@ public final class SyntheticScene: Sendable {
     public let lightSwitchAt: Double?
     /// The objects' script starts again this often (nil: it plays once).
     public let repeatSeconds: Double?
+    /// Paints each frame's sequence number over the top half (`SequencePattern`), so a test can
+    /// tell which frames a file holds; that half changes every frame, so a test masks it.
+    public let showsSequence: Bool
     /// When the camera started filming (wall clock, Unix nanoseconds): the script's zero.
     private let origin = Mutex<Int64?>(nil)
 
-    public init(objects: [Object] = [], rampPerSecond: Double = 0, lightSwitchAt: Double? = nil, repeatSeconds: Double? = nil) {
+    public init(
+        objects: [Object] = [], rampPerSecond: Double = 0, lightSwitchAt: Double? = nil, repeatSeconds: Double? = nil,
+        showsSequence: Bool = false
+    ) {
+        self.showsSequence = showsSequence
         self.objects = objects
         self.rampPerSecond = rampPerSecond
         self.lightSwitchAt = lightSwitchAt
@@ -49,7 +56,7 @@ public final class SyntheticScene: Sendable {
 
     /// Paints the scene at `wallNanos` into a YUYV picture (neutral chroma). `noise` is the
     /// generator's state, kept by the stream.
-    func paint(into base: UnsafeMutableRawPointer, width: Int, height: Int, wallNanos: Int64, noise: inout UInt64) {
+    func paint(into base: UnsafeMutableRawPointer, width: Int, height: Int, sequence: UInt64, wallNanos: Int64, noise: inout UInt64) {
         let zero = origin.withLock { o -> Int64 in
             if o == nil { o = wallNanos }
             return o!
@@ -80,6 +87,16 @@ public final class SyntheticScene: Sendable {
             let top = Int(o.top * Double(height))
             for y in max(0, top)..<min(height, top + side) {
                 for x in max(0, left)..<min(width, left + side) { p[y * width * 2 + x * 2] = 230 }
+            }
+        }
+        if showsSequence {
+            let bits = SequencePattern.bits(for: sequence)
+            for i in 0..<(SequencePattern.columns * SequencePattern.rows) {
+                let b = SequencePattern.block(i, width: width, height: height)
+                let luma = bits & (1 << (31 - UInt32(i))) != 0 ? SequencePattern.bright : SequencePattern.dark
+                for y in b.y..<min(height, b.y + b.height) {
+                    for x in b.x..<min(width, b.x + b.width) { p[y * width * 2 + x * 2] = luma }
+                }
             }
         }
     }

@@ -98,16 +98,26 @@ public struct CameraConfig: Sendable, Equatable {
     }
 }
 
-/// Continuous recording, possibly only inside a schedule.
+/// Recording, possibly only inside a schedule: everything, or only the minutes with motion.
 public struct RecordJob: Sendable, Equatable {
+    public enum Mode: String, Sendable, CaseIterable {
+        case continuous
+        /// Only what the camera's `[[motion]]` finds, with `preSeconds` before and `postSeconds` after.
+        case motion
+    }
+
     /// Window texts (see `Schedule`); empty: always.
     public var schedule: [String] = []
     public var segmentSeconds = 60
     public var encoding: SegmentedMovieOutput.Encoding = .h264(EncoderSettings())
+    public var mode = Mode.continuous
+    public var preSeconds = 5.0
+    public var postSeconds = 5.0
     public var line = 0
 
     public static func == (a: RecordJob, b: RecordJob) -> Bool {
-        a.schedule == b.schedule && a.segmentSeconds == b.segmentSeconds && a.encoding == b.encoding
+        a.schedule == b.schedule && a.segmentSeconds == b.segmentSeconds && a.encoding == b.encoding && a.mode == b.mode
+            && a.preSeconds == b.preSeconds && a.postSeconds == b.postSeconds
     }
 }
 

@@ -134,6 +134,14 @@ struct ConfigurationDecoder {
                 }
             }
             if let threads = integer(&job, "x264_threads", in: 0...64) { settings.threads = threads }
+            if let mode = string(&job, "mode") {
+                if let value = RecordJob.Mode(rawValue: mode.value) { record.mode = value } else {
+                    report(mode.line, "unknown mode \"\(mode.value)\"\(Suggestion.phrase(for: mode.value, among: RecordJob.Mode.allCases.map(\.rawValue)))",
+                           fix: "use \"continuous\" (the default) or \"motion\" (only events, with pre_seconds and post_seconds around them)")
+                }
+            }
+            if let pre = number(&job, "pre_seconds", in: 0...60) { record.preSeconds = pre }
+            if let post = number(&job, "post_seconds", in: 0...600) { record.postSeconds = post }
             record.encoding = .h264(settings)
             // A network camera's packets are recorded as they arrive unless told otherwise.
             if let index, case .url = configuration.cameras[index].match,
@@ -153,7 +161,7 @@ struct ConfigurationDecoder {
                     report(codec.line, "unknown codec \"\(codec.value)\"", fix: "use \"h264\" (encode) or \"copy\" (record the camera's MJPEG as is)")
                 }
             }
-            unknown(job, ["camera", "schedule", "segment_seconds", "codec", "crf", "x264_preset", "x264_threads"])
+            unknown(job, ["camera", "schedule", "segment_seconds", "codec", "crf", "x264_preset", "x264_threads", "mode", "pre_seconds", "post_seconds"])
             if let index { configuration.cameras[index].record = record }
         }
         for (_, node) in jobTables(&top, "timelapse") {
@@ -201,6 +209,13 @@ struct ConfigurationDecoder {
             }
             let motion = decodeMotion(&job, hasLocation: hasLocation)
             if let index { configuration.cameras[index].motion = motion }
+        }
+        // Motion-only recording keeps what the camera's motion detection finds: it needs one.
+        for camera in configuration.cameras {
+            if let record = camera.record, record.mode == .motion, camera.motion == nil {
+                report(record.line, "camera \(camera.name) records mode = \"motion\" but has no [[motion]] table",
+                       fix: "add [[motion]] with camera = \"\(camera.name)\" (its defaults are sane), or record mode = \"continuous\"")
+            }
         }
         for (_, node) in jobTables(&top, "snapshot") {
             var job = node

@@ -26,7 +26,9 @@ extension Configuration {
                 if case .h264(let s) = r.encoding, case .crf(let q) = s.rateControl {
                     codec = "H.264 crf \(q) \(s.preset)" + (s.threads > 0 ? ", \(s.threads) x264 thread(s)" : "")
                 } else { codec = "stream copy" }
-                lines.append("  record: \(r.segmentSeconds) s segments, \(codec), " + Self.when(r.schedule))
+                let what = r.mode == .motion
+                    ? "motion only (\(DeviceFormat.rate(r.preSeconds)) s before, \(DeviceFormat.rate(r.postSeconds)) s after), " : ""
+                lines.append("  record: \(what)\(r.segmentSeconds) s segments, \(codec), " + Self.when(r.schedule))
             }
             if let t = camera.timelapse {
                 lines.append("  timelapse: a still every \(t.intervalSeconds) s, quality \(t.quality), " + Self.when(t.schedule)

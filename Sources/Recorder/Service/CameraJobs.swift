@@ -31,14 +31,37 @@ struct CameraJobs {
         var outputs: [(CaptureOutput, ConnectionSettings)] = []
         var schedules: [Schedule] = []
 
+        // Motion first: a recording of motion only follows its timeline.
+        var motionSchedule: Schedule?
+        if let job = camera.motion {
+            let schedule = try Self.schedule(job.schedule, environment)
+            if same, previous?.camera.motion == job, let motion = previous?.motion {
+                self.motion = motion
+            } else {
+                motion = MotionOutput(.init(
+                    motion: job.settings, masks: job.masks, storageRoot: environment.storageRoot,
+                    schedule: schedule.isAlways ? nil : schedule))
+            }
+            motionSchedule = schedule
+        } else {
+            motion = nil
+        }
         if let job = camera.record {
             let schedule = try Self.schedule(job.schedule, environment)
-            if same, previous?.camera.record == job, let movie = previous?.movie {
+            var motionOnly: SegmentedMovieOutput.Settings.MotionOnly?
+            if job.mode == .motion, let motion, let detection = camera.motion {
+                // Held back long enough for detection to be sure: its min_seconds, a few pictures, a margin.
+                motionOnly = .init(
+                    timeline: motion.timeline, preSeconds: job.preSeconds, postSeconds: job.postSeconds,
+                    decisionDelaySeconds: job.preSeconds + detection.settings.minSeconds + 2)
+            }
+            if same, previous?.camera.record == job, let movie = previous?.movie,
+               movie.settings.motionOnly?.timeline === motionOnly?.timeline {
                 self.movie = movie
             } else {
                 movie = try SegmentedMovieOutput(.init(
                     storageRoot: environment.storageRoot, segmentSeconds: job.segmentSeconds, encoding: job.encoding,
-                    schedule: schedule.isAlways ? nil : schedule))
+                    schedule: schedule.isAlways ? nil : schedule, motionOnly: motionOnly))
             }
             outputs.append((movie!, connection))
             schedules.append(schedule)
@@ -68,19 +91,9 @@ struct CameraJobs {
         } else {
             photo = nil
         }
-        if let job = camera.motion {
-            let schedule = try Self.schedule(job.schedule, environment)
-            if same, previous?.camera.motion == job, let motion = previous?.motion {
-                self.motion = motion
-            } else {
-                motion = MotionOutput(.init(
-                    motion: job.settings, masks: job.masks, storageRoot: environment.storageRoot,
-                    schedule: schedule.isAlways ? nil : schedule))
-            }
-            outputs.append((motion!, connection))
-            schedules.append(schedule)
-        } else {
-            motion = nil
+        if let motion, let motionSchedule {
+            outputs.append((motion, connection))
+            schedules.append(motionSchedule)
         }
         live = previous?.live ?? LiveOutput(connection: connection)
         live.setConnection(connection)
