@@ -2,6 +2,7 @@ import ArgumentParser
 import Capture
 import Foundation
 import Media
+import Recorder
 
 struct Motion: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -9,52 +10,79 @@ struct Motion: ParsableCommand {
         subcommands: [MotionTest.self])
 }
 
-/// `vigil motion test FILE`: what the detector sees in a recording, second by second, so that
-/// sensitivity and masks can be set by looking rather than guessing.
+/// `vigil motion test FILE` or `--camera NAME`: what the detector sees, second by second, so
+/// that sensitivity and masks can be set by looking rather than guessing.
 struct MotionTest: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "test",
-        abstract: "Show what motion detection sees in a recorded file.",
+        abstract: "Show what motion detection sees in a recorded file or a configured camera.",
         discussion: """
-            Decodes FILE (a recording, e.g. from `vigil recordings`), analyses 5 pictures a \
-            second as a camera's detector would, and prints per second the changed share of the \
-            picture, the noise level the threshold follows, light switches and events. With \
-            --picture it writes a JPEG of the changed cells at the peak of motion (white), the \
-            masks (dark) and the rest (grey).
-            Example: vigil motion test porch.mp4 --sensitivity high --mask "0,0 40%,0 40%,15% 0,15%"
+            Decodes FILE (a recording, e.g. from `vigil recordings`), or watches the camera NAME \
+            of the configuration for --seconds (opened as `vigil run` opens it, without \
+            recording; stop `vigil run` first if it holds a USB camera), analyses 5 pictures a \
+            second as the camera's detector does, and prints per second the changed share of \
+            the picture, the noise level the threshold follows, light switches and events. \
+            With --camera, the camera's [[motion]] table gives the settings and masks that the \
+            options below do not. With --picture it writes a JPEG of the changed cells at the \
+            peak of motion (white), the masks (dark) and the rest (grey).
+            Examples:
+              vigil motion test porch.mp4 --sensitivity high --mask "0,0 40%,0 40%,15% 0,15%"
+              vigil motion test --camera porch --config /etc/vigil/vigil.toml --seconds 30 --picture seen.jpg
             """)
 
-    @Argument(help: "A recorded video file.")
-    var file: String
+    @Argument(help: "A recorded video file (or use --camera).")
+    var file: String?
 
-    @Option(help: "low, medium or high.")
-    var sensitivity: MotionSettings.Sensitivity = .medium
+    @Option(help: ArgumentHelp("Watch this camera of the configuration instead of a file.", valueName: "name"))
+    var camera: String?
 
-    @Option(help: "How much of the picture must change, in percent.")
-    var minAreaPercent = 0.5
+    @Option(name: .shortAndLong, help: ArgumentHelp("The configuration that names the camera (default: /etc/vigil/vigil.toml).", valueName: "file"))
+    var config = "/etc/vigil/vigil.toml"
 
-    @Option(help: "Motion shorter than this many seconds is noise.")
-    var minSeconds = 0.5
+    @Option(help: "With --camera: how long to watch.")
+    var seconds = 30.0
 
-    @Option(help: "Quiet for this many seconds ends an event.")
-    var gapSeconds = 10.0
+    @Option(help: "low, medium or high (default: the camera's [[motion]], else medium).")
+    var sensitivity: MotionSettings.Sensitivity?
 
-    @Option(help: ArgumentHelp("A region to ignore: corners \"x,y\" in pixels or percent, separated by spaces (repeatable).", valueName: "corners"))
+    @Option(help: "How much of the picture must change, in percent (default 0.5).")
+    var minAreaPercent: Double?
+
+    @Option(help: "Motion shorter than this many seconds is noise (default 0.5).")
+    var minSeconds: Double?
+
+    @Option(help: "Quiet for this many seconds ends an event (default 10).")
+    var gapSeconds: Double?
+
+    @Option(help: ArgumentHelp("A region to ignore: corners \"x,y\" in pixels or percent, separated by spaces (repeatable; replaces the camera's masks).", valueName: "corners"))
     var mask: [String] = []
 
     @Option(help: ArgumentHelp("Write a JPEG of the changed cells and masks here.", valueName: "path"))
     var picture: String?
 
+    func validate() throws {
+        if (file == nil) == (camera == nil) { throw ValidationError("give a recorded FILE or --camera NAME") }
+        try checkOption("--seconds", seconds, in: 1...3600, " seconds")
+    }
+
+    /// The options given, over `base` (the camera's [[motion]] settings, or the defaults).
+    private func settings(over base: MotionSettings) -> MotionSettings {
+        var settings = base
+        if let sensitivity { settings.sensitivity = sensitivity }
+        if let minAreaPercent { settings.minAreaPercent = minAreaPercent }
+        if let minSeconds { settings.minSeconds = minSeconds }
+        if let gapSeconds { settings.gapSeconds = gapSeconds }
+        return settings
+    }
+
     func run() throws {
+        if let camera { return try watch(camera) }
+        let file = file!
         let reader: MovieReader
         do { reader = try MovieReader(path: file) } catch {
             throw ValidationError("cannot read \(file): \(error)")
         }
-        var settings = MotionSettings()
-        settings.sensitivity = sensitivity
-        settings.minAreaPercent = minAreaPercent
-        settings.minSeconds = minSeconds
-        settings.gapSeconds = gapSeconds
+        var settings = settings(over: MotionSettings())
         for text in mask {
             guard let polygon = MotionSettings.mask(text, width: reader.width, height: reader.height) else {
                 throw ValidationError("--mask \"\(text)\" is not a polygon: write at least three corners \"x,y\" (pixels or percent) separated by spaces")
@@ -63,57 +91,119 @@ struct MotionTest: ParsableCommand {
         }
         let detector = MotionDetector(width: reader.width, height: reader.height, settings: settings)
         var tracker = MotionEventTracker(settings: settings)
-        var events: [(start: Double, end: Double, peak: Double)] = []
-        var peak: (percent: Double, cells: [Bool])?
+        let report = MotionReport(origin: 0)
         var nextAnalysis = 0.0
-        var second: (index: Int, maxPercent: Double, noise: Double, lights: Int)?
-        print("second  changed  noise  ")
-        func report(_ s: (index: Int, maxPercent: Double, noise: Double, lights: Int)) {
-            let state = (s.lights > 0 ? " light switch" : "") + (tracker.isInEvent ? " MOTION" : "")
-            print(String(format: "%6d  %6.2f %%  %5.1f ", s.index, s.maxPercent, s.noise) + state)
-        }
         while let frame = try reader.nextFrame() {
             guard frame.seconds >= nextAnalysis else { continue }
             nextAnalysis = frame.seconds + 1 / settings.framesPerSecond
             let sample = frame.picture.withLuma { luma, stride in
                 detector.analyse(luma: luma, stride: stride, pixelStep: 1, seconds: frame.seconds)
             }
-            let index = Int(frame.seconds)
-            if let s = second, s.index != index { report(s); second = nil }
-            var s = second ?? (index, 0, 0, 0)
-            s.maxPercent = max(s.maxPercent, sample.changedPercent)
-            s.noise = sample.noise
-            if sample.isLightSwitch { s.lights += 1 }
-            second = s
-            if sample.changedPercent > (peak?.percent ?? -1) {
-                peak = (sample.changedPercent, (0..<detector.gridHeight).flatMap { y in (0..<detector.gridWidth).map { detector.isChanged(x: $0, y: y) } })
-            }
-            switch tracker.add(sample) {
-            case .ended(let start, let end, let p): events.append((start, end, p))
-            default: break
-            }
+            let change = tracker.add(sample)
+            report.add(sample, change, detector)
         }
-        if let s = second { report(s) }
-        if case .ended(let start, let end, let p) = tracker.finish() { events.append((start, end, p)) }
-        print(events.isEmpty ? "No motion event." : "\(events.count) event(s):")
-        for e in events { print(String(format: "  %.1f s – %.1f s, peak %.1f %% of the picture", e.start, e.end, e.peak)) }
-        if let path = picture, let cells = peak?.cells {
-            try writePicture(cells, detector: detector, to: path)
-            print("Changed cells at the peak (white) and masks (dark): \(path)")
+        report.finish(tracker.finish())
+        try report.writePicture(to: picture)
+    }
+
+    /// Watches a configured camera for `seconds`.
+    private func watch(_ name: String) throws {
+        let configuration: Configuration
+        do { configuration = try ConfigurationLoader.load(path: config) } catch {
+            Console.error("\(error)\n")
+            throw ExitCode.failure
+        }
+        let test: LiveMotionTest
+        do { test = try LiveMotionTest(configuration: configuration, camera: name) } catch {
+            Console.error("vigil: \(error)\n")
+            throw ExitCode.failure
+        }
+        let job = test.camera.motion
+        let settings = settings(over: job?.settings ?? MotionSettings())
+        let masks = mask.isEmpty ? job?.masks ?? [] : mask
+        let pictures = FileManager.default.temporaryDirectory.appendingPathComponent("vigil-motion-test-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: pictures) }
+        print("Watching camera \(name) for \(DeviceFormat.rate(seconds)) s" + (job == nil ? " (it has no [[motion]] table: default settings)" : " with its [[motion]] settings") + "…")
+        let report = MotionReport(origin: Date().timeIntervalSince1970)
+        do {
+            try test.run(seconds: seconds, settings: settings, masks: masks, pictureDirectory: pictures) { sample, change, detector in
+                report.add(sample, change, detector)
+            }
+        } catch {
+            Console.error("vigil: \(error)\n")
+            throw ExitCode.failure
+        }
+        report.finish(nil)
+        try report.writePicture(to: picture)
+    }
+}
+
+/// What `vigil motion test` prints: a line per second (the largest changed share, the noise,
+/// light switches, MOTION while an event is under way), then the events; and the picture of
+/// the detector's grid at the peak. Times are seconds from `origin`.
+final class MotionReport: @unchecked Sendable {
+    // @unchecked: used from one thread at a time (the reading loop, or the detection thread).
+    private let origin: Double
+    private var second: (index: Int, maxPercent: Double, noise: Double, lights: Int)?
+    private var events: [(start: Double, end: Double, peak: Double)] = []
+    private var peak: (percent: Double, cells: [Bool], masked: [Bool], width: Int, height: Int)?
+    /// An event has started and not ended.
+    private var inEvent = false
+
+    init(origin: Double) {
+        self.origin = origin
+        print("second  changed  noise  ")
+    }
+
+    func add(_ sample: MotionDetector.Sample, _ change: MotionEventTracker.Change?, _ detector: MotionDetector) {
+        let index = Int(sample.seconds - origin)
+        if let s = second, s.index != index { line(s) ; second = nil }
+        if case .started? = change { inEvent = true }
+        var s = second ?? (index, 0, 0, 0)
+        s.maxPercent = max(s.maxPercent, sample.changedPercent)
+        s.noise = sample.noise
+        if sample.isLightSwitch { s.lights += 1 }
+        second = s
+        if sample.changedPercent > (peak?.percent ?? -1) {
+            let cells = (0..<detector.gridHeight).flatMap { y in (0..<detector.gridWidth).map { detector.isChanged(x: $0, y: y) } }
+            peak = (sample.changedPercent, cells, detector.masked, detector.gridWidth, detector.gridHeight)
+        }
+        if case .ended(let start, let end, let p)? = change {
+            events.append((start - origin, end - origin, p))
+            inEvent = false
         }
     }
 
+    private func line(_ s: (index: Int, maxPercent: Double, noise: Double, lights: Int)) {
+        let state = (s.lights > 0 ? " light switch" : "") + (inEvent ? " MOTION" : "")
+        print(String(format: "%6d  %6.2f %%  %5.1f ", s.index, s.maxPercent, s.noise) + state)
+    }
+
+    /// The last second and the events; `last` is the tracker's final change (a file's end).
+    func finish(_ last: MotionEventTracker.Change?) {
+        if let s = second { line(s) }
+        if case .ended(let start, let end, let p)? = last {
+            events.append((start - origin, end - origin, p))
+            inEvent = false
+        }
+        let stillUnderWay = inEvent
+        print(events.isEmpty && !stillUnderWay ? "No motion event." : "\(events.count + (stillUnderWay ? 1 : 0)) event(s):")
+        for e in events { print(String(format: "  %.1f s – %.1f s, peak %.1f %% of the picture", e.start, e.end, e.peak)) }
+        if stillUnderWay { print("  one still under way when the test ended") }
+    }
+
     /// The detector's grid, 4 pixels a cell: white changed, dark masked, grey the rest.
-    private func writePicture(_ changed: [Bool], detector: MotionDetector, to path: String) throws {
+    func writePicture(to path: String?) throws {
+        guard let path, let peak else { return }
         let scale = 4
-        let (w, h) = (detector.gridWidth * scale, detector.gridHeight * scale)
+        let (w, h) = (peak.width * scale, peak.height * scale)
         let encoder = try JPEGEncoder(width: w, height: h, quality: 90)
         let picture = try encoder.makePicture()
         let (luma, stride) = picture.plane(0)
         for y in 0..<h {
             for x in 0..<w {
-                let i = (y / scale) * detector.gridWidth + x / scale
-                luma[y * stride + x] = detector.masked[i] ? 30 : changed[i] ? 255 : 110
+                let i = (y / scale) * peak.width + x / scale
+                luma[y * stride + x] = peak.masked[i] ? 30 : peak.cells[i] ? 255 : 110
             }
         }
         for plane in 1...2 {
@@ -121,6 +211,7 @@ struct MotionTest: ParsableCommand {
             for y in 0..<(h / 2) { (chroma + y * chromaStride).update(repeating: 128, count: w / 2) }
         }
         try encoder.encode(picture) { bytes in try Data(bytes).write(to: URL(fileURLWithPath: path)) }
+        print("Changed cells at the peak (white) and masks (dark): \(path)")
     }
 }
 

@@ -73,4 +73,33 @@ import Testing
         let none = VigilBinary.run(["events", "--data", data, "--from", "2020-01-01", "--to", "2020-01-02"])
         #expect(none.status == 0 && none.output == "No motion events in that range.\n")
     }
+
+    /// `--camera`: a configured camera watched live with its [[motion]] table. The synthetic
+    /// camera's bar crosses the lower half all the time; its upper half is masked.
+    @Test func aConfiguredCameraIsWatchedLiveWithItsMotionTable() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let config = dir.path + "/vigil.toml"
+        try """
+            [storage]
+            root = "\(dir.path)/data"
+            [cameras.test]
+            device = "synthetic-0"
+            size = "320x240"
+            fps = 10
+            [[motion]]
+            camera = "test"
+            mask = ["0,0 100%,0 100%,50% 0,50%"]
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        let picture = dir.path + "/seen.jpg"
+        let run = VigilBinary.run(["motion", "test", "--camera", "test", "--config", config, "--seconds", "3", "--picture", picture])
+        #expect(run.status == 0, "\(run.errorOutput)")
+        #expect(run.output.contains("Watching camera test for 3 s with its [[motion]] settings"), "\(run.output)")
+        #expect(run.output.contains(" MOTION"), "\(run.output)")
+        #expect(run.output.contains("one still under way when the test ended"), "\(run.output)")
+        #expect(RecordingInspector.ffprobeProblem(picture) == nil)
+        #expect(!FileManager.default.fileExists(atPath: dir.path + "/data"), "nothing is recorded")
+        let unknown = VigilBinary.run(["motion", "test", "--camera", "tset", "--config", config, "--seconds", "1"])
+        #expect(unknown.status == 1 && unknown.errorOutput.contains("no camera named tset") && unknown.errorOutput.contains("did you mean test?"), "\(unknown.errorOutput)")
+    }
 }

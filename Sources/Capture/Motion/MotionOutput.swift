@@ -22,12 +22,19 @@ public final class MotionOutput: CaptureOutput, @unchecked Sendable {
         public var storageRoot: String
         /// Detects only inside this schedule (nil: always).
         public var schedule: (any OutputSchedule)?
+        /// Sees every analysed picture, on the output's thread (`vigil motion test --camera`):
+        /// its sample, the event change it made, and the detector (valid during the call).
+        public var observer: (@Sendable (MotionDetector.Sample, MotionEventTracker.Change?, MotionDetector) -> Void)?
 
-        public init(motion: MotionSettings = MotionSettings(), masks: [String] = [], storageRoot: String, schedule: (any OutputSchedule)? = nil) {
+        public init(
+            motion: MotionSettings = MotionSettings(), masks: [String] = [], storageRoot: String, schedule: (any OutputSchedule)? = nil,
+            observer: (@Sendable (MotionDetector.Sample, MotionEventTracker.Change?, MotionDetector) -> Void)? = nil
+        ) {
             self.motion = motion
             self.masks = masks
             self.storageRoot = storageRoot
             self.schedule = schedule
+            self.observer = observer
         }
 
         public static func == (a: Settings, b: Settings) -> Bool {
@@ -200,6 +207,7 @@ public final class MotionOutput: CaptureOutput, @unchecked Sendable {
             if case .started(let start)? = change { from = Self.nanos(start) }
             timeline.noteMotion(from: from, to: frame.wallNanos)
         }
+        settings.observer?(sample, change, detector!)
         switch change {
         case .started(let start)?:
             isInEvent = true
