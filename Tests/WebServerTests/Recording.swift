@@ -57,8 +57,10 @@ final class Recording: Sendable {
             if case .segmentStarted = event, segments == 0 { break }
             if finalized >= segments && segments > 0 { break }
         }
-        // The index takes events from its own stream: wait until it holds what was announced.
-        while try keeper.index.entries(kind: .segment, states: [.complete]).count < finalized {
+        // The index takes events from its own stream: wait until it holds what was announced
+        // (with no segment finished yet, the one being written).
+        while try keeper.index.entries(kind: .segment, states: [.complete]).count < finalized
+            || (segments == 0 && keeper.index.entries(kind: .segment, states: [.writing, .complete]).isEmpty) {
             try await Task.sleep(for: .milliseconds(20))
         }
         return recording

@@ -286,6 +286,7 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
         case CV4L2_VIDIOC_STREAMON:
             if let e = camera.streamOnError { return -e }
             guard !file.buffers.isEmpty else { return -EINVAL }
+            file.prepareFrames()
             file.streaming = true
             camera.streamStarts += 1
             file.sequence = 0

@@ -141,6 +141,18 @@ final class OpenFile {
         buffers[i].state = .done
     }
 
+    /// Encodes the frames a camera sends precomputed (H.264, or MJPEG with `precomputedFrames`)
+    /// before streaming starts: made on the first frame instead, the work (a second or more in a
+    /// debug build on a busy machine) would make the camera drop the frames due meanwhile.
+    func prepareFrames() {
+        if pixelFormat == .h264 {
+            _ = h264Frame(0)
+        } else if pixelFormat == .mjpeg && camera.precomputedFrames > 0 && precomputed.isEmpty {
+            let wall = Capture.SystemClocks.wallNanos()
+            precomputed = (0..<UInt64(camera.precomputedFrames)).map { encodeJPEG($0, wall: wall, noisy: true) }
+        }
+    }
+
     private func paint(_ number: UInt64, into target: UnsafeMutableRawPointer, capacity: Int) -> Int {
         let wall = Capture.SystemClocks.wallNanos()
         if pixelFormat == .h264 {
@@ -153,9 +165,7 @@ final class OpenFile {
             return width * height * 2
         }
         if camera.precomputedFrames > 0 {
-            if precomputed.isEmpty {
-                precomputed = (0..<UInt64(camera.precomputedFrames)).map { encodeJPEG($0, wall: wall, noisy: true) }
-            }
+            if precomputed.isEmpty { prepareFrames() }
             let frame = precomputed[Int(number % UInt64(precomputed.count))]
             frame.withUnsafeBytes { target.copyMemory(from: $0.baseAddress!, byteCount: min($0.count, capacity)) }
             return min(frame.count, capacity)
