@@ -4,13 +4,15 @@ import Glibc
 import Testing
 
 /// The page as a person uses it, in a real headless Chromium (Browser/page_check.py, through
-/// Selenium): `vigil run` with two synthetic cameras serves it on a free loopback port.
+/// Selenium): `vigil run` with two synthetic cameras (motion detection on the first) serves it
+/// on a free loopback port.
 @Suite(.timeLimit(.minutes(4))) struct WebPageTests {
     private struct Seen: Decodable {
         let grid: [String]
         let liveChanged: Bool
         let segments: Int
         let stills: Int
+        let events: Int
         let played: String?
         let clip: String?
         let errors: [String]
@@ -36,6 +38,10 @@ import Testing
             [[timelapse]]
             camera = "porch"
             interval_seconds = 1
+
+            # The synthetic picture's moving bar is motion all the time: one event, under way.
+            [[motion]]
+            camera = "porch"
 
             \(syntheticCamera("yard", device: 1))
             [[record]]
@@ -63,6 +69,7 @@ import Testing
         #expect(seen.liveChanged, "the live image changes")
         #expect(seen.segments >= 3, "the timeline lists the recordings")
         #expect(seen.stills >= 1, "the strip shows the stills")
+        #expect(seen.events >= 1, "the timeline marks the motion event")
         #expect(seen.played?.contains("/api/v1/recordings/") == true, "a click on the timeline plays a recording: \(seen.played ?? "nothing")")
         #expect(seen.errors.isEmpty, "\(seen.errors)")
         let clip = try #require(seen.clip, "a dragged range downloads as a clip")

@@ -41,7 +41,7 @@ def main():
     options.add_experimental_option("prefs", {"download.default_directory": downloads,
                                               "download.prompt_for_download": False})
     driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-    seen = {"grid": [], "live_changed": False, "segments": 0, "stills": 0, "played": None,
+    seen = {"grid": [], "live_changed": False, "segments": 0, "stills": 0, "events": 0, "played": None,
             "clip": None, "errors": []}
     try:
         driver.get(url)
@@ -62,6 +62,9 @@ def main():
         wait(lambda: len(driver.find_elements(By.CSS_SELECTOR, "#lanes .segment")) >= 2)
         seen["segments"] = len(driver.find_elements(By.CSS_SELECTOR, "#lanes .segment"))
         seen["stills"] = len(driver.find_elements(By.CSS_SELECTOR, "#stills .still img"))
+        # Motion events (the first camera has [[motion]]) are marked above the recordings.
+        wait(lambda: len(driver.find_elements(By.CSS_SELECTOR, "#lanes .event")) >= 1, 5)
+        seen["events"] = len(driver.find_elements(By.CSS_SELECTOR, "#lanes .event"))
         segments = driver.find_elements(By.CSS_SELECTOR, "#lanes .segment")
         timeline = driver.find_element(By.ID, "timeline")
         if segments:
