@@ -19,6 +19,26 @@ struct Recordings: ParsableCommand {
             """
     )
 
+    @OptionGroup var listing: IndexListingOptions
+
+    @Flag(help: "List timelapse stills, snapshots and daily timelapse videos instead of video segments.")
+    var stills = false
+
+    @OptionGroup var storage: StorageOptions
+    @OptionGroup var global: GlobalOptions
+
+    func run() throws {
+        global.bootstrap()
+        try listing.print(root: try storage.root()) { index, range in
+            let recordings = try RecordingsListing(index: index, camera: listing.camera, kind: stills ? .still : .segment, from: range.from, to: range.to)
+            return listing.json ? try recordings.json() : recordings.text()
+        }
+    }
+}
+
+/// What `vigil recordings` and `vigil events` share: which camera and times to list, text or
+/// JSON, and the index they read.
+struct IndexListingOptions: ParsableArguments {
     @Option(help: "Only this camera.")
     var camera: String?
 
@@ -28,32 +48,24 @@ struct Recordings: ParsableCommand {
     @Option(help: ArgumentHelp("Up to this time.", valueName: "time"))
     var to: String?
 
-    @Flag(help: "List timelapse stills, snapshots and daily timelapse videos instead of video segments.")
-    var stills = false
-
     @Flag(help: "Print JSON instead of text.")
     var json = false
-
-    @OptionGroup var storage: StorageOptions
-    @OptionGroup var global: GlobalOptions
 
     func validate() throws {
         if let from { _ = try timeOption("--from", from, end: false) }
         if let to { _ = try timeOption("--to", to, end: true) }
     }
 
-    func run() throws {
-        global.bootstrap()
-        let root = try storage.root()
+    /// Opens the index under `root` and prints what `list` makes of it for the range; a missing
+    /// index or a failure is said on standard error and exits 1.
+    func print(root: String, _ list: (RecordingIndex, (from: Date?, to: Date?)) throws -> String) throws {
         guard FileManager.default.fileExists(atPath: StorageLayout(root: root).indexPath) else {
             Console.error("vigil: no recordings index in \(root) (\(StorageLayout.indexFileName)); pass the recordings directory with --data DIR or --config FILE\n")
             throw ExitCode.failure
         }
         do {
-            let listing = try RecordingsListing(
-                index: RecordingIndex(root: root), camera: camera, kind: stills ? .still : .segment,
-                from: try from.map { try timeOption("--from", $0, end: false) }, to: try to.map { try timeOption("--to", $0, end: true) })
-            print(json ? try listing.json() : listing.text(), terminator: "")
+            let range = (try from.map { try timeOption("--from", $0, end: false) }, try to.map { try timeOption("--to", $0, end: true) })
+            Swift.print(try list(try RecordingIndex(root: root), range), terminator: "")
         } catch {
             Console.error("vigil: \(error)\n")
             throw ExitCode.failure

@@ -7,6 +7,22 @@ import Testing
 /// Motion detection as a user switches it on: a `[[motion]]` table, a camera filming a scripted
 /// scene, events in the index with their picture, and the hooks.
 @Suite(.timeLimit(.minutes(3))) struct MotionRecorderTests {
+    /// Runs the recorder on `file` with one camera filming `scene` until the script has run
+    /// `seconds` (the recorder then stops, finalizing its files and running its hooks).
+    private func record(_ file: String, filming scene: SyntheticScene, size: (Int, Int), forSeconds seconds: Double) async throws {
+        var options = RecorderService.Options(configurationPath: file)
+        options.deviceSource = SyntheticDeviceSource(count: 1, sizes: [size], scene: scene)
+        let service = try RecorderService(options: options)
+        let run = Task.detached { try await service.run() }
+        let deadline = Date().addingTimeInterval(seconds + 60)
+        while Date() < deadline {
+            if let origin = scene.originWallNanos, Date().timeIntervalSince1970 * 1e9 - Double(origin) > seconds * 1e9 { break }
+            try await Task.sleep(nanoseconds: 100_000_000)
+        }
+        await service.stop()
+        try await run.value
+    }
+
     /// A square crosses the lower half from 3 s to 6 s; another crosses the masked top band
     /// from 8 s to 10 s; the light switches on at 11 s. One event, and only one, is right.
     @Test func aScriptedObjectMakesOneEventWithItsPictureAndHooksAndTheMaskedOneAndTheLightNone() async throws {
@@ -32,17 +48,7 @@ import Testing
             gap_seconds = 1
             mask = ["0,0 100%,0 100%,30% 0,30%"]
             """.write(toFile: file, atomically: true, encoding: .utf8)
-        var options = RecorderService.Options(configurationPath: file)
-        options.deviceSource = SyntheticDeviceSource(count: 1, sizes: [(640, 480)], scene: scene)
-        let service = try RecorderService(options: options)
-        let run = Task.detached { try await service.run() }
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline {
-            if let origin = scene.originWallNanos, Int64(Date().timeIntervalSince1970 * 1e9) - origin > 14_000_000_000 { break }
-            try await Task.sleep(nanoseconds: 100_000_000)
-        }
-        await service.stop()
-        try await run.value
+        try await record(file, filming: scene, size: (640, 480), forSeconds: 14)
 
         let origin = try #require(scene.originWallNanos)
         let index = try RecordingIndex(root: dir.path + "/data")
@@ -98,17 +104,7 @@ import Testing
             pre_seconds = \(pre)
             post_seconds = \(post)
             """.write(toFile: file, atomically: true, encoding: .utf8)
-        var options = RecorderService.Options(configurationPath: file)
-        options.deviceSource = SyntheticDeviceSource(count: 1, sizes: [(320, 240)], scene: scene)
-        let service = try RecorderService(options: options)
-        let run = Task.detached { try await service.run() }
-        let deadline = Date().addingTimeInterval(90)
-        while Date() < deadline {
-            if let origin = scene.originWallNanos, Int64(Date().timeIntervalSince1970 * 1e9) - origin > 23_000_000_000 { break }
-            try await Task.sleep(nanoseconds: 100_000_000)
-        }
-        await service.stop()
-        try await run.value
+        try await record(file, filming: scene, size: (320, 240), forSeconds: 23)
 
         let files = RecordingInspector.files(under: dir.path + "/data/yard/video", endingWith: codec == "copy" ? ".mkv" : ".mp4").sorted()
         try #require(files.count == 2, "one file for the two objects close together, one for the third: \(files)")
