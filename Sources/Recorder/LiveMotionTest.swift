@@ -30,10 +30,14 @@ public struct LiveMotionTest {
             V4L2DeviceSource(), SyntheticDeviceSource(count: RecorderService.syntheticCount(configuration)),
             NetworkDeviceSource(cameras: RecorderService.networkCameras(configuration)),
         ]
-        guard let device = MergedDeviceSource(sources).devices().first(where: CameraJobs.matcher(camera.match)) else {
+        // A camera with a detection stream (`detect_url`) is watched there, as `vigil run` does.
+        let match = camera.detectURL.map { CameraMatch.url($0) } ?? camera.match
+        guard let device = MergedDeviceSource(sources).devices().first(where: CameraJobs.matcher(match)) else {
             throw RecorderError.refused("camera \(camera.name) (\(camera.match.text)) is not present: plug it in, or check `vigil devices`")
         }
-        let output = MotionOutput(.init(motion: settings, masks: masks, storageRoot: pictureDirectory, observer: observer))
+        var outputSettings = MotionOutput.Settings(motion: settings, masks: masks, storageRoot: pictureDirectory, observer: observer)
+        outputSettings.camera = camera.name
+        let output = MotionOutput(outputSettings)
         let session = CaptureSession()
         session.beginConfiguration()
         try session.addInput(device.id == camera.name ? device : device.renamed(camera.name))
@@ -45,8 +49,7 @@ public struct LiveMotionTest {
             try session.commitConfiguration()
             try session.startRunning()
         } catch {
-            let busy = (error as? CaptureError)?.errno == .resourceBusy
-            guard busy else { throw error }
+            guard error.errno == .resourceBusy else { throw error }
             throw RecorderError.refused("camera \(camera.name) is in use (\(error)): stop `vigil run` (systemctl stop vigil) for the test, or test a recording with `vigil motion test FILE`")
         }
         Thread.sleep(forTimeInterval: seconds)

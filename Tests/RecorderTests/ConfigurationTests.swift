@@ -388,4 +388,27 @@ let exampleFile = URL(fileURLWithPath: #filePath).deletingLastPathComponent().de
         #expect(text.contains("already has a [[motion]] job (line 3)"), "\(text)")
         #expect(text.contains("garden"), "\(text)")
     }
+
+    @Test func aDetectionStreamGoesWithANetworkCameraThatDetectsMotion() throws {
+        let configuration = try load("""
+            [cameras.porch]
+            url = "rtsp://user:secret@192.168.1.20/main"
+            detect_url = "rtsp://user:secret@192.168.1.20/sub"
+            [[motion]]
+            camera = "porch"
+            """)
+        #expect(configuration.cameras[0].detectURL == "rtsp://user:secret@192.168.1.20/sub")
+        let summary = configuration.summary(present: [])
+        #expect(summary.contains("detection stream: url \"rtsp://***@192.168.1.20/sub\"") && !summary.contains("secret"), "\(summary)")
+        let text = errors("""
+            [cameras.usb]
+            device = "/dev/video0"
+            detect_url = "rtsp://192.168.1.20/sub"
+            [cameras.porch]
+            url = "rtsp://192.168.1.20/main"
+            detect_url = "rtsp://192.168.1.20/sub"
+            """).map(\.description).joined(separator: "\n")
+        #expect(text.contains("vigil.toml:3") && text.contains("detect_url goes with a network camera"), "\(text)")
+        #expect(text.contains("vigil.toml:4") && text.contains("camera porch has a detect_url but no [[motion]] table"), "\(text)")
+    }
 }

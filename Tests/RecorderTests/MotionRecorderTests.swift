@@ -2,6 +2,7 @@ import Capture
 import CaptureTesting
 import Foundation
 import Recorder
+import Synchronization
 import Testing
 
 /// Motion detection as a user switches it on: a `[[motion]]` table, a camera filming a scripted
@@ -131,4 +132,66 @@ import Testing
                     "frames \(sequences.first!)–\(sequences.last!) hold much more than the motion and its roll")
         }
     }
+}
+
+/// A network camera's `detect_url`: detection watches the small second stream, recording the
+/// main one, and the second stream is no camera of its own in the status.
+@Suite(.serialized, .timeLimit(.minutes(3))) struct DetectionStreamTests {
+    @Test func detectionWatchesTheSecondStreamAndItsEventsAreTheCamerasOwn() async throws {
+        let main = try LoopbackCameraServer.rtsp(size: "320x240")
+        defer { main.stop() }
+        let small = try LoopbackCameraServer.rtsp(size: "160x120")
+        defer { small.stop() }
+        let dir = try TemporaryDirectory("vigil-detect-url")
+        defer { dir.remove() }
+        let file = dir.path + "/vigil.toml"
+        try """
+            [storage]
+            root = "\(dir.path)/data"
+            [http]
+            listen = ""
+            [cameras.porch]
+            url = "\(main.url())"
+            detect_url = "\(small.url())"
+            [[record]]
+            camera = "porch"
+            segment_seconds = 1
+            [[motion]]
+            camera = "porch"
+            gap_seconds = 1
+            """.write(toFile: file, atomically: true, encoding: .utf8)
+        var options = RecorderService.Options(configurationPath: file)
+        let opened = LockedArray<RecorderService.Opened>()
+        options.extraServices = { opened.append($0); return [] }
+        let service = try RecorderService(options: options)
+        let run = Task.detached { try await service.run() }
+        let index = dir.path + "/data/vigil-index.sqlite3"
+        var names: [String] = []
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            if let supervisor = opened.all.first?.supervisor { names = await supervisor.status().map(\.cameraID) }
+            if FileManager.default.fileExists(atPath: index), let found = try? RecordingIndex(root: dir.path + "/data").motionEvents(), !found.isEmpty,
+               RecordingInspector.files(under: dir.path + "/data/porch/video", endingWith: ".mp4").count >= 2 { break }
+            try await Task.sleep(nanoseconds: 200_000_000)
+        }
+        await service.stop()
+        try await run.value
+
+        #expect(names == ["porch"], "the detection stream is not listed as a camera: \(names)")
+        let events = try RecordingIndex(root: dir.path + "/data").motionEvents()
+        try #require(events.count >= 1)
+        #expect(events.allSatisfy { $0.camera == "porch" })
+        let picture = try #require(events.first?.picture)
+        #expect(picture.hasPrefix("porch/events/"))
+        #expect(SegmentProbe.dimensions(dir.path + "/data/" + picture) == "160x120", "the picture is of the detection stream")
+        let segments = RecordingInspector.files(under: dir.path + "/data/porch/video", endingWith: ".mp4")
+        #expect(!segments.isEmpty && segments.allSatisfy { SegmentProbe.dimensions($0) == "320x240" }, "the main stream is recorded")
+    }
+}
+
+/// Values handed over from another task.
+private final class LockedArray<Element: Sendable>: Sendable {
+    private let storage = Mutex<[Element]>([])
+    func append(_ e: Element) { storage.withLock { $0.append(e) } }
+    var all: [Element] { storage.withLock { $0 } }
 }

@@ -20,6 +20,9 @@ public final class MotionOutput: CaptureOutput, @unchecked Sendable {
         /// picture as recorded, that is after rotation and mirroring).
         public var masks: [String]
         public var storageRoot: String
+        /// The camera its events and pictures are of (nil: the session's). Set when detection
+        /// watches a camera's second, low-resolution stream (`detect_url`) in a session of its own.
+        public var camera: String?
         /// Detects only inside this schedule (nil: always).
         public var schedule: (any OutputSchedule)?
         /// Sees every analysed picture, on the output's thread (`vigil motion test --camera`):
@@ -38,7 +41,8 @@ public final class MotionOutput: CaptureOutput, @unchecked Sendable {
         }
 
         public static func == (a: Settings, b: Settings) -> Bool {
-            a.motion == b.motion && a.masks == b.masks && a.storageRoot == b.storageRoot && (a.schedule == nil) == (b.schedule == nil)
+            a.motion == b.motion && a.masks == b.masks && a.storageRoot == b.storageRoot && a.camera == b.camera
+                && (a.schedule == nil) == (b.schedule == nil)
         }
     }
 
@@ -211,7 +215,7 @@ public final class MotionOutput: CaptureOutput, @unchecked Sendable {
         switch change {
         case .started(let start)?:
             isInEvent = true
-            if let camera = context?.cameraID { emit(.motionStarted(camera: camera, startWallNanos: Self.nanos(start))) }
+            if let camera = cameraName { emit(.motionStarted(camera: camera, startWallNanos: Self.nanos(start))) }
         case let change?:
             end(change)
         case nil:
@@ -270,7 +274,7 @@ public final class MotionOutput: CaptureOutput, @unchecked Sendable {
         }
         guard case .ended(let start, let end, let peak)? = change else { return }
         isInEvent = false
-        guard let camera = context?.cameraID else { return }
+        guard let camera = cameraName else { return }
         var thumbnail: String?
         if !peakJPEG.isEmpty {
             do {
@@ -284,6 +288,9 @@ public final class MotionOutput: CaptureOutput, @unchecked Sendable {
         emit(.motionEnded(camera: camera, MotionEventInfo(
             startWallNanos: Self.nanos(start), endWallNanos: Self.nanos(end), peakPercent: peak, picturePath: thumbnail)))
     }
+
+    /// The camera events are of.
+    private var cameraName: String? { settings.camera ?? context?.cameraID }
 
     private static func nanos(_ seconds: Double) -> Int64 { Int64((seconds * 1e9).rounded()) }
 }

@@ -82,6 +82,8 @@ public struct CameraConfig: Sendable, Equatable {
     public var line: Int
     /// How a network camera's stream is carried (RTSP over TCP by default; ignored for others).
     public var transport: NetworkSource.Transport = .tcp
+    /// A network camera's low-resolution second stream, for motion detection (`detect_url`).
+    public var detectURL: String?
 
     /// A camera found under the built-in default: recorded continuously in 60 s H.264 segments
     /// plus a still every 60 s, at 1280x720 (or the nearest size) and 15 fps.
@@ -95,6 +97,7 @@ public struct CameraConfig: Sendable, Equatable {
         a.name == b.name && a.match == b.match && a.format == b.format && a.frameRate == b.frameRate && a.rotation == b.rotation
             && a.mirrored == b.mirrored && a.controls == b.controls && a.record == b.record && a.timelapse == b.timelapse
             && a.motion == b.motion && (a.snapshot == nil) == (b.snapshot == nil) && a.transport == b.transport
+            && a.detectURL == b.detectURL
     }
 }
 

@@ -211,7 +211,12 @@ struct ConfigurationDecoder {
             if let index { configuration.cameras[index].motion = motion }
         }
         // Motion-only recording keeps what the camera's motion detection finds: it needs one.
+        // So does a detection stream.
         for camera in configuration.cameras {
+            if camera.detectURL != nil && camera.motion == nil {
+                report(camera.line, "camera \(camera.name) has a detect_url but no [[motion]] table: nothing would use it",
+                       fix: "add [[motion]] with camera = \"\(camera.name)\", or remove detect_url")
+            }
             if let record = camera.record, record.mode == .motion, camera.motion == nil {
                 report(record.line, "camera \(camera.name) records mode = \"motion\" but has no [[motion]] table",
                        fix: "add [[motion]] with camera = \"\(camera.name)\" (its defaults are sane), or record mode = \"continuous\"")
@@ -246,6 +251,13 @@ struct ConfigurationDecoder {
             camera.match = CameraMatch(device.value)
         } else {
             report(r.line, "camera \(name) has no device", fix: "add device = \"v4l2:…\" (an id from `vigil devices`), a node such as \"/dev/video0\", the camera's name, or url = \"rtsp://…\" for a network camera")
+        }
+        if let detect = string(&r, "detect_url") {
+            if url != nil, case .url(let address) = networkMatch(detect, passwordFile: passwordFile, camera: name) {
+                camera.detectURL = address
+            } else if url == nil {
+                report(detect.line, "detect_url goes with a network camera (url = \"rtsp://…\")", fix: "remove it, or give the camera its url")
+            }
         }
         if let passwordFile, url == nil {
             report(passwordFile.line, "password_file goes with url (a network camera)", fix: "write the camera's address as url = \"rtsp://USER@host/…\"")
@@ -308,7 +320,7 @@ struct ConfigurationDecoder {
             retention.cameras[name] = retentionLimits(&limits, defaults: defaults)
             unknown(limits, Self.retentionKeys)
         }
-        unknown(r, ["device", "url", "password_file", "transport", "preset", "size", "pixel_format", "fps", "rotation", "mirror", "controls", "retention"])
+        unknown(r, ["device", "url", "detect_url", "password_file", "transport", "preset", "size", "pixel_format", "fps", "rotation", "mirror", "controls", "retention"])
         return valid ? camera : nil
     }
 

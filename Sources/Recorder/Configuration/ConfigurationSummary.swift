@@ -21,6 +21,7 @@ extension Configuration {
                 presence = device.map { " — present (\($0.id))" } ?? " — note: not present now; it will be recorded when it appears"
             }
             lines.append("camera \(camera.name): \(camera.match.text), \(camera.format), \(DeviceFormat.rate(camera.frameRate)) fps" + presence)
+            if let detect = camera.detectURL { lines.append("  detection stream: \(CameraMatch.url(detect).text)") }
             if let r = camera.record {
                 let codec: String
                 if case .h264(let s) = r.encoding, case .crf(let q) = s.rateControl {

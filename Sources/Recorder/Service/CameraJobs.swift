@@ -15,6 +15,14 @@ struct CameraJobs {
     /// Live view (snapshot, MJPEG, fMP4): every camera has one, carried over across reloads.
     let live: LiveOutput
     let plan: CameraPlan
+    /// The camera's detection stream (`detect_url`), supervised apart: its motion output runs there.
+    let detectionPlan: CameraPlan?
+
+    /// The plans the supervisor runs for this camera.
+    var plans: [CameraPlan] { [plan] + (detectionPlan.map { [$0] } ?? []) }
+
+    /// The supervisor's name for a camera's detection stream (logs and its events say it).
+    static func detectionID(_ camera: String) -> String { "\(camera) (detection)" }
 
     /// What every camera's jobs depend on besides their own settings.
     struct Environment: Equatable {
@@ -38,9 +46,12 @@ struct CameraJobs {
             if same, previous?.camera.motion == job, let motion = previous?.motion {
                 self.motion = motion
             } else {
-                motion = MotionOutput(.init(
+                var settings = MotionOutput.Settings(
                     motion: job.settings, masks: job.masks, storageRoot: environment.storageRoot,
-                    schedule: schedule.isAlways ? nil : schedule))
+                    schedule: schedule.isAlways ? nil : schedule)
+                // On a stream of its own, it still speaks of this camera.
+                if camera.detectURL != nil { settings.camera = camera.name }
+                motion = MotionOutput(settings)
             }
             motionSchedule = schedule
         } else {
@@ -91,9 +102,19 @@ struct CameraJobs {
         } else {
             photo = nil
         }
-        if let motion, let motionSchedule {
-            outputs.append((motion, connection))
-            schedules.append(motionSchedule)
+        if let motion, let motionSchedule, let detectURL = camera.detectURL {
+            // Detection watches the camera's low-resolution stream, opened as a camera of its own.
+            var detection = CameraPlan(
+                cameraID: Self.detectionID(camera.name), matches: Self.matcher(.url(detectURL)), format: camera.format,
+                frameRate: camera.frameRate, outputs: [(motion, connection)], schedule: motionSchedule.isAlways ? nil : motionSchedule)
+            detection.isAuxiliary = true
+            detectionPlan = detection
+        } else {
+            if let motion, let motionSchedule {
+                outputs.append((motion, connection))
+                schedules.append(motionSchedule)
+            }
+            detectionPlan = nil
         }
         live = previous?.live ?? LiveOutput(connection: connection)
         live.setConnection(connection)

@@ -56,7 +56,7 @@ actor RecorderControl: Service {
 
     /// The plans of the cameras in the configuration, plus (built-in default) every camera present.
     func plans(present: [CaptureDevice]) -> [CameraPlan] {
-        (configuration.cameras + discoveredCameras(present)).compactMap { makeJobs($0, reusing: nil)?.plan }
+        (configuration.cameras + discoveredCameras(present)).compactMap { makeJobs($0, reusing: nil)?.plans }.flatMap { $0 }
     }
 
     func attach(supervisor: Supervisor, storage: StorageKeeper, signals: UnixSignalsSequence?, deviceChanges: AsyncStream<DeviceChange>) {
@@ -185,12 +185,13 @@ actor RecorderControl: Service {
         for name in jobs.keys where !names.contains(name) && !new.discoversAllCameras {
             jobs[name] = nil
             await supervisor.remove(cameraID: name)
+            await supervisor.remove(cameraID: CameraJobs.detectionID(name))
             removed.append(name)
         }
         for camera in new.cameras {
             guard let old = jobs[camera.name] else {
                 if let job = makeJobs(camera, reusing: nil) {
-                    await supervisor.add(job.plan)
+                    for plan in job.plans { await supervisor.add(plan) }
                     added.append(camera.name)
                 }
                 continue
@@ -198,6 +199,12 @@ actor RecorderControl: Service {
             guard let next = try? CameraJobs(camera, environment: environment, reusing: old), next.differs(from: old) else { continue }
             do {
                 try await supervisor.reconfigure(next.plan)
+                // The detection stream follows: changed, added or gone.
+                if let detection = next.detectionPlan {
+                    try await supervisor.reconfigure(detection)
+                } else {
+                    await supervisor.remove(cameraID: CameraJobs.detectionID(camera.name))
+                }
                 jobs[camera.name] = next
                 changed.append(camera.name)
             } catch {

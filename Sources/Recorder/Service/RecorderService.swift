@@ -225,11 +225,13 @@ public final class RecorderService: Sendable {
         Console.line("Recordings are in \(root). Play one with: ffplay FILE (or mpv/vlc)")
     }
 
-    /// The network cameras a configuration names (`url = "rtsp://…"`), each over its transport.
+    /// The network cameras a configuration names (`url = "rtsp://…"`, and `detect_url`
+    /// streams), each over its transport.
     static func networkCameras(_ configuration: Configuration) -> [(url: String, settings: NetworkCamera.Settings)] {
-        configuration.cameras.compactMap { camera in
-            guard case .url(let url) = camera.match else { return nil }
-            return (url, NetworkCamera.Settings(transport: camera.transport))
+        configuration.cameras.flatMap { camera -> [(url: String, settings: NetworkCamera.Settings)] in
+            guard case .url(let url) = camera.match else { return [] }
+            let settings = NetworkCamera.Settings(transport: camera.transport)
+            return [(url, settings)] + (camera.detectURL.map { [($0, settings)] } ?? [])
         }
     }
 

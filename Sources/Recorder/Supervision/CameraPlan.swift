@@ -14,6 +14,9 @@ public struct CameraPlan: Sendable {
     public var outputs: [(CaptureOutput, ConnectionSettings)]
     /// When the camera must be open: while any of its jobs is active (nil: always).
     public var schedule: (any OutputSchedule)?
+    /// A second stream of another camera (its `detect_url`): supervised like a camera (retried,
+    /// its losses reported), but not listed as one (`Supervisor.status`).
+    public var isAuxiliary = false
 
     public init(
         cameraID: String, matches: (@Sendable (CaptureDevice) -> Bool)? = nil, format: FormatRequest, frameRate: Double,

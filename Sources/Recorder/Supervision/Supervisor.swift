@@ -118,8 +118,9 @@ public actor Supervisor: Service {
         watchdogNanos = Int64(watchdogSeconds * 1e9)
     }
 
+    /// The cameras, without auxiliary streams (`CameraPlan.isAuxiliary`).
     public func status() -> [Status] {
-        cameras.map { c in
+        cameras.filter { !$0.plan.isAuxiliary }.map { c in
             Status(
                 cameraID: c.plan.cameraID, isRecording: c.session?.isRunning == true, node: c.node,
                 frames: c.framesBefore + (c.session?.capturedFrameCount ?? 0), session: c.session, lastProblem: c.lastProblem,
