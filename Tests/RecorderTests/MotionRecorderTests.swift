@@ -76,8 +76,9 @@ import Testing
     }
 
     /// `mode = "motion"`: a square crosses from 3 s to 5 s and another from 7 s to 8 s (closer
-    /// than pre + post: one file), a third from 17 s to 18 s (a second file). Frames carry their
-    /// sequence number in the masked top half, so the files are checked frame by frame.
+    /// than pre + post: one recording), a third from 17 s to 18 s (a second one). Frames carry
+    /// their sequence number in the masked top half, so the files are checked frame by frame.
+    /// Segments are 5 s: a recording is cut on that grid into files that follow each other.
     @Test(arguments: [("yuyv422", "h264"), ("mjpeg", "copy")])
     func motionOnlyFilesHoldEveryObjectFrameWithPreAndPostRoll(pixelFormat: String, codec: String) async throws {
         let dir = try TemporaryDirectory("vigil-motion-only")
@@ -101,6 +102,7 @@ import Testing
             [[record]]
             camera = "yard"
             codec = "\(codec)"
+            segment_seconds = 5
             mode = "motion"
             pre_seconds = \(pre)
             post_seconds = \(post)
@@ -108,17 +110,19 @@ import Testing
         try await record(file, filming: scene, size: (320, 240), forSeconds: 23)
 
         let files = RecordingInspector.files(under: dir.path + "/data/yard/video", endingWith: codec == "copy" ? ".mkv" : ".mp4").sorted()
-        try #require(files.count == 2, "one file for the two objects close together, one for the third: \(files)")
+        // Files that continue one another (the next frame follows) are one recording.
         var held: [[UInt32]] = []
         for path in files {
             #expect(RecordingInspector.ffprobeProblem(path) == nil, "\(path)")
             let decoded = try RecordingInspector.decode(path)
             #expect(decoded.startsWithKeyframe)
             let sequences = decoded.sequences.compactMap { $0 }
-            #expect(sequences.count == decoded.sequences.count, "every frame shows its number")
-            #expect(sequences == Array((sequences.first ?? 0)...(sequences.last ?? 0)), "\(path): no frame lost or repeated")
-            held.append(sequences)
+            try #require(!sequences.isEmpty && sequences.count == decoded.sequences.count, "every frame shows its number")
+            #expect(sequences == Array(sequences.first!...sequences.last!), "\(path): no frame lost or repeated")
+            if let last = held.last?.last, sequences.first! == last + 1 { held[held.count - 1] += sequences } else { held.append(sequences) }
         }
+        #expect(files.count > held.count, "a recording is cut on the 5 s grid: \(files)")
+        try #require(held.count == 2, "one recording for the two objects close together, one for the third: \(held.map { "\($0.first!)–\($0.last!)" })")
         // Detection may be 0.5 s late or early; a file begins at the keyframe before the pre-roll
         // and ends with the group of pictures the post-roll reaches (H.264: a keyframe every 2 s).
         func frame(_ seconds: Double) -> UInt32 { UInt32(max(0, (seconds * fps).rounded())) }

@@ -145,8 +145,9 @@ public final class RecordingIndex: Sendable {
     }
 
     /// Step n brings a file from schema version n to n + 1 (`migrations[0]` is version 1, the
-    /// recordings; `IF NOT EXISTS` because files from before versioning already have it;
-    /// `migrations[1]` adds motion events).
+    /// recordings; `migrations[1]` adds motion events). Each is `IF NOT EXISTS`: a file from
+    /// before versioning has the tables of version 1, and one a newer Vigil wrote may be opened
+    /// again under an older version number.
     private static let migrations = [
         """
         CREATE TABLE IF NOT EXISTS recordings (
@@ -167,7 +168,7 @@ public final class RecordingIndex: Sendable {
         """,
         // Motion events: end_ns is NULL while one is under way; picture is relative to the root.
         """
-        CREATE TABLE motion_events (
+        CREATE TABLE IF NOT EXISTS motion_events (
             id INTEGER PRIMARY KEY,
             camera TEXT NOT NULL,
             start_ns INTEGER NOT NULL,
@@ -176,7 +177,7 @@ public final class RecordingIndex: Sendable {
             picture TEXT,
             UNIQUE (camera, start_ns)
         );
-        CREATE INDEX motion_events_by_time ON motion_events (camera, start_ns);
+        CREATE INDEX IF NOT EXISTS motion_events_by_time ON motion_events (camera, start_ns);
         """,
     ]
 
