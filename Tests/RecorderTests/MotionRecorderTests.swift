@@ -193,6 +193,59 @@ import Testing
     }
 }
 
+extension DetectionStreamTests {
+    /// Saving the file without `detect_url` moves detection onto the main stream at once (the
+    /// motion output leaves the detection stream's session before it joins the camera's).
+    @Test func aReloadThatDropsTheDetectionStreamDetectsOnTheMainStream() async throws {
+        let main = try LoopbackCameraServer.rtsp(size: "320x240")
+        defer { main.stop() }
+        let small = try LoopbackCameraServer.rtsp(size: "160x120")
+        defer { small.stop() }
+        let dir = try TemporaryDirectory("vigil-detect-reload")
+        defer { dir.remove() }
+        let file = dir.path + "/vigil.toml"
+        func write(detect: Bool) throws {
+            try """
+                [storage]
+                root = "\(dir.path)/data"
+                [http]
+                listen = ""
+                [cameras.porch]
+                url = "\(main.url())"
+                \(detect ? "detect_url = \"\(small.url())\"" : "")
+                [[record]]
+                camera = "porch"
+                [[motion]]
+                camera = "porch"
+                gap_seconds = 1
+                """.write(toFile: file, atomically: true, encoding: .utf8)
+        }
+        try write(detect: true)
+        var options = RecorderService.Options(configurationPath: file)
+        let opened = LockedArray<RecorderService.Opened>()
+        options.extraServices = { opened.append($0); return [] }
+        let service = try RecorderService(options: options)
+        let run = Task.detached { try await service.run() }
+        func started() -> [Int64] {
+            opened.all.first.flatMap { try? $0.index.motionEvents(camera: "porch").map(\.startNanos) } ?? []
+        }
+        var deadline = Date().addingTimeInterval(60)
+        while Date() < deadline && started().isEmpty { try await Task.sleep(nanoseconds: 200_000_000) }
+        let before = started().count
+        try #require(before >= 1, "detection on the second stream")
+        try write(detect: false)
+        // The event under way ends when its stream goes; the next one comes from the main stream.
+        deadline = Date().addingTimeInterval(60)
+        while Date() < deadline && started().count < before + 1 { try await Task.sleep(nanoseconds: 200_000_000) }
+        await service.stop()
+        try await run.value
+        let events = try RecordingIndex(root: dir.path + "/data").motionEvents(camera: "porch")
+        #expect(events.count >= before + 1, "detection goes on after the reload: \(events)")
+        let last = try #require(events.last?.picture)
+        #expect(SegmentProbe.dimensions(dir.path + "/data/" + last) == "320x240", "the main stream's picture")
+    }
+}
+
 /// Values handed over from another task.
 private final class LockedArray<Element: Sendable>: Sendable {
     private let storage = Mutex<[Element]>([])

@@ -198,13 +198,11 @@ actor RecorderControl: Service {
             }
             guard let next = try? CameraJobs(camera, environment: environment, reusing: old), next.differs(from: old) else { continue }
             do {
+                // The motion output moves between the detection stream and the camera's own
+                // session: it leaves one before it joins the other.
+                if next.detectionPlan == nil { await supervisor.remove(cameraID: CameraJobs.detectionID(camera.name)) }
                 try await supervisor.reconfigure(next.plan)
-                // The detection stream follows: changed, added or gone.
-                if let detection = next.detectionPlan {
-                    try await supervisor.reconfigure(detection)
-                } else {
-                    await supervisor.remove(cameraID: CameraJobs.detectionID(camera.name))
-                }
+                if let detection = next.detectionPlan { try await supervisor.reconfigure(detection) }
                 jobs[camera.name] = next
                 changed.append(camera.name)
             } catch {
