@@ -141,73 +141,33 @@ import Testing
 /// A network camera's `detect_url`: detection watches the small second stream, recording the
 /// main one, and the second stream is no camera of its own in the status.
 @Suite(.serialized, .timeLimit(.minutes(3))) struct DetectionStreamTests {
-    @Test func detectionWatchesTheSecondStreamAndItsEventsAreTheCamerasOwn() async throws {
-        let main = try LoopbackCameraServer.rtsp(size: "320x240")
-        defer { main.stop() }
-        let small = try LoopbackCameraServer.rtsp(size: "160x120")
-        defer { small.stop() }
-        let dir = try TemporaryDirectory("vigil-detect-url")
-        defer { dir.remove() }
-        let file = dir.path + "/vigil.toml"
-        try """
-            [storage]
-            root = "\(dir.path)/data"
-            [http]
-            listen = ""
-            [cameras.porch]
-            url = "\(main.url())"
-            detect_url = "\(small.url())"
-            [[record]]
-            camera = "porch"
-            segment_seconds = 1
-            [[motion]]
-            camera = "porch"
-            gap_seconds = 1
-            """.write(toFile: file, atomically: true, encoding: .utf8)
-        var options = RecorderService.Options(configurationPath: file)
+    /// A camera `porch` whose main stream is 320x240 and whose second stream (a server of its
+    /// own) is 160x120, both gst's bouncing ball, recorded by `vigil run`'s service.
+    fileprivate final class TwoStreams: Sendable {
+        let main: LoopbackCameraServer
+        let small: LoopbackCameraServer
+        let dir: TemporaryDirectory
         let opened = LockedArray<RecorderService.Opened>()
-        options.extraServices = { opened.append($0); return [] }
-        let service = try RecorderService(options: options)
-        let run = Task.detached { try await service.run() }
-        let index = dir.path + "/data/vigil-index.sqlite3"
-        var names: [String] = []
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline {
-            if let supervisor = opened.all.first?.supervisor { names = await supervisor.status().map(\.cameraID) }
-            if FileManager.default.fileExists(atPath: index), let found = try? RecordingIndex(root: dir.path + "/data").motionEvents(), !found.isEmpty,
-               RecordingInspector.files(under: dir.path + "/data/porch/video", endingWith: ".mp4").count >= 2 { break }
-            try await Task.sleep(nanoseconds: 200_000_000)
+        var data: String { dir.path + "/data" }
+        var file: String { dir.path + "/vigil.toml" }
+
+        init() throws {
+            main = try LoopbackCameraServer.rtsp(size: "320x240")
+            small = try LoopbackCameraServer.rtsp(size: "160x120")
+            dir = try TemporaryDirectory("vigil-detect-url")
         }
-        await service.stop()
-        try await run.value
 
-        #expect(names == ["porch"], "the detection stream is not listed as a camera: \(names)")
-        let events = try RecordingIndex(root: dir.path + "/data").motionEvents()
-        try #require(events.count >= 1)
-        #expect(events.allSatisfy { $0.camera == "porch" })
-        let picture = try #require(events.first?.picture)
-        #expect(picture.hasPrefix("porch/events/"))
-        #expect(SegmentProbe.dimensions(dir.path + "/data/" + picture) == "160x120", "the picture is of the detection stream")
-        let segments = RecordingInspector.files(under: dir.path + "/data/porch/video", endingWith: ".mp4")
-        #expect(!segments.isEmpty && segments.allSatisfy { SegmentProbe.dimensions($0) == "320x240" }, "the main stream is recorded")
-    }
-}
+        func remove() {
+            main.stop()
+            small.stop()
+            dir.remove()
+        }
 
-extension DetectionStreamTests {
-    /// Saving the file without `detect_url` moves detection onto the main stream at once (the
-    /// motion output leaves the detection stream's session before it joins the camera's).
-    @Test func aReloadThatDropsTheDetectionStreamDetectsOnTheMainStream() async throws {
-        let main = try LoopbackCameraServer.rtsp(size: "320x240")
-        defer { main.stop() }
-        let small = try LoopbackCameraServer.rtsp(size: "160x120")
-        defer { small.stop() }
-        let dir = try TemporaryDirectory("vigil-detect-reload")
-        defer { dir.remove() }
-        let file = dir.path + "/vigil.toml"
+        /// Writes the configuration, with or without the second stream.
         func write(detect: Bool) throws {
             try """
                 [storage]
-                root = "\(dir.path)/data"
+                root = "\(data)"
                 [http]
                 listen = ""
                 [cameras.porch]
@@ -215,34 +175,81 @@ extension DetectionStreamTests {
                 \(detect ? "detect_url = \"\(small.url())\"" : "")
                 [[record]]
                 camera = "porch"
+                segment_seconds = 1
                 [[motion]]
                 camera = "porch"
                 gap_seconds = 1
                 """.write(toFile: file, atomically: true, encoding: .utf8)
         }
-        try write(detect: true)
-        var options = RecorderService.Options(configurationPath: file)
-        let opened = LockedArray<RecorderService.Opened>()
-        options.extraServices = { opened.append($0); return [] }
-        let service = try RecorderService(options: options)
-        let run = Task.detached { try await service.run() }
-        func started() -> [Int64] {
-            opened.all.first.flatMap { try? $0.index.motionEvents(camera: "porch").map(\.startNanos) } ?? []
+
+        /// Runs the recorder until `done` holds (a minute at most), then stops it.
+        func record(until done: @escaping (RecorderService.Opened) async -> Bool) async throws {
+            var options = RecorderService.Options(configurationPath: file)
+            options.extraServices = { [opened] in opened.append($0); return [] }
+            let service = try RecorderService(options: options)
+            let run = Task.detached { try await service.run() }
+            let deadline = Date().addingTimeInterval(60)
+            while Date() < deadline {
+                if let recorder = opened.all.first, await done(recorder) { break }
+                try await Task.sleep(nanoseconds: 200_000_000)
+            }
+            await service.stop()
+            try await run.value
         }
-        var deadline = Date().addingTimeInterval(60)
-        while Date() < deadline && started().isEmpty { try await Task.sleep(nanoseconds: 200_000_000) }
-        let before = started().count
-        try #require(before >= 1, "detection on the second stream")
-        try write(detect: false)
-        // The event under way ends when its stream goes; the next one comes from the main stream.
-        deadline = Date().addingTimeInterval(60)
-        while Date() < deadline && started().count < before + 1 { try await Task.sleep(nanoseconds: 200_000_000) }
-        await service.stop()
-        try await run.value
-        let events = try RecordingIndex(root: dir.path + "/data").motionEvents(camera: "porch")
-        #expect(events.count >= before + 1, "detection goes on after the reload: \(events)")
+
+        /// The motion events' starts, as the running recorder's index has them.
+        func starts(_ recorder: RecorderService.Opened) -> [Int64] {
+            ((try? recorder.index.motionEvents(camera: "porch")) ?? []).map(\.startNanos)
+        }
+    }
+
+    @Test func detectionWatchesTheSecondStreamAndItsEventsAreTheCamerasOwn() async throws {
+        let streams = try TwoStreams()
+        defer { streams.remove() }
+        try streams.write(detect: true)
+        let names = LockedArray<[String]>()
+        try await streams.record { recorder in
+            names.append(await recorder.supervisor.status().map(\.cameraID))
+            return !streams.starts(recorder).isEmpty
+                && RecordingInspector.files(under: streams.data + "/porch/video", endingWith: ".mp4").count >= 2
+        }
+
+        #expect(names.all.last == ["porch"], "the detection stream is not listed as a camera: \(names.all)")
+        let events = try RecordingIndex(root: streams.data).motionEvents()
+        try #require(events.count >= 1)
+        #expect(events.allSatisfy { $0.camera == "porch" })
+        let picture = try #require(events.first?.picture)
+        #expect(picture.hasPrefix("porch/events/"))
+        #expect(SegmentProbe.dimensions(streams.data + "/" + picture) == "160x120", "the picture is of the detection stream")
+        let segments = RecordingInspector.files(under: streams.data + "/porch/video", endingWith: ".mp4")
+        #expect(!segments.isEmpty && segments.allSatisfy { SegmentProbe.dimensions($0) == "320x240" }, "the main stream is recorded")
+    }
+
+    /// Saving the file without `detect_url` moves detection onto the main stream at once (the
+    /// motion output leaves the detection stream's session before it joins the camera's).
+    @Test func aReloadThatDropsTheDetectionStreamDetectsOnTheMainStream() async throws {
+        let streams = try TwoStreams()
+        defer { streams.remove() }
+        try streams.write(detect: true)
+        let before = LockedArray<Int>()
+        try await streams.record { recorder in
+            let count = streams.starts(recorder).count
+            guard let first = before.all.first else {
+                // Detection on the second stream first; then the file loses detect_url.
+                if count >= 1 {
+                    before.append(count)
+                    try? streams.write(detect: false)
+                }
+                return false
+            }
+            // The event under way ends when its stream goes; the next one comes from the main stream.
+            return count >= first + 1
+        }
+        let first = try #require(before.all.first, "detection on the second stream")
+        let events = try RecordingIndex(root: streams.data).motionEvents(camera: "porch")
+        #expect(events.count >= first + 1, "detection goes on after the reload: \(events)")
         let last = try #require(events.last?.picture)
-        #expect(SegmentProbe.dimensions(dir.path + "/data/" + last) == "320x240", "the main stream's picture")
+        #expect(SegmentProbe.dimensions(streams.data + "/" + last) == "320x240", "the main stream's picture")
     }
 }
 
