@@ -43,6 +43,30 @@ import Testing
         #expect(pool.frameCount == 1)
     }
 
+    /// A network camera's frame is assembled packet by packet and grows when a keyframe is
+    /// larger than its buffer (512 KiB): the bytes already copied stay, and the grown buffer is
+    /// given back like any other (it was freed as heap memory once, which aborts the process).
+    @Test func aFrameGrownWhileBeingAssembledKeepsItsBytesAndIsFreedLikeAnyOther() {
+        let pool = FramePool(window: 2)
+        do {
+            let frame = pool.take(capacity: 4096)
+            let head = (0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+            frame.storage.copyBytes(from: head)
+            frame.reserve(3 * 1024 * 1024, keeping: head.count)
+            #expect(frame.storage.count >= 3 * 1024 * 1024)
+            #expect(Array(frame.storage[0..<head.count]) == head)
+            frame.storage[frame.storage.count - 1] = 1
+            frame.release()
+            // Reused at its grown size, then let go by the pool (a window that needed none spare).
+            let again = pool.take(capacity: 4096)
+            #expect(again === frame)
+            #expect(again.storage.count >= 3 * 1024 * 1024)
+            again.release()
+        }
+        for _ in 0..<4 { pool.take(capacity: 4096).release() }
+        #expect(pool.frameCount == 1)
+    }
+
     @Test func encodersGetOneThreadEachWhenCamerasOutnumberCores() {
         #expect(EncoderThreading.threads(encoders: 8, cores: 2) == 1)
         #expect(EncoderThreading.threads(encoders: 2, cores: 2) == 1)

@@ -46,11 +46,7 @@ public final class CapturedFrame: @unchecked Sendable {
     public var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: storage[0..<byteCount]) }
 
     /// Grows the buffer (only when a larger format starts; never per frame in steady state).
-    func reserve(_ capacity: Int) {
-        guard capacity > storage.count else { return }
-        munmap(storage.baseAddress, storage.count)
-        storage = Self.map(capacity)
-    }
+    func reserve(_ capacity: Int) { reserve(capacity, keeping: 0) }
 
     /// Frame buffers are mapped pages of their own rather than heap blocks: a page counts in the
     /// process's memory only once written (an MJPEG frame uses a fraction of its worst-case
@@ -63,12 +59,15 @@ public final class CapturedFrame: @unchecked Sendable {
         return UnsafeMutableRawBufferPointer(start: address, count: bytes)
     }
 
-    /// Grows the buffer keeping its first `count` bytes (a frame assembled from several packets).
+    /// Grows the buffer keeping its first `count` bytes (a frame assembled from several packets,
+    /// e.g. a network camera's keyframe larger than any frame before it). The new buffer is a
+    /// mapping like the first: `deinit` unmaps whatever buffer the frame holds.
     func reserve(_ capacity: Int, keeping count: Int) {
         guard capacity > storage.count else { return }
-        let larger = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 64)
-        larger.baseAddress!.copyMemory(from: storage.baseAddress!, byteCount: count)
-        storage.deallocate()
+        // Doubled while assembling, so a frame of many packets is not copied once per packet.
+        let larger = Self.map(count > 0 ? max(capacity, storage.count * 2) : capacity)
+        if count > 0 { larger.baseAddress!.copyMemory(from: storage.baseAddress!, byteCount: count) }
+        munmap(storage.baseAddress, storage.count)
         storage = larger
     }
 
