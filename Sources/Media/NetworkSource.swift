@@ -168,6 +168,9 @@ public final class NetworkSource: @unchecked Sendable {
             packet.unref()
             let status = av_read_frame(ctx, packet.packet)
             if status < 0 { throw NetworkError(address: address, failure: Self.failure(status, interrupt)) }
+            // A read cut off by a stop or a deadline returns what it had, flagged corrupt (an
+            // MJPEG frame larger than one socket read): that is the stop or the stall, not a frame.
+            if interrupt.shouldStop { throw NetworkError(address: address, failure: Self.failure(cffmpeg_error_exit(), interrupt)) }
             let p = packet.packet
             guard p.pointee.stream_index == streamIndex else { continue }
             let target = VideoEncoder.timeBase.av

@@ -19,7 +19,8 @@ import Testing
 
     /// Every segment decodes without errors, starts with a keyframe, holds every frame it counted,
     /// and follows the one before it by one frame interval (no frame lost or repeated at a cut).
-    func expectPlayableAndContiguous(_ log: EventLog, codec: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    func expectPlayableAndContiguous(
+        _ log: EventLog, codec: String, width: Int = 160, height: Int = 120, sourceLocation: SourceLocation = #_sourceLocation) throws {
         let segments = log.segments.sorted { $0.firstFrameWallNanos < $1.firstFrameWallNanos }
         #expect(!segments.isEmpty, sourceLocation: sourceLocation)
         for s in segments {
@@ -27,7 +28,7 @@ import Testing
             let decoded = try RecordingInspector.decode(s.path)
             #expect(decoded.startsWithKeyframe, "\(s.path) does not start with a keyframe", sourceLocation: sourceLocation)
             #expect(decoded.sequences.count == s.frameCount, "\(s.path): \(decoded.sequences.count) frames decode of \(s.frameCount)", sourceLocation: sourceLocation)
-            #expect(decoded.codec == codec && decoded.width == 160 && decoded.height == 120, sourceLocation: sourceLocation)
+            #expect(decoded.codec == codec && decoded.width == width && decoded.height == height, sourceLocation: sourceLocation)
         }
         return
     }
@@ -208,12 +209,33 @@ import Testing
         }
     }
 
-    func makeJPEGs(in dir: TemporaryDirectory) -> [String] {
+    func makeJPEGs(in dir: TemporaryDirectory, source: String = "testsrc=size=160x120:rate=15", count: Int = 15) -> [String] {
         let pattern = "\(dir.path)/frame%d.jpg"
         let r = RecordingInspector.run("/usr/bin/env", [
-            "ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=160x120:rate=15", "-frames:v", "15", pattern])
+            "ffmpeg", "-v", "error", "-f", "lavfi", "-i", source, "-frames:v", "\(count)", "-q:v", "2", pattern])
         #expect(r.status == 0, "\(r.errorOutput)")
-        return (1...15).map { "\(dir.path)/frame\($0).jpg" }
+        return (1...count).map { "\(dir.path)/frame\($0).jpg" }
+    }
+
+    /// Frames larger than a network frame's first buffer (512 KiB): picture noise at high
+    /// quality gives JPEGs of about 800 KB, assembled from many reads into a buffer that grows.
+    @Test func framesLargerThanTheirFirstBufferAreRecordedWhole() async throws {
+        let jpegDir = try TemporaryDirectory()
+        defer { jpegDir.remove() }
+        let jpegs = makeJPEGs(
+            in: jpegDir, source: "nullsrc=s=1280x720:rate=15,geq=lum='random(1)*255':cb=128:cr=128", count: 5)
+        let sizes = jpegs.map { (try? FileManager.default.attributesOfItem(atPath: $0)[.size] as? Int) ?? 0 }
+        #expect(sizes.allSatisfy { $0 > 512 * 1024 }, "\(sizes)")
+        let server = try LoopbackCameraServer.mjpeg(jpegs: jpegs)
+        defer { server.stop() }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let (session, log, movie) = try record(server.mjpegURL, into: dir)
+        #expect(await waitUntil(seconds: 30) { log.segments.count >= 2 })
+        await stopAndDrain(session, log)
+        try expectPlayableAndContiguous(log, codec: "mjpeg", width: 1280, height: 720)
+        #expect(log.segments.map(\.frameCount).reduce(0, +) == movie.receivedFrameCount)
+        #expect(movie.receivedFrameCount >= 15)
     }
 
     @Test func recordsHTTPMJPEGAsIs() async throws {
