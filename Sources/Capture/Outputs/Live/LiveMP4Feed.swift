@@ -5,7 +5,7 @@ import Synchronization
 /// One camera's H.264 packets as fragmented MP4 for its live viewers, and the run of packets
 /// since the last keyframe (a joining viewer starts there; a snapshot decodes it).
 ///
-/// Packets come from one thread at a time: the live output's worker for a camera that sends
+/// Packets come from one thread at a time: the camera's capture thread for a camera that sends
 /// H.264, or the movie output's worker for one whose recording encodes H.264 (its packets
 /// are reused: live view adds no encoder). Muxing happens once per camera, only while someone
 /// watches; otherwise a packet costs one copy into a reused buffer.

@@ -7,8 +7,10 @@ import Synchronization
 /// records (it costs next to nothing when nobody watches):
 ///
 /// - the capture thread keeps a reference to the latest raw or MJPEG frame (no copy, no wake-up);
-/// - H.264/H.265 frames go to this output's worker, which keeps the run since the last keyframe
-///   (one copy into a reused buffer) and muxes it only while fMP4 viewers exist;
+/// - H.264/H.265 frames are added to the run since the last keyframe by the capture thread
+///   itself (one copy into a reused buffer; muxed in memory only while fMP4 viewers exist,
+///   whose queues never block): no worker wakes per frame, which was a sixth of a network
+///   camera's CPU;
 /// - while MJPEG viewers exist, at most `mjpegFramesPerSecond` frames a second go to the worker,
 ///   which makes ONE JPEG of each for all viewers (the camera's own JPEG when it sends MJPEG).
 ///
@@ -34,10 +36,13 @@ public final class LiveOutput: CaptureOutput, @unchecked Sendable {
     // Capture thread only.
     private var lastMJPEGQueued: Int64?
     private var lastVideoSequence: UInt64?
-    // Worker thread only.
-    private let stills = StillMaker()
     private var originMonotonic: Int64?
     private var lastDTS: Int64 = .min
+    /// Set by the worker when the stream ended (session stop, camera lost): the capture thread
+    /// starts its video timing afresh with the next frame.
+    private let videoRestarts = Atomic<Bool>(false)
+    // Worker thread only.
+    private let stills = StillMaker()
     /// Set by the worker while it holds a JPEG encoder, so that one frame comes to let it go.
     private let holdsEncoder = Atomic<Bool>(false)
     /// Snapshots are made here, off Swift's cooperative pool, one at a time.
@@ -119,7 +124,8 @@ public final class LiveOutput: CaptureOutput, @unchecked Sendable {
     override func accepts(_ frame: CapturedFrame) -> Bool {
         if frame.format.isVideoCodec {
             if !cameraSendsVideoCodec.load(ordering: .relaxed) { cameraSendsVideoCodec.store(true, ordering: .relaxed) }
-            return true
+            appendVideo(frame)
+            return false
         }
         if cameraSendsVideoCodec.load(ordering: .relaxed) { cameraSendsVideoCodec.store(false, ordering: .relaxed) }
         frame.retain()
@@ -136,16 +142,20 @@ public final class LiveOutput: CaptureOutput, @unchecked Sendable {
         return true
     }
 
-    override func process(_ frame: CapturedFrame, _ connection: ConnectionSettings) {
-        if frame.format.isVideoCodec {
-            guard let stream = frame.stream else { return }
-            let follows = lastVideoSequence.map { frame.sequence == $0 &+ 1 } ?? true
-            lastVideoSequence = frame.sequence
-            mp4.append(
-                frame.bytes, dts: nextDTS(frame.monotonicNanos), presentationDelay: frame.presentationDelayNanos * 9 / 100_000,
-                keyframe: frame.isKeyframe, stream: stream, follows: follows, wallNanos: frame.wallNanos)
-            return
+    /// Capture thread: an H.264/H.265 frame joins the run (and goes to fMP4 viewers).
+    private func appendVideo(_ frame: CapturedFrame) {
+        if videoRestarts.exchange(false, ordering: .acquiring) {
+            (lastVideoSequence, originMonotonic, lastDTS) = (nil, nil, .min)
         }
+        guard let stream = frame.stream else { return }
+        let follows = lastVideoSequence.map { frame.sequence == $0 &+ 1 } ?? true
+        lastVideoSequence = frame.sequence
+        mp4.append(
+            frame.bytes, dts: nextDTS(frame.monotonicNanos), presentationDelay: frame.presentationDelayNanos * 9 / 100_000,
+            keyframe: frame.isKeyframe, stream: stream, follows: follows, wallNanos: frame.wallNanos)
+    }
+
+    override func process(_ frame: CapturedFrame, _ connection: ConnectionSettings) {
         guard !mjpegViewers.isEmpty else {
             // The last viewer left: the encoder and its pictures go until the next one comes.
             stills.releaseBuffers()
@@ -176,10 +186,8 @@ public final class LiveOutput: CaptureOutput, @unchecked Sendable {
             defer { l = nil }
             return l
         }?.release()
-        lastVideoSequence = nil
+        videoRestarts.store(true, ordering: .releasing)
         lastMJPEGQueued = nil
-        originMonotonic = nil
-        lastDTS = .min
         stills.releaseBuffers()
         holdsEncoder.store(false, ordering: .relaxed)
         // The camera stopped: viewers end (a page reconnects), the run is forgotten.
@@ -188,7 +196,7 @@ public final class LiveOutput: CaptureOutput, @unchecked Sendable {
     }
 
     override func streamLost() {
-        lastVideoSequence = nil
+        videoRestarts.store(true, ordering: .releasing)
         mp4.reset()
     }
 }
