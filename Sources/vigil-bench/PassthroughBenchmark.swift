@@ -7,7 +7,9 @@ import Media
 /// Measures what MJPEG passthrough from a V4L2 camera costs Vigil: an emulated 1920x1080 MJPEG
 /// camera at 30 fps is recorded by stream copy into MKV segments plus a timelapse still, and
 /// the process's CPU time is split into the emulator's own (producing frames) and Vigil's.
-func passthroughBenchmark(seconds: Double, cameraCount: Int) throws {
+/// With `rawTimelapse`, a 1280x720 YUYV camera at 30 fps only takes a still every 10 s: what
+/// capture itself costs between stills (each frame dequeued, fanned out and requeued).
+func passthroughBenchmark(seconds: Double, cameraCount: Int, rawTimelapse: Bool = false) throws {
 
 let output = FileManager.default.temporaryDirectory.appendingPathComponent("vigil-bench-\(getpid())").path
 defer { try? FileManager.default.removeItem(atPath: output) }
@@ -28,9 +30,13 @@ for device in devices {
     let stills = try TimelapseOutput(.init(storageRoot: output, intervalSeconds: 10))
     session.beginConfiguration()
     try session.addInput(device)
-    try session.setFormat(.size(width: 1920, height: 1080, pixelFormat: .mjpeg))
+    if rawTimelapse {
+        try session.setFormat(.size(width: 1280, height: 720, pixelFormat: .yuyv422))
+    } else {
+        try session.setFormat(.size(width: 1920, height: 1080, pixelFormat: .mjpeg))
+    }
     try session.setFrameRate(30)
-    try session.addOutput(movie)
+    if !rawTimelapse { try session.addOutput(movie) }
     try session.addOutput(stills)
     try session.commitConfiguration()
     try session.startRunning()
@@ -77,7 +83,9 @@ let floor1 = processCPU()
 block.deallocate()
 let floorCPU = Double(floor1.user - floor0.user + floor1.system - floor0.system) / 1e9
 
-print("cameras: \(cameraCount) x 1920x1080 MJPEG @ 30 fps, stream copy to MKV + a still every 10 s")
+print(rawTimelapse
+    ? "cameras: \(cameraCount) x 1280x720 YUYV @ 30 fps, a still every 10 s (nothing else)"
+    : "cameras: \(cameraCount) x 1920x1080 MJPEG @ 30 fps, stream copy to MKV + a still every 10 s")
 print(String(format: "measured: %.1f s, %d frames (%.1f fps per camera), %d dropped", elapsed, frames, Double(frames) / elapsed / Double(cameraCount), movies.map(\.droppedFrameCount).reduce(0, +)))
 print(String(format: "bytes recorded: %lld (%.0f KiB per frame)", bytes, Double(bytes) / 1024 / Double(max(1, frames1))))
 print(String(format: "process CPU: %.3f s (user %.3f s, system %.3f s), emulator's own: %.3f s, Vigil: %.3f s", total, user, system, emulator, vigil))

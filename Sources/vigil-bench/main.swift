@@ -2,7 +2,7 @@ import Foundation
 import Media
 
 // Benchmarks that need the emulated V4L2 device:
-//   vigil-bench passthrough [SECONDS=60] [CAMERAS=1]   (Scripts/bench-v4l2)
+//   vigil-bench passthrough [SECONDS=60] [CAMERAS=1] [yuyv]   (Scripts/bench-v4l2)
 //   vigil-bench reattach [REPLUGS=25]                   (Scripts/bench-reattach)
 //   vigil-bench index [SEGMENTS=10000]                  (Scripts/bench-index)
 //   vigil-bench soak-analyze ROOT KILLS FPS              (Scripts/soak-chaos)
@@ -14,7 +14,8 @@ do {
     case "passthrough":
         try passthroughBenchmark(
             seconds: arguments.count > 1 ? Double(arguments[1]) ?? 60 : 60,
-            cameraCount: arguments.count > 2 ? Int(arguments[2]) ?? 1 : 1)
+            cameraCount: arguments.count > 2 ? Int(arguments[2]) ?? 1 : 1,
+            rawTimelapse: arguments.count > 3 && arguments[3] == "yuyv")
     case "reattach":
         try await reattachBenchmark(replugs: arguments.count > 1 ? Int(arguments[1]) ?? 25 : 25)
     case "index":
@@ -22,7 +23,7 @@ do {
     case "soak-analyze" where arguments.count == 4:
         if try !soakAnalysis(root: arguments[1], killsFile: arguments[2], framesPerSecond: Double(arguments[3]) ?? 15) { exit(1) }
     default:
-        FileHandle.standardError.write(Data("usage: vigil-bench passthrough [SECONDS] [CAMERAS] | reattach [REPLUGS] | index [SEGMENTS] | soak-analyze ROOT KILLS FPS\n".utf8))
+        FileHandle.standardError.write(Data("usage: vigil-bench passthrough [SECONDS] [CAMERAS] [yuyv] | reattach [REPLUGS] | index [SEGMENTS] | soak-analyze ROOT KILLS FPS\n".utf8))
         exit(2)
     }
 } catch {

@@ -54,6 +54,61 @@ import Testing
         try #require(V4L2Discovery(system: kernel).devices().first)
     }
 
+    /// Frames show the driver's buffers themselves while enough stay queued for the driver
+    /// (no copy), and are copied when a slow output holds too many. A held frame keeps its own
+    /// picture: its buffer goes back to the driver only when the frame is released, never while
+    /// an output still has it queued. Stopping with frames still queued unmaps nothing under
+    /// them; the mappings go once they are released.
+    @Test func framesAreTheDriversBuffersUntilReleasedAndCopiedWhenOutputsHoldTooMany() async throws {
+        let kernel = EmulatedV4L2([EmulatedCamera()])
+        let device = try camera(kernel)
+        struct Seen: Sendable {
+            let sequence: UInt64
+            let painted: UInt32?
+            let lent: Bool
+            /// The camera paints its own count, which runs on across sessions; the driver's restarts at 0.
+            var offset: Int64? { painted.map { Int64($0) - Int64(sequence) } }
+        }
+        func ownPictures(_ frames: [Seen]) -> Bool { !frames.isEmpty && frames.allSatisfy { $0.offset != nil && $0.offset == frames[0].offset } }
+        let fast = LockedArray<Seen>(), slow = LockedArray<Seen>()
+        func recorder(_ into: LockedArray<Seen>, delay: Double) -> FrameOutput {
+            FrameOutput(name: delay > 0 ? "slow" : "fast", queueCapacity: 64, dropsLateFrames: false) { frame in
+                // Read the picture last, after the delay: a buffer requeued under a held frame
+                // would by then hold a later frame's picture.
+                if delay > 0 { usleep(UInt32(delay * 1e6)) }
+                into.append(Seen(
+                    sequence: frame.sequence,
+                    painted: PatternDecoder.sequence(inYUYV: frame.bytes, width: frame.width, height: frame.height),
+                    lent: kernel.isInMappedBuffer(frame.bytes)))
+            }
+        }
+        let session = CaptureSession()
+        try session.addInput(device)
+        try session.setFormat(.size(width: 320, height: 240, pixelFormat: .yuyv422))
+        try session.setFrameRate(30)
+        try session.addOutput(recorder(fast, delay: 0))
+        try session.startRunning()
+        #expect(await waitUntil(seconds: 10) { fast.all.count >= 30 })
+        await session.stop()
+        let fastFrames = fast.all
+        #expect(ownPictures(fastFrames), "\(fastFrames.map { ($0.sequence, $0.painted) })")
+        #expect(fastFrames.filter(\.lent).count >= fastFrames.count - 2, "a fast output should get the driver's buffers: \(fastFrames.map(\.lent))")
+
+        // A second session: an output ten times slower than the camera holds a queue of frames.
+        let again = CaptureSession()
+        try again.addInput(device)
+        try again.setFormat(.size(width: 320, height: 240, pixelFormat: .yuyv422))
+        try again.setFrameRate(30)
+        try again.addOutput(recorder(slow, delay: 0.1))
+        try again.startRunning()
+        #expect(await waitUntil(seconds: 20) { slow.all.count >= 12 })
+        await again.stop()
+        #expect(await waitUntil(seconds: 20) { kernel.mappingCount == 0 }, "mappings left after every frame was released: \(kernel.mappingCount)")
+        let slowFrames = slow.all
+        #expect(ownPictures(slowFrames), "\(slowFrames.map { ($0.sequence, $0.painted) })")
+        #expect(slowFrames.contains { $0.lent } && slowFrames.contains { !$0.lent }, "\(slowFrames.map(\.lent))")
+    }
+
     /// A UVC H.264 camera (`pixel_format = "h264"`): packets go into the segments as they are,
     /// each segment starts at a keyframe, every frame is kept across boundaries, and stills
     /// decode from the keyframe before their instant.
@@ -311,8 +366,8 @@ import Testing
             peak = (max(peak.fds, live.fds), max(peak.mappings, live.mappings))
             await session.stop()
         }
-        // While streaming: one node fd and 4 buffer files, each mapped by the driver and by Vigil.
-        #expect(peak.fds == 5 && peak.mappings == 8, "the count itself must see the resources: \(peak)")
+        // While streaming: one node fd and 6 buffer files, each mapped by the driver and by Vigil.
+        #expect(peak.fds == 7 && peak.mappings == 12, "the count itself must see the resources: \(peak)")
         #expect(kernel.openFileCount == 0)
         #expect(kernel.mappingCount == 0)
         let left = kernel.liveKernelResources()

@@ -34,6 +34,9 @@ public final class CapturedFrame: @unchecked Sendable {
 
     private let holders = Atomic<Int>(0)
     private unowned(unsafe) let pool: FramePool
+    /// A driver buffer this frame shows instead of its own storage, and who gets it back when
+    /// the last holder releases the frame (`lend`).
+    private var lent: (bytes: UnsafeRawBufferPointer, lender: BufferLender, index: UInt32)?
 
     init(capacity: Int, pool: FramePool) {
         storage = Self.map(capacity)
@@ -42,8 +45,20 @@ public final class CapturedFrame: @unchecked Sendable {
 
     deinit { munmap(storage.baseAddress, storage.count) }
 
-    /// The frame's bytes.
-    public var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: storage[0..<byteCount]) }
+    /// The frame's bytes: its own storage, or the driver buffer it was lent.
+    public var bytes: UnsafeRawBufferPointer {
+        if let lent { return UnsafeRawBufferPointer(rebasing: lent.bytes[0..<byteCount]) }
+        return UnsafeRawBufferPointer(rebasing: storage[0..<byteCount])
+    }
+
+    /// Shows a driver buffer as this frame's bytes instead of copying it (before `setContents`);
+    /// `lender` gets the buffer back when the last holder releases the frame.
+    func lend(_ bytes: UnsafeRawBufferPointer, from lender: BufferLender, index: UInt32) {
+        lent = (bytes, lender, index)
+    }
+
+    /// Whether the bytes are a lent driver buffer.
+    var isLent: Bool { lent != nil }
 
     /// Grows the buffer (only when a larger format starts; never per frame in steady state).
     func reserve(_ capacity: Int) { reserve(capacity, keeping: 0) }
@@ -78,7 +93,7 @@ public final class CapturedFrame: @unchecked Sendable {
         keyframe: Bool = true, stream: StreamDescription? = nil, followsDiscontinuity: Bool = false,
         presentationDelayNanos: Int64 = 0
     ) {
-        precondition(byteCount <= storage.count)
+        precondition(byteCount <= (lent?.bytes.count ?? storage.count))
         self.byteCount = byteCount
         self.format = format
         self.width = width
@@ -111,6 +126,10 @@ public final class CapturedFrame: @unchecked Sendable {
     /// Called by each consumer when it is done with the frame.
     public func release() {
         if holders.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
+            if let lent {
+                self.lent = nil
+                lent.lender.giveBack(lent.index)
+            }
             pool.recycle(self)
         }
     }

@@ -16,7 +16,10 @@ public struct V4L2Camera: CaptureDeviceBackend {
 }
 
 /// A streaming V4L2 camera: memory-mapped driver buffers, polled on the session's capture
-/// thread. A buffer is requeued as soon as its bytes are copied. Every path, errors included,
+/// thread. A frame shows its driver buffer itself (no copy) while enough other buffers stay
+/// queued for the driver; the buffer is requeued when the outputs release the frame
+/// (`BufferLender`). With too few left queued (slow outputs holding frames) a frame is copied
+/// and its buffer requeued at once, as FFmpeg's v4l2.c does. Every path, errors included,
 /// unmaps, frees the buffers and closes the node.
 final class V4L2Stream: CaptureStream {
     private let system: any V4L2System
@@ -32,7 +35,15 @@ final class V4L2Stream: CaptureStream {
     private var parameterSets = ParameterSetTracker()
     private let logger = Logger(label: "vigil.v4l2")
 
-    static let bufferCount: UInt32 = 4
+    /// Six, not four: one buffer is held by the live view (the latest frame) and one or two by
+    /// an encoder, and the driver should keep `minimumQueued` to fill.
+    static let bufferCount: UInt32 = 6
+    /// Buffers that stay queued for the driver: below this a frame is copied instead of lent.
+    static let minimumQueued = 2
+    private var lender: BufferLender?
+    /// Buffers the driver holds (queued, or filled and not yet dequeued).
+    private var queuedCount = 0
+    private var returned: [UInt32] = []
 
     init(system: any V4L2System, node: String, format: DeviceFormat, frameRate: Double) throws {
         if format.pixelFormat.isVideoCodec {
@@ -48,6 +59,10 @@ final class V4L2Stream: CaptureStream {
             try negotiate(frameRate: frameRate)
             try mapBuffers()
             for i in 0..<buffers.count { try queue(UInt32(i)) }
+            let system = self.system, mapped = MappedBuffers(buffers)
+            lender = BufferLender(buffers: buffers.count) {
+                for b in mapped.buffers { system.munmap(b.address, length: b.length) }
+            }
             var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
             try call("VIDIOC_STREAMON", CV4L2_VIDIOC_STREAMON, &type)
             streaming = true
@@ -120,9 +135,22 @@ final class V4L2Stream: CaptureStream {
         b.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
         b.memory = V4L2_MEMORY_MMAP.rawValue
         try call("VIDIOC_QBUF", CV4L2_VIDIOC_QBUF, &b)
+        queuedCount += 1
+    }
+
+    /// Requeues the buffers the outputs gave back since the last frame.
+    private func requeueReturned() throws {
+        guard let lender else { return }
+        lender.takeReturned(into: &returned)
+        for index in returned {
+            if let q = queueBack(index) {
+                if q.isDisconnect { disconnected = q.description } else { throw q }
+            }
+        }
     }
 
     func readFrame(into frame: CapturedFrame, timeoutNanos: Int64) throws -> ReadResult {
+        try requeueReturned()
         if let disconnected { throw CaptureError.disconnected(reason: disconnected) }
         let (ready, events) = system.poll(fd, timeoutMilliseconds: Int32(timeoutNanos / 1_000_000))
         if ready < 0 {
@@ -143,8 +171,10 @@ final class V4L2Stream: CaptureStream {
             if error.isDisconnect { throw CaptureError.disconnected(reason: error.description) }
             throw error
         }
-        let result = copy(b, into: frame)
-        // Give the buffer back at once: the driver needs it for the next frame.
+        queuedCount -= 1
+        let result = take(b, into: frame)
+        if frame.isLent { return result }
+        // Copied (or dropped): the driver gets the buffer back at once for the next frame.
         let q = queueBack(b.index)
         if let q, q.isDisconnect { disconnected = q.description } else if let q { throw q }
         return result
@@ -155,7 +185,8 @@ final class V4L2Stream: CaptureStream {
         return nil
     }
 
-    private func copy(_ b: v4l2_buffer, into frame: CapturedFrame) -> ReadResult {
+    /// Lends the buffer to `frame`, or copies it when too few would stay queued.
+    private func take(_ b: v4l2_buffer, into frame: CapturedFrame) -> ReadResult {
         guard Int(b.index) < buffers.count else { return .corrupt("driver returned unknown buffer \(b.index)") }
         if b.flags & UInt32(V4L2_BUF_FLAG_ERROR) != 0 { return .corrupt("the driver flagged the frame as damaged") }
         let used = Int(b.bytesused)
@@ -171,8 +202,13 @@ final class V4L2Stream: CaptureStream {
         } else if let expected = format.pixelFormat.frameByteCount(width: format.width, height: format.height), used < expected {
             return .corrupt("short frame: \(used) of \(expected) bytes")
         }
-        frame.reserve(source.count)
-        frame.storage.copyMemory(from: source)
+        if let lender, queuedCount >= Self.minimumQueued {
+            frame.lend(source, from: lender, index: b.index)
+            lender.lend()
+        } else {
+            frame.reserve(source.count)
+            frame.storage.copyMemory(from: source)
+        }
         // V4L2 timestamps are CLOCK_MONOTONIC; the wall time is derived from the same instant.
         let monotonic = Int64(b.timestamp.tv_sec) * 1_000_000_000 + Int64(b.timestamp.tv_usec) * 1000
         let nowMonotonic = SystemClocks.monotonicNanos()
@@ -212,7 +248,13 @@ final class V4L2Stream: CaptureStream {
             _ = system.ioctl(fd, CV4L2_VIDIOC_STREAMOFF, &type)
             streaming = false
         }
-        for b in buffers { system.munmap(b.address, length: b.length) }
+        // Lent buffers stay mapped until their frames are released.
+        if let lender {
+            lender.close()
+            self.lender = nil
+        } else {
+            for b in buffers { system.munmap(b.address, length: b.length) }
+        }
         if !buffers.isEmpty {
             var req = v4l2_requestbuffers()
             req.count = 0
@@ -224,4 +266,11 @@ final class V4L2Stream: CaptureStream {
         system.close(fd)
         fd = -1
     }
+}
+
+/// The mapped driver buffers, for unmapping from whichever thread releases the last lent frame.
+/// @unchecked: the addresses are only passed to `munmap`, once.
+private struct MappedBuffers: @unchecked Sendable {
+    let buffers: [(address: UnsafeMutableRawPointer, length: Int)]
+    init(_ buffers: [(address: UnsafeMutableRawPointer, length: Int)]) { self.buffers = buffers }
 }

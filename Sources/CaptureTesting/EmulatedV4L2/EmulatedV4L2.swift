@@ -95,6 +95,17 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
     }
     public var mappingCount: Int { lock.withLock { mappings.count } }
 
+    /// Whether `bytes` lie inside a driver buffer as mapped by the reader (a frame shown without
+    /// a copy), rather than in memory of the reader's own.
+    public func isInMappedBuffer(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let start = bytes.baseAddress else { return false }
+        return lock.withLock {
+            mappings.contains { address, length in
+                start >= UnsafeRawPointer(address) && start + bytes.count <= UnsafeRawPointer(address) + length
+            }
+        }
+    }
+
     // MARK: - Syscalls
 
     public func open(_ path: String) -> Int32 {
