@@ -82,27 +82,24 @@ import Testing
                     lent: kernel.isInMappedBuffer(frame.bytes)))
             }
         }
-        let session = CaptureSession()
-        try session.addInput(device)
-        try session.setFormat(.size(width: 320, height: 240, pixelFormat: .yuyv422))
-        try session.setFrameRate(30)
-        try session.addOutput(recorder(fast, delay: 0))
-        try session.startRunning()
-        #expect(await waitUntil(seconds: 10) { fast.all.count >= 30 })
-        await session.stop()
+        /// Records with `output` until `frames` holds `count` frames, then stops.
+        func capture(into frames: LockedArray<Seen>, delay: Double, count: Int) async throws {
+            let session = CaptureSession()
+            try session.addInput(device)
+            try session.setFormat(.size(width: 320, height: 240, pixelFormat: .yuyv422))
+            try session.setFrameRate(30)
+            try session.addOutput(recorder(frames, delay: delay))
+            try session.startRunning()
+            #expect(await waitUntil(seconds: 20) { frames.all.count >= count })
+            await session.stop()
+        }
+        try await capture(into: fast, delay: 0, count: 30)
         let fastFrames = fast.all
         #expect(ownPictures(fastFrames), "\(fastFrames.map { ($0.sequence, $0.painted) })")
         #expect(fastFrames.filter(\.lent).count >= fastFrames.count - 2, "a fast output should get the driver's buffers: \(fastFrames.map(\.lent))")
 
         // A second session: an output ten times slower than the camera holds a queue of frames.
-        let again = CaptureSession()
-        try again.addInput(device)
-        try again.setFormat(.size(width: 320, height: 240, pixelFormat: .yuyv422))
-        try again.setFrameRate(30)
-        try again.addOutput(recorder(slow, delay: 0.1))
-        try again.startRunning()
-        #expect(await waitUntil(seconds: 20) { slow.all.count >= 12 })
-        await again.stop()
+        try await capture(into: slow, delay: 0.1, count: 12)
         #expect(await waitUntil(seconds: 20) { kernel.mappingCount == 0 }, "mappings left after every frame was released: \(kernel.mappingCount)")
         let slowFrames = slow.all
         #expect(ownPictures(slowFrames), "\(slowFrames.map { ($0.sequence, $0.painted) })")
