@@ -15,7 +15,10 @@ let output = FileManager.default.temporaryDirectory.appendingPathComponent("vigi
 defer { try? FileManager.default.removeItem(atPath: output) }
 
 let emulated = (0..<cameraCount).map { i -> EmulatedCamera in
-    let c = EmulatedCamera(node: "/dev/video\(i * 2)", stableName: "usb-Bench_Camera_SN\(i)-video-index0")
+    // A USB 3 camera's raw 720p at 30 fps, for the raw case.
+    let formats = EmulatedCamera.typicalFormats.filter { $0.pixelFormat != .yuyv422 }
+        + [EmulatedCamera.Format(.yuyv422, sizes: [(640, 480), (1280, 720)], frameRates: [30])]
+    let c = EmulatedCamera(node: "/dev/video\(i * 2)", stableName: "usb-Bench_Camera_SN\(i)-video-index0", formats: formats)
     c.precomputedFrames = 10
     return c
 }
