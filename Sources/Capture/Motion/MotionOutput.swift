@@ -154,8 +154,6 @@ public final class MotionOutput: CaptureOutput, @unchecked Sendable {
             try detectDecoded(frame, connection)
         case .h264, .hevc:
             try decodeStream(frame, connection)
-        default:
-            return
         }
     }
 

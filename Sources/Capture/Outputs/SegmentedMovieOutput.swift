@@ -349,22 +349,21 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
             let info = inFlight[index]
             inFlight.removeSubrange(0...index)
             if let preroll, let liveStream {
+                // Motion only: held back; written when motion comes near it (`releaseHeld`).
                 preroll.hold(
                     packet.bytes, pts: pts, presentationDelay: 0, keyframe: packet.isKeyframe, wallNanos: info.wallNanos,
                     stream: liveStream, container: settings.container, breaksBefore: false)
-                if let feed = live.withLock({ $0 }) {
-                    feed.append(packet.bytes, dts: pts, keyframe: packet.isKeyframe, stream: liveStream, wallNanos: info.wallNanos)
-                }
                 releaseHeld(now: info.wallNanos)
-                continue
+            } else {
+                // Only a forced keyframe opens a segment; while none is open after a failure,
+                // packets are discarded until the retry's keyframe.
+                if info.startsSegment {
+                    closeSegment()
+                    try openSegment(stream: encoder!.streamDescription(), startPTS: pts, wallNanos: info.wallNanos)
+                }
+                try write(packet, pts: pts, wallNanos: info.wallNanos)
             }
-            // Only a forced keyframe opens a segment; while none is open after a failure,
-            // packets are discarded until the retry's keyframe.
-            if info.startsSegment {
-                closeSegment()
-                try openSegment(stream: encoder!.streamDescription(), startPTS: pts, wallNanos: info.wallNanos)
-            }
-            try write(packet, pts: pts, wallNanos: info.wallNanos)
+            // The live view shows every packet, recorded or held.
             if let feed = live.withLock({ $0 }), let liveStream {
                 feed.append(packet.bytes, dts: pts, keyframe: packet.isKeyframe, stream: liveStream, wallNanos: info.wallNanos)
             }
