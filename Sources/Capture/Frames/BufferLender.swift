@@ -25,9 +25,6 @@ final class BufferLender: Sendable {
         state = Mutex(s)
     }
 
-    /// Buffers lent and not yet given back.
-    var outstanding: Int { state.withLock { $0.outstanding } }
-
     /// Capture thread: a buffer is now shown by a frame.
     func lend() { state.withLock { $0.outstanding += 1 } }
 
