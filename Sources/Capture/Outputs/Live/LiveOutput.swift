@@ -9,8 +9,8 @@ import Synchronization
 /// - the capture thread keeps a reference to the latest raw or MJPEG frame (no copy, no wake-up);
 /// - H.264/H.265 frames are added to the run since the last keyframe by the capture thread
 ///   itself (one copy into a reused buffer; muxed in memory only while fMP4 viewers exist,
-///   whose queues never block): no worker wakes per frame, which was a sixth of a network
-///   camera's CPU;
+///   whose queues never block): no worker wakes per frame, which cost about 7 % of a
+///   network camera's CPU;
 /// - while MJPEG viewers exist, at most `mjpegFramesPerSecond` frames a second go to the worker,
 ///   which makes ONE JPEG of each for all viewers (the camera's own JPEG when it sends MJPEG).
 ///
