@@ -10,6 +10,8 @@
 #include <libavutil/imgutils.h>
 #include <libavutil/opt.h>
 #include <libavutil/log.h>
+#include <libavutil/md5.h>
+#include <libavutil/base64.h>
 #include <errno.h>
 #include <sys/prctl.h>
 

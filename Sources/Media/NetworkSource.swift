@@ -3,7 +3,7 @@ import Glibc
 import Synchronization
 
 /// Why a network stream could not be opened or stopped delivering, named the way a user can act on it.
-public enum NetworkFailure: Sendable, Equatable, CustomStringConvertible {
+public enum NetworkFailure: Error, Sendable, Equatable, CustomStringConvertible {
     case refused
     case timeout
     case unreachable
@@ -36,6 +36,12 @@ public enum NetworkFailure: Sendable, Equatable, CustomStringConvertible {
 public struct NetworkError: Error, Sendable, CustomStringConvertible {
     public let address: String
     public let failure: NetworkFailure
+
+    public init(address: String, failure: NetworkFailure) {
+        self.address = address
+        self.failure = failure
+    }
+
     public var description: String { "\(address): \(failure)" }
 }
 

@@ -31,6 +31,36 @@ public final class StreamDescription {
         parameters.pointee.format = AV_PIX_FMT_YUV420P.rawValue
     }
 
+    /// An H.264/H.265 stream known by its parameter sets (Annex B, e.g. from an SDP or a
+    /// keyframe), its size read from them by libavcodec's parser, which needs the picture's
+    /// first slice too (`picture`: Annex B, the slice at least; nothing is decoded).
+    public convenience init(videoCodec format: PixelFormat, parameterSets: UnsafeRawBufferPointer, picture: UnsafeRawBufferPointer) {
+        self.init(videoCodec: format, width: 0, height: 0)
+        let id = parameters.pointee.codec_id
+        if let base = parameterSets.baseAddress, parameterSets.count > 0,
+           let data = av_mallocz(parameterSets.count + Int(AV_INPUT_BUFFER_PADDING_SIZE)) {
+            data.copyMemory(from: base, byteCount: parameterSets.count)
+            parameters.pointee.extradata = data.assumingMemoryBound(to: UInt8.self)
+            parameters.pointee.extradata_size = Int32(parameterSets.count)
+        }
+        guard let parser = av_parser_init(Int32(id.rawValue)) else { return }
+        defer { av_parser_close(parser) }
+        var context = avcodec_alloc_context3(nil)
+        defer { avcodec_free_context(&context) }
+        parser.pointee.flags |= PARSER_FLAG_COMPLETE_FRAMES
+        var input = [UInt8](repeating: 0, count: parameterSets.count + picture.count + Int(AV_INPUT_BUFFER_PADDING_SIZE))
+        input.withUnsafeMutableBytes { buffer in
+            if parameterSets.count > 0 { buffer.baseAddress!.copyMemory(from: parameterSets.baseAddress!, byteCount: parameterSets.count) }
+            if picture.count > 0 { (buffer.baseAddress! + parameterSets.count).copyMemory(from: picture.baseAddress!, byteCount: picture.count) }
+            var output: UnsafeMutablePointer<UInt8>?
+            var outputSize: Int32 = 0
+            _ = av_parser_parse2(parser, context, &output, &outputSize, buffer.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                                 Int32(parameterSets.count + picture.count), cffmpeg_nopts_value(), cffmpeg_nopts_value(), 0)
+        }
+        parameters.pointee.width = max(parser.pointee.width, 0)
+        parameters.pointee.height = max(parser.pointee.height, 0)
+    }
+
     deinit {
         var p: UnsafeMutablePointer<AVCodecParameters>? = parameters
         avcodec_parameters_free(&p)

@@ -17,8 +17,7 @@ public struct NetworkProbe: Sendable, CustomStringConvertible {
 
     /// Connects to `url` and reads until two keyframes arrived or `listenNanos` passed.
     public init(url: String, settings: NetworkCamera.Settings = NetworkCamera.Settings(), listenNanos: Int64 = 8_000_000_000) throws(NetworkError) {
-        let interrupt = NetworkInterrupt()
-        let source = try NetworkSource(url: url, transport: settings.transport, timeoutNanos: settings.connectTimeoutNanos, interrupt: interrupt)
+        let source = try PictureConnections.open(url: url, settings: settings, interrupt: NetworkInterrupt())
         address = source.address
         codec = source.stream.codecName
         width = source.stream.width
@@ -27,11 +26,11 @@ public struct NetworkProbe: Sendable, CustomStringConvertible {
         audioCodec = source.audioCodec
         isRecordable = source.format != nil
         var keyframes: [Int64] = []
-        let packet = Packet()
+        let pool = FramePool()
+        let frame = pool.take(capacity: 512 * 1024)
         let end = SystemClocks.monotonicNanos() + listenNanos
-        while keyframes.count < 2 && source.format != .mjpeg, let times = try? source.read(into: packet, deadlineNanos: end) {
-            if packet.isKeyframe, let t = times.dts ?? times.pts, keyframes.last != t { keyframes.append(t) }
-            packet.unref()
+        while keyframes.count < 2 && source.format != .mjpeg, let picture = try? source.readPicture(into: frame, deadlineNanos: end) {
+            if picture.keyframe, let t = picture.dts ?? picture.pts, keyframes.last != t { keyframes.append(t) }
         }
         keyframeIntervalSeconds = keyframes.count == 2 ? Double(keyframes[1] - keyframes[0]) / 90_000 : nil
     }

@@ -2,7 +2,7 @@ import Logging
 import Media
 
 /// The capture side of a network camera, driven by its session's capture thread: connects,
-/// reads packets as frames (no decoding), notices stalls, and reconnects on the same ladder as
+/// reads pictures as frames (no decoding; see `PictureConnections`), notices stalls, and reconnects on the same ladder as
 /// a USB camera (about 1 s, 5 s, 10 s, then 60 s, with jitter), also when the camera is down
 /// at start. A lost connection is torn down completely before the next attempt.
 final class NetworkStream: CaptureStream {
@@ -10,13 +10,7 @@ final class NetworkStream: CaptureStream {
     private let address: String
     private let settings: NetworkCamera.Settings
     private let interrupt = NetworkInterrupt()
-    private var source: NetworkSource?
-    private var packet = Packet()
-    /// The packet read after a frame's last one (it starts the next frame).
-    private var held = Packet()
-    private var heldTimes: (pts: Int64?, dts: Int64?)?
-    /// A failure met while looking for the end of a frame, reported after that frame.
-    private var pendingFailure: NetworkFailure?
+    private var source: (any PictureConnection)?
     private var ladder = RetryLadder()
     private var nextAttempt: Int64 = 0
     /// The last loss reported to the session (nil while connected and reported as such).
@@ -52,80 +46,37 @@ final class NetworkStream: CaptureStream {
             reportedLoss = nil
             return .resumed
         }
-        if let failure = pendingFailure {
-            pendingFailure = nil
-            return failure == .aborted ? .timeout : lose(failure)
-        }
-        var times: (pts: Int64?, dts: Int64?)
-        if let next = heldTimes {
-            swap(&packet, &held)
-            heldTimes = nil
-            times = next
-        } else {
-            do {
-                times = try source.read(into: packet, deadlineNanos: lastVideoArrival + stallLimitNanos)
-            } catch {
-                return error.failure == .aborted ? .timeout : lose(stallOr(error.failure))
-            }
+        let picture: NetworkPicture
+        do {
+            picture = try source.readPicture(into: frame, deadlineNanos: lastVideoArrival + stallLimitNanos)
+        } catch {
+            return error.failure == .aborted ? .timeout : lose(stallOr(error.failure))
         }
         let arrival = SystemClocks.monotonicNanos()
         let arrivalWall = SystemClocks.wallNanos()
         lastVideoArrival = arrival
-        var byteCount = append(packet, to: frame, at: 0)
-        var keyframe = format == .mjpeg || packet.isKeyframe
-        var hasSlice = format == .mjpeg || AccessUnit.startsPicture(packet.bytes, format: format) != nil
-        packet.unref()
-        // One picture can arrive as several packets (slices, parameter sets sent before each
-        // slice): they are one frame. The packet that starts the next picture is kept for it.
-        while format != .mjpeg {
-            let next: (pts: Int64?, dts: Int64?)
-            do {
-                next = try source.read(into: held, deadlineNanos: lastVideoArrival + stallLimitNanos)
-            } catch {
-                pendingFailure = stallOr(error.failure)
-                break
-            }
-            let starts = AccessUnit.startsPicture(held.bytes, format: format)
-            if hasSlice && starts == true {
-                heldTimes = next
-                break
-            }
-            hasSlice = hasSlice || starts != nil
-            byteCount += append(held, to: frame, at: byteCount)
-            keyframe = keyframe || held.isKeyframe
-            if times.dts == nil && times.pts == nil { times = next }
-            held.unref()
-        }
-        if keyframe && format != .mjpeg {
+        if picture.keyframe && format != .mjpeg {
             if let last = lastKeyframeArrival { keyframeInterval = arrival - last }
             lastKeyframeArrival = arrival
-            stream = parameterSets.update(stream, keyframe: UnsafeRawBufferPointer(rebasing: frame.storage[..<byteCount]), format: format)
+            stream = parameterSets.update(stream, keyframe: UnsafeRawBufferPointer(rebasing: frame.storage[..<picture.byteCount]), format: format)
         }
         // Decode times space the frames: they rise in the order frames arrive, where B-frames
         // make presentation times go back and forth. The first frames of a connection may come
         // without one (the demuxer learns the reordering depth first): stamped on arrival.
-        let time = clock.place(cameraTicks: times.dts, arrivalMonotonic: arrival, arrivalWall: arrivalWall)
+        let time = clock.place(cameraTicks: picture.dts, arrivalMonotonic: arrival, arrivalWall: arrivalWall)
         frame.setContents(
-            byteCount: byteCount, format: format, width: stream?.width ?? 0, height: stream?.height ?? 0,
+            byteCount: picture.byteCount, format: format, width: stream?.width ?? 0, height: stream?.height ?? 0,
             sequence: sequence, monotonicNanos: time.monotonic, wallNanos: time.wall,
-            keyframe: keyframe, stream: format == .mjpeg ? nil : stream, followsDiscontinuity: time.discontinuity,
-            presentationDelayNanos: Self.presentationDelay(times))
+            keyframe: picture.keyframe, stream: format == .mjpeg ? nil : stream, followsDiscontinuity: time.discontinuity,
+            presentationDelayNanos: Self.presentationDelay(picture))
         sequence += 1
         return .frame
     }
 
     /// pts − dts in nanoseconds (times in 1/90000 s); 0 without B-frames or without both times.
-    private static func presentationDelay(_ times: (pts: Int64?, dts: Int64?)) -> Int64 {
-        guard let pts = times.pts, let dts = times.dts, pts > dts else { return 0 }
+    private static func presentationDelay(_ picture: NetworkPicture) -> Int64 {
+        guard let pts = picture.pts, let dts = picture.dts, pts > dts else { return 0 }
         return (pts - dts) * 1_000_000_000 / 90_000
-    }
-
-    /// Copies a packet's bytes into `frame` at `offset`; returns how many.
-    private func append(_ packet: Packet, to frame: CapturedFrame, at offset: Int) -> Int {
-        let bytes = packet.bytes
-        frame.reserve(offset + bytes.count, keeping: offset)
-        if let base = bytes.baseAddress { (frame.storage.baseAddress! + offset).copyMemory(from: base, byteCount: bytes.count) }
-        return bytes.count
     }
 
     /// A read that reached its deadline means no video for the stall limit.
@@ -138,8 +89,6 @@ final class NetworkStream: CaptureStream {
         source = nil
         stream = nil
         parameterSets = ParameterSetTracker()
-        heldTimes = nil
-        held.unref()
         clock = CameraClock()
         lastKeyframeArrival = nil
         keyframeInterval = 0
@@ -153,7 +102,7 @@ final class NetworkStream: CaptureStream {
             return .timeout
         }
         do {
-            let connection = try NetworkSource(url: url, transport: settings.transport, timeoutNanos: settings.connectTimeoutNanos, interrupt: interrupt)
+            let connection = try PictureConnections.open(url: url, settings: settings, interrupt: interrupt)
             guard let format = connection.format else {
                 return retryLater(after: .other("sends \(connection.stream.codecName), which Vigil records only as H.264, H.265 or MJPEG"))
             }

@@ -1,0 +1,78 @@
+/// An `rtsp://[user[:password]@]host[:port]/path` address taken apart: where to connect, what
+/// to ask for (the address without its credentials, which never go on the wire as text), and
+/// who to be. User and password are percent-decoded, as written into the configuration.
+struct RTSPAddress: Equatable {
+    var host: String
+    var port: Int
+    /// The address as requests name it: no credentials.
+    var requestURL: String
+    var user: String?
+    var password: String?
+
+    init?(_ url: String) {
+        guard let schemeEnd = url.firstRange(of: "://"), url[..<schemeEnd.lowerBound].lowercased() == "rtsp" else { return nil }
+        let rest = url[schemeEnd.upperBound...]
+        let authorityEnd = rest.firstIndex { "/?#".contains($0) } ?? rest.endIndex
+        var authority = rest[..<authorityEnd]
+        let path = rest[authorityEnd...]
+        if let at = authority.lastIndex(of: "@") {
+            let credentials = authority[..<at]
+            authority = authority[authority.index(after: at)...]
+            if let colon = credentials.firstIndex(of: ":") {
+                user = Self.percentDecoded(credentials[..<colon])
+                password = Self.percentDecoded(credentials[credentials.index(after: colon)...])
+            } else {
+                user = Self.percentDecoded(credentials)
+            }
+        }
+        var hostPart = authority
+        var portText: Substring?
+        if authority.hasPrefix("[") {  // [IPv6]:port
+            guard let close = authority.firstIndex(of: "]") else { return nil }
+            hostPart = authority[authority.index(after: authority.startIndex)..<close]
+            let after = authority[authority.index(after: close)...]
+            if after.hasPrefix(":") { portText = after.dropFirst() }
+        } else if let colon = authority.lastIndex(of: ":") {
+            hostPart = authority[..<colon]
+            portText = authority[authority.index(after: colon)...]
+        }
+        guard !hostPart.isEmpty else { return nil }
+        host = String(hostPart)
+        if let portText {
+            guard let p = Int(portText), (1...65535).contains(p) else { return nil }
+            port = p
+        } else {
+            port = 554
+        }
+        let pathWithoutFragment = path.prefix { $0 != "#" }
+        requestURL = "rtsp://" + String(authority) + (pathWithoutFragment.isEmpty ? "/" : String(pathWithoutFragment))
+    }
+
+    /// `%XX` escapes replaced by their bytes (a malformed escape stays as written).
+    static func percentDecoded(_ text: Substring) -> String {
+        var bytes = [UInt8]()
+        var utf8 = Array(text.utf8)[...]
+        while let byte = utf8.popFirst() {
+            if byte == UInt8(ascii: "%"), utf8.count >= 2,
+               let value = UInt8(String(decoding: utf8.prefix(2), as: UTF8.self), radix: 16) {
+                bytes.append(value)
+                utf8 = utf8.dropFirst(2)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// `reference` (an SDP `a=control`, a `Content-Base`) made absolute against `base`.
+    static func resolve(_ reference: String, against base: String) -> String {
+        if reference.isEmpty || reference == "*" { return base }
+        if reference.lowercased().hasPrefix("rtsp://") { return reference }
+        if reference.hasPrefix("/") {
+            guard let schemeEnd = base.firstRange(of: "://") else { return reference }
+            let authorityEnd = base[schemeEnd.upperBound...].firstIndex(of: "/") ?? base.endIndex
+            return String(base[..<authorityEnd]) + reference
+        }
+        return base.hasSuffix("/") ? base + reference : base + "/" + reference
+    }
+}

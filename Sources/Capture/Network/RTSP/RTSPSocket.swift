@@ -1,0 +1,142 @@
+import Glibc
+import Media
+
+/// A TCP connection to an RTSP server. Every wait has a deadline and ends within 100 ms of
+/// an abort, so no call can hang the capture thread or a stop. One receive buffer, allocated
+/// once per connection, holds what arrived and not yet parsed (`unread`): RTSP answers and
+/// interleaved RTP packets are read from it in place, and a burst of packets costs one `recv`.
+final class RTSPSocket {
+    private let fd: Int32
+    private let interrupt: NetworkInterrupt
+    private let buffer: UnsafeMutableRawBufferPointer
+    private var start = 0
+    private var end = 0
+    /// The last `recv` left nothing behind in the kernel: wait before the next one.
+    private var drained = true
+
+    /// Large enough for the biggest interleaved packet (4 + 65535 bytes) several times over.
+    static let capacity = 256 * 1024
+
+    init(host: String, port: Int, deadlineNanos: Int64, interrupt: NetworkInterrupt) throws(NetworkFailure) {
+        self.interrupt = interrupt
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = AI_NUMERICSERV
+        var found: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(host, String(port), &hints, &found)
+        guard status == 0, let first = found else {
+            throw .other("cannot resolve host \(host): \(String(cString: gai_strerror(status)))")
+        }
+        defer { freeaddrinfo(first) }
+        var failure = NetworkFailure.unreachable
+        var candidate: UnsafeMutablePointer<addrinfo>? = first
+        var connected: Int32 = -1
+        while let info = candidate, connected < 0 {
+            candidate = info.pointee.ai_next
+            let s = socket(info.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard s >= 0 else { continue }
+            do throws(NetworkFailure) {
+                if connect(s, info.pointee.ai_addr, info.pointee.ai_addrlen) != 0 {
+                    guard errno == EINPROGRESS else { throw Self.failure(errno) }
+                    try Self.wait(s, for: Int16(POLLOUT), until: deadlineNanos, interrupt: interrupt)
+                    var error: Int32 = 0
+                    var length = socklen_t(MemoryLayout<Int32>.size)
+                    getsockopt(s, SOL_SOCKET, SO_ERROR, &error, &length)
+                    if error != 0 { throw Self.failure(error) }
+                }
+                connected = s
+            } catch {
+                Glibc.close(s)
+                failure = error
+                if error == .aborted || error == .timeout { throw error }
+            }
+        }
+        guard connected >= 0 else { throw failure }
+        fd = connected
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.capacity, alignment: 16)
+    }
+
+    deinit {
+        Glibc.close(fd)
+        buffer.deallocate()
+    }
+
+    /// Bytes received and not consumed yet.
+    var unread: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: buffer[start..<end]) }
+
+    /// Whether the buffer holds as much as it can (a reader waiting for more would wait forever).
+    var isFull: Bool { start == 0 && end == buffer.count }
+
+    func consume(_ count: Int) {
+        start += count
+        if start == end { start = 0; end = 0 }
+    }
+
+    /// Waits until more bytes arrived (at least one), or throws: `.ended` when the server
+    /// closed the connection, `.timeout` at the deadline, `.aborted` on abort.
+    func receive(until deadlineNanos: Int64) throws(NetworkFailure) {
+        if end == buffer.count {
+            // Keep the unread bytes, moved to the front.
+            guard start > 0 else { throw .other("an RTSP message larger than \(buffer.count) bytes") }
+            (buffer.baseAddress!).copyMemory(from: buffer.baseAddress! + start, byteCount: end - start)
+            end -= start
+            start = 0
+        }
+        while true {
+            if drained { try Self.wait(fd, for: Int16(POLLIN), until: deadlineNanos, interrupt: interrupt) }
+            let room = buffer.count - end
+            let n = recv(fd, buffer.baseAddress! + end, room, Int32(MSG_DONTWAIT))
+            if n > 0 {
+                end += n
+                drained = n < room
+                return
+            }
+            if n == 0 { throw .ended }
+            switch errno {
+            case EAGAIN, EWOULDBLOCK: drained = true
+            case EINTR: continue
+            default: throw Self.failure(errno)
+            }
+        }
+    }
+
+    /// Sends all of `text`, waiting for room until the deadline.
+    func send(_ text: String, until deadlineNanos: Int64) throws(NetworkFailure) {
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty {
+            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
+            if n > 0 {
+                bytes = bytes.dropFirst(n)
+            } else if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                try Self.wait(fd, for: Int16(POLLOUT), until: deadlineNanos, interrupt: interrupt)
+            } else if n < 0 && errno != EINTR {
+                throw Self.failure(errno)
+            }
+        }
+    }
+
+    /// Polls in slices of at most 100 ms, so that an abort from another thread is seen soon.
+    private static func wait(_ fd: Int32, for events: Int16, until deadlineNanos: Int64, interrupt: NetworkInterrupt) throws(NetworkFailure) {
+        while true {
+            if interrupt.isAborted { throw .aborted }
+            let left = deadlineNanos - SystemClocks.monotonicNanos()
+            if left <= 0 { throw .timeout }
+            var entry = pollfd(fd: fd, events: events, revents: 0)
+            let ready = poll(&entry, 1, Int32(min(left / 1_000_000 + 1, 100)))
+            if ready > 0 { return }
+            if ready < 0 && errno != EINTR { throw failure(errno) }
+        }
+    }
+
+    static func failure(_ code: Int32) -> NetworkFailure {
+        switch code {
+        case ECONNREFUSED: return .refused
+        case ETIMEDOUT: return .timeout
+        case EHOSTUNREACH, ENETUNREACH: return .unreachable
+        case ECONNRESET, EPIPE: return .ended
+        default: return .other(String(cString: strerror(code)))
+        }
+    }
+}
