@@ -148,6 +148,57 @@ import Testing
         try expectPlayableAndContiguous(log, codec: "h264")
     }
 
+    /// Most cameras ask for Digest authentication (RFC 2617), which never sends the password.
+    @Test func digestAuthenticationIsAnswered() async throws {
+        let server = try LoopbackCameraServer.rtsp(user: "viewer", password: "right-secret", digest: true)
+        defer { server.stop() }
+        let probe = try NetworkProbe(url: server.url(user: "viewer", password: "right-secret"), settings: Self.fast)
+        #expect(probe.codec == "h264" && probe.width == 160 && probe.height == 120)
+        do {
+            _ = try NetworkProbe(url: server.url(user: "viewer", password: "wrong-secret"), settings: Self.fast)
+            Issue.record("a wrong password was accepted")
+        } catch {
+            #expect(error.failure == .unauthorized && !error.description.contains("secret"))
+        }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let (session, log, _) = try record(server.url(user: "viewer", password: "right-secret"), into: dir)
+        #expect(await waitUntil(seconds: 30) { log.segments.count >= 1 })
+        await stopAndDrain(session, log)
+        try expectPlayableAndContiguous(log, codec: "h264")
+    }
+
+    /// A camera that ends sessions silent for 3 s (strict cameras do, after their 60 s): the
+    /// client's keep-alives hold the session through three times that, in one connection.
+    @Test func keepAlivesHoldASessionPastItsTimeout() async throws {
+        let server = try LoopbackCameraServer.rtsp(sessionTimeoutSeconds: 3)
+        defer { server.stop() }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let (session, log, _) = try record(server.url(), into: dir)
+        #expect(await waitUntil(seconds: 30) { log.segments.count >= 1 })
+        try await Task.sleep(nanoseconds: 9_000_000_000)
+        await stopAndDrain(session, log)
+        #expect(log.interruptions.isEmpty, "\(log.interruptions)")
+        #expect(log.segments.count >= 8, "\(log.segments.count) one-second segments in 9 s")
+        try expectPlayableAndContiguous(log, codec: "h264")
+        expectGapless(log.segments.sorted { $0.firstFrameWallNanos < $1.firstFrameWallNanos })
+    }
+
+    /// A camera sending what Vigil's RTSP client does not depacketize (MJPEG over RTP, RFC
+    /// 2435) is read through libavformat instead, and recorded as it is.
+    @Test func mjpegOverRTSPIsRecordedThroughLibavformat() async throws {
+        let server = try LoopbackCameraServer.rtsp(codec: "mjpeg")
+        defer { server.stop() }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let (session, log, _) = try record(server.url(), into: dir)
+        #expect(await waitUntil(seconds: 30) { log.segments.count >= 2 })
+        await stopAndDrain(session, log)
+        try expectPlayableAndContiguous(log, codec: "mjpeg")
+        #expect(log.segments.allSatisfy { $0.path.hasSuffix(".mkv") })
+    }
+
     /// A stop while a connection attempt waits on a server that never answers returns at once
     /// (the attempt's own deadline is a minute away).
     @Test func stopWhileReconnecting() async throws {

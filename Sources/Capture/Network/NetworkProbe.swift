@@ -17,7 +17,8 @@ public struct NetworkProbe: Sendable, CustomStringConvertible {
 
     /// Connects to `url` and reads until two keyframes arrived or `listenNanos` passed.
     public init(url: String, settings: NetworkCamera.Settings = NetworkCamera.Settings(), listenNanos: Int64 = 8_000_000_000) throws(NetworkError) {
-        let source = try PictureConnections.open(url: url, settings: settings, interrupt: NetworkInterrupt())
+        var needsDemuxer = false
+        let source = try PictureConnections.open(url: url, settings: settings, interrupt: NetworkInterrupt(), needsDemuxer: &needsDemuxer)
         address = source.address
         codec = source.stream.codecName
         width = source.stream.width

@@ -2,15 +2,17 @@ import Logging
 import Media
 
 /// The capture side of a network camera, driven by its session's capture thread: connects,
-/// reads pictures as frames (no decoding; see `PictureConnections`), notices stalls, and reconnects on the same ladder as
-/// a USB camera (about 1 s, 5 s, 10 s, then 60 s, with jitter), also when the camera is down
-/// at start. A lost connection is torn down completely before the next attempt.
+/// reads pictures as frames (no decoding; see `PictureConnections`), notices stalls, and
+/// reconnects on the same ladder as a USB camera (about 1 s, 5 s, 10 s, then 60 s, with
+/// jitter), also when the camera is down at start. A lost connection is torn down completely before the next attempt.
 final class NetworkStream: CaptureStream {
     private let url: String
     private let address: String
     private let settings: NetworkCamera.Settings
     private let interrupt = NetworkInterrupt()
     private var source: (any PictureConnection)?
+    /// The camera sends what only libavformat depacketizes (e.g. MJPEG over RTSP).
+    private var needsDemuxer = false
     private var ladder = RetryLadder()
     private var nextAttempt: Int64 = 0
     /// The last loss reported to the session (nil while connected and reported as such).
@@ -102,7 +104,7 @@ final class NetworkStream: CaptureStream {
             return .timeout
         }
         do {
-            let connection = try PictureConnections.open(url: url, settings: settings, interrupt: interrupt)
+            let connection = try PictureConnections.open(url: url, settings: settings, interrupt: interrupt, needsDemuxer: &needsDemuxer)
             guard let format = connection.format else {
                 return retryLater(after: .other("sends \(connection.stream.codecName), which Vigil records only as H.264, H.265 or MJPEG"))
             }

@@ -30,14 +30,15 @@ enum PictureConnections {
     /// Connects to `url`: RTSP over TCP through Vigil's own client (`RTSPClient`), which reads
     /// a camera's packets with a fraction of the system calls and parsing of libavformat's;
     /// everything else (HTTP MJPEG, RTSP over UDP, rtsps://, a codec the client does not
-    /// depacketize) through libavformat.
-    static func open(url: String, settings: NetworkCamera.Settings, interrupt: NetworkInterrupt) throws(NetworkError) -> any PictureConnection {
-        if settings.transport == .tcp, let address = RTSPAddress(url) {
+    /// depacketize) through libavformat. `needsDemuxer` is set when the camera turned out to
+    /// be of the last kind, so that the next connection goes straight to libavformat.
+    static func open(url: String, settings: NetworkCamera.Settings, interrupt: NetworkInterrupt, needsDemuxer: inout Bool) throws(NetworkError) -> any PictureConnection {
+        if settings.transport == .tcp, !needsDemuxer, let address = RTSPAddress(url) {
             do {
                 return try RTSPClient(address, address: redactedAddress(url), timeoutNanos: settings.connectTimeoutNanos, interrupt: interrupt)
             } catch {
                 switch error {
-                case .unsupportedEncoding: break  // libavformat knows more payload formats
+                case .unsupportedEncoding: needsDemuxer = true  // libavformat knows more payload formats
                 case .failed(let failure): throw NetworkError(address: redactedAddress(url), failure: failure)
                 }
             }

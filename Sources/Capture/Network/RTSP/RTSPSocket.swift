@@ -14,6 +14,10 @@ final class RTSPSocket {
     /// The last `recv` left nothing behind in the kernel: wait before the next one.
     private var drained = true
 
+    /// SOCK_NONBLOCK | SOCK_CLOEXEC (Linux values; the release build's Glibc module does not
+    /// always export them): never blocking, and not inherited by hooks Vigil starts.
+    private static let nonblockingAndCloseOnExec: Int32 = 0o4000 | 0o2000000
+
     /// Large enough for the biggest interleaved packet (4 + 65535 bytes) several times over.
     static let capacity = 256 * 1024
 
@@ -33,7 +37,7 @@ final class RTSPSocket {
         var connected: Int32 = -1
         while let info = candidate, connected < 0 {
             candidate = info.pointee.ai_next
-            let s = socket(info.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            let s = socket(info.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Self.nonblockingAndCloseOnExec, 0)
             guard s >= 0 else { continue }
             do throws(NetworkFailure) {
                 if connect(s, info.pointee.ai_addr, info.pointee.ai_addrlen) != 0 {
