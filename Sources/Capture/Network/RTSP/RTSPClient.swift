@@ -42,6 +42,13 @@ final class RTSPClient: PictureConnection {
     private var firstPicture: (bytes: [UInt8], pts: Int64)?
     private let logger = Logger(label: "vigil.rtsp")
 
+    /// Once streaming, the socket is read at most every 100 ms: a camera sends each RTP packet
+    /// on its own, and waking for each costs far more than its bytes (receiving a 1080p30
+    /// stream packet by packet takes 0.18 % of a core here, every 100 ms 0.05 %). Recording
+    /// needs no packet sooner; frames keep their camera times, and the live view shows them
+    /// at most 100 ms later.
+    static let readIntervalNanos: Int64 = 100_000_000
+
     /// How many pictures after the first keyframe are looked at (not consumed) to learn how
     /// deeply the camera reorders them (B-frames).
     static let reorderLookahead = 8
@@ -101,6 +108,7 @@ final class RTSPClient: PictureConnection {
             try Self.check(try request("PLAY", playURL, headers: ["Range: npt=0.000-"]))
             nextKeepalive = SystemClocks.monotonicNanos() + keepaliveIntervalNanos
             try readFirstKeyframe(parameterSets: video.parameterSets, deadlineNanos: deadline)
+            socket.readIntervalNanos = Self.readIntervalNanos
         } catch {
             throw .failed(error)
         }

@@ -13,6 +13,9 @@ final class RTSPSocket {
     private var end = 0
     /// The last `recv` left nothing behind in the kernel: wait before the next one.
     private var drained = true
+    /// Receives at most this often (0: as soon as anything arrives); see `RTSPClient.readInterval`.
+    var readIntervalNanos: Int64 = 0
+    private var lastReceive: Int64 = 0
 
     /// SOCK_NONBLOCK | SOCK_CLOEXEC (Linux values; the release build's Glibc module does not
     /// always export them): never blocking, and not inherited by hooks Vigil starts.
@@ -89,12 +92,16 @@ final class RTSPSocket {
             start = 0
         }
         while true {
-            if drained { try Self.wait(fd, for: Int16(POLLIN), until: deadlineNanos, interrupt: interrupt) }
+            if drained {
+                if readIntervalNanos > 0 { try pause(until: min(lastReceive + readIntervalNanos, deadlineNanos)) }
+                try Self.wait(fd, for: Int16(POLLIN), until: deadlineNanos, interrupt: interrupt)
+            }
             let room = buffer.count - end
             let n = recv(fd, buffer.baseAddress! + end, room, Int32(MSG_DONTWAIT))
             if n > 0 {
                 end += n
                 drained = n < room
+                lastReceive = SystemClocks.monotonicNanos()
                 return
             }
             if n == 0 { throw .ended }
@@ -118,6 +125,16 @@ final class RTSPSocket {
             } else if n < 0 && errno != EINTR {
                 throw Self.failure(errno)
             }
+        }
+    }
+
+    /// Sleeps until `monotonicNanos` (in slices of at most 100 ms, so that an abort is seen soon).
+    private func pause(until monotonicNanos: Int64) throws(NetworkFailure) {
+        while true {
+            if interrupt.isAborted { throw .aborted }
+            let left = monotonicNanos - SystemClocks.monotonicNanos()
+            if left <= 0 { return }
+            _ = poll(nil, 0, Int32(min(left / 1_000_000 + 1, 100)))
         }
     }
 
