@@ -229,22 +229,24 @@ final class RTSPClient: PictureConnection {
         if sets.isEmpty { bytes.withUnsafeBytes { AccessUnit.parameterSets($0, format: format!, into: &sets) } }
         stream = sets.withUnsafeBytes { s in bytes.withUnsafeBytes { StreamDescription(videoCodec: format!, parameterSets: s, picture: $0) } }
         firstPicture = (bytes, picture.pts)
-        let times = [picture.pts] + lookAhead(from: picture.pts, until: min(deadlineNanos, SystemClocks.monotonicNanos() + 1_000_000_000))
+        let times = [picture.pts] + lookAhead(until: min(deadlineNanos, SystemClocks.monotonicNanos() + 1_000_000_000))
         decodeTimes = DecodeTimeline(
             depth: DecodeTimeline.depth(of: times),
             frameTicks: DecodeTimeline.frameTicks(of: times) ?? frameRate.map { Int64(90_000 / $0) } ?? 3000)
     }
 
-    /// The presentation times of up to `reorderLookahead` pictures after the one at `pts`, read
+    /// The presentation times of up to `reorderLookahead` pictures after the first keyframe, read
     /// from the buffer without consuming it (as many as arrive before `deadlineNanos` or fill it).
-    private func lookAhead(from pts: Int64, until deadlineNanos: Int64) -> [Int64] {
+    private func lookAhead(until deadlineNanos: Int64) -> [Int64] {
         var times: [Int64] = []
         var previous = timestamps
         var scanned = 0
         var lastTimestamp: UInt32?
         while times.count < Self.reorderLookahead {
             let bytes = socket.unread
-            if scanned + 4 <= bytes.count, bytes[scanned] == UInt8(ascii: "$") {
+            // A message between packets (an answer, a server's request): enough to go on.
+            if scanned < bytes.count && bytes[scanned] != UInt8(ascii: "$") { break }
+            if scanned + 4 <= bytes.count {
                 let length = Int(bytes[scanned + 2]) << 8 | Int(bytes[scanned + 3])
                 if scanned + 4 + length <= bytes.count {
                     if bytes[scanned + 1] == rtpChannel,
@@ -256,8 +258,6 @@ final class RTSPClient: PictureConnection {
                     scanned += 4 + length
                     continue
                 }
-            } else if scanned < bytes.count {
-                break  // a message between packets: enough to go on
             }
             if socket.isFull { break }
             do { try socket.receive(until: deadlineNanos) } catch { break }
