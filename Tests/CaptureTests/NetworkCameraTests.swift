@@ -185,6 +185,25 @@ import Testing
         expectGapless(log.segments.sorted { $0.firstFrameWallNanos < $1.firstFrameWallNanos })
     }
 
+    /// A camera that sends audio too: the probe names it, and only the video is set up and recorded.
+    @Test func audioIsNamedAndLeftOut() async throws {
+        let server = try LoopbackCameraServer.rtsp(audio: true)
+        defer { server.stop() }
+        let probe = try NetworkProbe(url: server.url(), settings: Self.fast)
+        #expect(probe.codec == "h264" && probe.audioCodec == "pcm_alaw", "\(probe)")
+        #expect(probe.description.contains("audio: pcm_alaw (ignored"))
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let (session, log, _) = try record(server.url(), into: dir)
+        #expect(await waitUntil(seconds: 30) { log.segments.count >= 2 })
+        await stopAndDrain(session, log)
+        try expectPlayableAndContiguous(log, codec: "h264")
+        for s in log.segments {
+            let streams = RecordingInspector.run("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_type", "-of", "csv=p=0", s.path])
+            #expect(streams.output.trimmingCharacters(in: .whitespacesAndNewlines) == "video", "\(s.path): \(streams.output)")
+        }
+    }
+
     /// A camera sending what Vigil's RTSP client does not depacketize (MJPEG over RTP, RFC
     /// 2435) is read through libavformat instead, and recorded as it is.
     @Test func mjpegOverRTSPIsRecordedThroughLibavformat() async throws {

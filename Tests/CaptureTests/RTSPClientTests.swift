@@ -90,8 +90,9 @@ import Testing
         #expect(video.encoding == "H264" && video.payloadType == 96 && video.control == "trackID=1" && video.frameRate == 25)
         #expect(Array(video.parameterSets.prefix(5)) == [0, 0, 0, 1, 0x67], "the SPS, after a start code")
         #expect(video.parameterSets.count == 4 + 18 + 4 + 4)
-        #expect(d.audioEncoding == "pcma")
-        #expect(SessionDescription("v=0\r\nm=audio 0 RTP/AVP 0\r\n").video == nil)
+        #expect(d.audioEncoding == "pcm_alaw")
+        let audioOnly = SessionDescription("v=0\r\nm=audio 0 RTP/AVP 0\r\n")
+        #expect(audioOnly.video == nil && audioOnly.audioEncoding == "pcm_mulaw", "a static payload type needs no rtpmap")
     }
 
     /// A NAL unit split into three FU-A fragments, parameter sets in a STAP-A, and H.265's FU:

@@ -3,7 +3,7 @@
 
 Run with Debian's /usr/bin/python3 (it has `gi`). Prints "PORT <n>" once it listens.
   rtsp-server.py [--port N] [--codec h264|h265|mjpeg] [--size WxH] [--fps N] [--gop N]
-                 [--user U --password P [--digest]] [--session-timeout S] [--mounts N]
+                 [--user U --password P [--digest]] [--session-timeout S] [--audio] [--mounts N]
 The stream is at rtsp://127.0.0.1:PORT/cam (every client shares one live encoder); with
 --mounts N, at /cam0 … /camN-1 as well, each its own camera (its own encoder)."""
 import argparse, sys, time
@@ -25,6 +25,7 @@ p.add_argument("--password")
 p.add_argument("--digest", action="store_true", help="ask for Digest authentication instead of Basic")
 p.add_argument("--session-timeout", type=int, default=0,
                help="close the connection of a client that sends no request for S seconds, as strict cameras do")
+p.add_argument("--audio", action="store_true", help="send G.711 A-law audio beside the video, as many cameras do")
 p.add_argument("--mounts", type=int, default=0)
 a = p.parse_args()
 w, h = a.size.split("x")
@@ -41,7 +42,9 @@ elif a.codec == "mjpeg":
 else:
     enc = f"x265enc tune=zerolatency speed-preset=ultrafast key-int-max={a.gop} ! rtph265pay name=pay0 pt=96 config-interval=-1"
 launch = (f"( videotestsrc is-live=true pattern=ball ! video/x-raw,width={w},height={h},framerate={a.fps}/1 "
-          f"! {enc} )")
+          f"! {enc} "
+          + ("audiotestsrc is-live=true ! audio/x-raw,rate=8000,channels=1 ! alawenc ! rtppcmapay name=pay1 pt=8 " if a.audio else "")
+          + ")")
 server = GstRtspServer.RTSPServer()
 server.set_address("127.0.0.1")
 server.set_service(str(a.port))

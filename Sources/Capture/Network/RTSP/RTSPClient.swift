@@ -230,9 +230,12 @@ final class RTSPClient: PictureConnection {
         stream = sets.withUnsafeBytes { s in bytes.withUnsafeBytes { StreamDescription(videoCodec: format!, parameterSets: s, picture: $0) } }
         firstPicture = (bytes, picture.pts)
         let times = [picture.pts] + lookAhead(until: min(deadlineNanos, SystemClocks.monotonicNanos() + 1_000_000_000))
+        let measuredTicks = DecodeTimeline.frameTicks(of: times)
         decodeTimes = DecodeTimeline(
             depth: DecodeTimeline.depth(of: times),
-            frameTicks: DecodeTimeline.frameTicks(of: times) ?? frameRate.map { Int64(90_000 / $0) } ?? 3000)
+            frameTicks: measuredTicks ?? frameRate.map { Int64(90_000 / $0) } ?? 3000)
+        // Many cameras' SDPs do not say their frame rate: their timestamps do.
+        if frameRate == nil, let ticks = measuredTicks { frameRate = 90_000 / Double(ticks) }
     }
 
     /// The presentation times of up to `reorderLookahead` pictures after the first keyframe, read

@@ -17,7 +17,7 @@ struct SessionDescription {
     /// The session-level `a=control` (the address PLAY is sent to), if any.
     var sessionControl: String?
     var video: Video?
-    /// The first audio stream's encoding name, lower case (it is not recorded).
+    /// The first audio stream's codec, named as FFmpeg names it (it is not recorded).
     var audioEncoding: String?
 
     init(_ text: String) {
@@ -62,7 +62,7 @@ struct SessionDescription {
             case ("audio", "rtpmap"):
                 let parts = value.split(separator: " ", maxSplits: 1)
                 if parts.count == 2, Int(parts[0]) == audioPayloadType {
-                    audioEncoding = parts[1].split(separator: "/").first.map { $0.lowercased() }
+                    audioEncoding = parts[1].split(separator: "/").first.map { Self.codecName(rtpEncoding: $0.lowercased()) }
                 }
             case ("video", "framerate"):
                 frameRate = Double(value.trimmingSpaces)
@@ -85,6 +85,16 @@ struct SessionDescription {
             }
         }
         finishVideo()
-        if audioEncoding == nil, audioPayloadType != nil { audioEncoding = "audio" }
+        if audioEncoding == nil, let audioPayloadType {
+            // Static payload types need no rtpmap (RFC 3551).
+            audioEncoding = [0: "pcm_mulaw", 8: "pcm_alaw", 14: "mp3"][audioPayloadType] ?? "audio (RTP payload type \(audioPayloadType))"
+        }
+    }
+
+    /// FFmpeg's name for an RTP audio encoding, as `vigil devices` shows codecs.
+    static func codecName(rtpEncoding name: String) -> String {
+        let names = ["pcma": "pcm_alaw", "pcmu": "pcm_mulaw", "mpeg4-generic": "aac", "mp4a-latm": "aac",
+                     "l16": "pcm_s16be", "g722": "adpcm_g722", "g726-32": "adpcm_g726", "opus": "opus", "mpa": "mp3"]
+        return names[name] ?? name
     }
 }
