@@ -4,7 +4,8 @@ import Media
 /// The capture side of a network camera, driven by its session's capture thread: connects,
 /// reads pictures as frames (no decoding; see `PictureConnections`), notices stalls, and
 /// reconnects on the same ladder as a USB camera (about 1 s, 5 s, 10 s, then 60 s, with
-/// jitter), also when the camera is down at start. A lost connection is torn down completely before the next attempt.
+/// jitter), also when the camera is down at start. A lost connection is torn down completely
+/// before the next attempt.
 final class NetworkStream: CaptureStream {
     private let url: String
     private let address: String
