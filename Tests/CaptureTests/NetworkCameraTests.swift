@@ -33,6 +33,16 @@ import Testing
         return
     }
 
+    /// Records `url` into `dir` until `segments` segments are finished, stops, and checks that
+    /// every segment plays (`expectPlayableAndContiguous`).
+    func recordPlayable(_ url: String, into dir: TemporaryDirectory, segments: Int, codec: String, sourceLocation: SourceLocation = #_sourceLocation) async throws -> EventLog {
+        let (session, log, _) = try record(url, into: dir)
+        #expect(await waitUntil(seconds: 30) { log.segments.count >= segments }, sourceLocation: sourceLocation)
+        await stopAndDrain(session, log)
+        try expectPlayableAndContiguous(log, codec: codec, sourceLocation: sourceLocation)
+        return log
+    }
+
     /// Segments cut within one run of the stream: the next starts one frame interval (1/15 s)
     /// after the last frame of the one before, on a keyframe after the wall-clock boundary.
     func expectGapless(_ segments: [SegmentInfo], sourceLocation: SourceLocation = #_sourceLocation) {
@@ -153,10 +163,7 @@ import Testing
         }
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        let (session, log, _) = try record(server.url(user: "viewer", password: "right-secret"), into: dir)
-        #expect(await waitUntil(seconds: 30) { log.segments.count >= 1 })
-        await stopAndDrain(session, log)
-        try expectPlayableAndContiguous(log, codec: "h264")
+        _ = try await recordPlayable(server.url(user: "viewer", password: "right-secret"), into: dir, segments: 1, codec: "h264")
     }
 
     /// A camera that ends sessions silent for 3 s (strict cameras do, after their 60 s): the
@@ -185,10 +192,7 @@ import Testing
         #expect(probe.description.contains("audio: pcm_alaw (ignored"))
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        let (session, log, _) = try record(server.url(), into: dir)
-        #expect(await waitUntil(seconds: 30) { log.segments.count >= 2 })
-        await stopAndDrain(session, log)
-        try expectPlayableAndContiguous(log, codec: "h264")
+        let log = try await recordPlayable(server.url(), into: dir, segments: 2, codec: "h264")
         for s in log.segments {
             let streams = RecordingInspector.run("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_type", "-of", "csv=p=0", s.path])
             #expect(streams.output.trimmingCharacters(in: .whitespacesAndNewlines) == "video", "\(s.path): \(streams.output)")
@@ -202,10 +206,7 @@ import Testing
         defer { server.stop() }
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        let (session, log, _) = try record(server.url(), into: dir)
-        #expect(await waitUntil(seconds: 30) { log.segments.count >= 2 })
-        await stopAndDrain(session, log)
-        try expectPlayableAndContiguous(log, codec: "mjpeg")
+        let log = try await recordPlayable(server.url(), into: dir, segments: 2, codec: "mjpeg")
         #expect(log.segments.allSatisfy { $0.path.hasSuffix(".mkv") })
     }
 

@@ -187,6 +187,14 @@ final class RTSPClient: PictureConnection {
         }
     }
 
+    /// The whole length (header included) of the interleaved packet at `offset` (`$`, channel,
+    /// 16-bit length, data), once all of it is in `bytes`.
+    private static func interleavedLength(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> Int? {
+        guard offset + 4 <= bytes.count else { return nil }
+        let length = 4 + (Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3]))
+        return offset + length <= bytes.count ? length : nil
+    }
+
     /// The interleaved packet at the front of the buffer (`$`, channel, 16-bit length, data):
     /// its channel, its data and its whole length; nil until it arrived whole. RTSP messages
     /// between packets (answers to keep-alives, a server's requests) are consumed on the way.
@@ -195,10 +203,8 @@ final class RTSPClient: PictureConnection {
             let bytes = socket.unread
             guard let first = bytes.first else { return nil }
             if first == UInt8(ascii: "$") {
-                guard bytes.count >= 4 else { return nil }
-                let length = Int(bytes[2]) << 8 | Int(bytes[3])
-                guard bytes.count >= 4 + length else { return nil }
-                return (bytes[1], UnsafeRawBufferPointer(rebasing: bytes[4..<(4 + length)]), 4 + length)
+                guard let length = Self.interleavedLength(bytes, at: 0) else { return nil }
+                return (bytes[1], UnsafeRawBufferPointer(rebasing: bytes[4..<length]), length)
             }
             if (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(first) {
                 guard let (message, length) = RTSPResponse.parse(bytes) else {
@@ -249,18 +255,15 @@ final class RTSPClient: PictureConnection {
             let bytes = socket.unread
             // A message between packets (an answer, a server's request): enough to go on.
             if scanned < bytes.count && bytes[scanned] != UInt8(ascii: "$") { break }
-            if scanned + 4 <= bytes.count {
-                let length = Int(bytes[scanned + 2]) << 8 | Int(bytes[scanned + 3])
-                if scanned + 4 + length <= bytes.count {
-                    if bytes[scanned + 1] == rtpChannel,
-                       let rtp = RTPPacket(UnsafeRawBufferPointer(rebasing: bytes[(scanned + 4)..<(scanned + 4 + length)])),
-                       rtp.payloadType == payloadType, rtp.timestamp != lastTimestamp {
-                        lastTimestamp = rtp.timestamp
-                        times.append(previous.extend(rtp.timestamp))
-                    }
-                    scanned += 4 + length
-                    continue
+            if let length = Self.interleavedLength(bytes, at: scanned) {
+                if bytes[scanned + 1] == rtpChannel,
+                   let rtp = RTPPacket(UnsafeRawBufferPointer(rebasing: bytes[(scanned + 4)..<(scanned + length)])),
+                   rtp.payloadType == payloadType, rtp.timestamp != lastTimestamp {
+                    lastTimestamp = rtp.timestamp
+                    times.append(previous.extend(rtp.timestamp))
                 }
+                scanned += length
+                continue
             }
             if socket.isFull { break }
             do { try socket.receive(until: deadlineNanos) } catch { break }
@@ -305,8 +308,8 @@ final class RTSPClient: PictureConnection {
         while true {
             let bytes = socket.unread
             if let first = bytes.first, first == UInt8(ascii: "$") {
-                if bytes.count >= 4, bytes.count >= 4 + (Int(bytes[2]) << 8 | Int(bytes[3])) {
-                    socket.consume(4 + (Int(bytes[2]) << 8 | Int(bytes[3])))
+                if let length = Self.interleavedLength(bytes, at: 0) {
+                    socket.consume(length)
                     continue
                 }
             } else if let (response, length) = RTSPResponse.parse(bytes) {
