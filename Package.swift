@@ -38,11 +38,17 @@ let package = Package(
         .target(name: "CV4L2"),
         // posix_spawn's close-from file action, for hooks that must not inherit the recorder's descriptors.
         .target(name: "CSpawn"),
+        // Arithmetic on outside values that returns nil instead of trapping; time-unit changes.
+        .target(name: "CheckedMath"),
+        // Vigil's RTSP library: what a camera sends, parsed by pure, bounded, fuzzed functions
+        // (answers, SDP, authentication, interleaved framing, RTP, depacketizing, decode times).
+        // No C and no FFmpeg below it, so the fuzz targets (Fuzz/) compile it alone.
+        .target(name: "RTSP"),
         .target(name: "Media", dependencies: [
             "CFFmpeg", .product(name: "SystemPackage", package: "swift-system"),
         ]),
         .target(name: "Capture", dependencies: [
-            "Media", "CV4L2",
+            "Media", "CV4L2", "RTSP", "CheckedMath",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
@@ -74,9 +80,10 @@ let package = Package(
         .target(name: "CaptureTesting", dependencies: ["Capture", "Media", "CV4L2"], exclude: ["Servers"]),
         // Benchmarks that need the emulated V4L2 device (Scripts/bench-v4l2).
         .executableTarget(name: "vigil-bench", dependencies: ["Capture", "CaptureTesting", "Media", "Recorder"]),
+        .testTarget(name: "RTSPTests", dependencies: ["RTSP", "CheckedMath"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "CaptureTesting"]),
         .testTarget(name: "CaptureTests", dependencies: [
-            "Capture", "Media", "CaptureTesting", "CV4L2", .product(name: "SystemPackage", package: "swift-system"),
+            "Capture", "Media", "CaptureTesting", "CV4L2", "RTSP", .product(name: "SystemPackage", package: "swift-system"),
         ]),
         .testTarget(name: "RecorderTests", dependencies: [
             "Recorder", "Capture", "CaptureTesting", .product(name: "Logging", package: "swift-log"),

@@ -14,6 +14,9 @@ public enum NetworkFailure: Error, Sendable, Equatable, CustomStringConvertible 
     case stalled(seconds: Double)
     /// Stopped on purpose (session stop): not a camera fault.
     case aborted
+    /// The camera sent something Vigil refuses (a malformed or oversized answer, a picture
+    /// without end): what it was, in words.
+    case badStream(String)
     case other(String)
 
     public var description: String {
@@ -27,6 +30,7 @@ public enum NetworkFailure: Error, Sendable, Equatable, CustomStringConvertible 
         case .ended: return "stream ended"
         case .stalled(let s): return "stall: no video for \(Int(s.rounded())) s"
         case .aborted: return "stopped"
+        case .badStream(let what): return "the camera sent \(what)"
         case .other(let m): return m
         }
     }
@@ -181,9 +185,14 @@ public final class NetworkSource: @unchecked Sendable {
             guard p.pointee.stream_index == streamIndex else { continue }
             let target = VideoEncoder.timeBase.av
             let none = cffmpeg_nopts_value()
-            let pts = p.pointee.pts == none ? nil : av_rescale_q(p.pointee.pts, timeBase, target)
-            let dts = p.pointee.dts == none ? nil : av_rescale_q(p.pointee.dts, timeBase, target)
-            return (pts, dts)
+            // Times beyond ±2^62 ticks (about 1.6 million years) are no camera's: taken as none,
+            // so that differences of times can never overflow downstream.
+            func usable(_ time: Int64) -> Int64? {
+                guard time != none else { return nil }
+                let rescaled = av_rescale_q(time, timeBase, target)
+                return rescaled.magnitude <= 1 << 62 ? rescaled : nil
+            }
+            return (usable(p.pointee.pts), usable(p.pointee.dts))
         }
     }
 

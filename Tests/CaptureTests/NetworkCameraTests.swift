@@ -2,6 +2,7 @@
 import CaptureTesting
 import Foundation
 import Media
+import RTSP
 import Testing
 
 /// Network cameras against real servers on loopback: gst-rtsp-server (H.264, H.265) and an
@@ -402,5 +403,29 @@ extension EventLog {
         #expect(placed[6] == 400_000_000)
         // No timestamps (MJPEG over HTTP): the arrival time.
         #expect(clock.place(cameraTicks: nil, arrivalMonotonic: 42, arrivalWall: 7) == (42, 7, false))
+    }
+
+    /// A camera whose timestamps step back by 0x7FFFFFFF after a keyframe, or forward by it for
+    /// 44,000 pictures, trapped the clock's tick-to-nanosecond change (the whole process died).
+    /// Every such step is now a jump, flagged; the times placed stay near the arrivals.
+    @Test func cameraClockTakesTimestampsOfAnySizeAsJumps() {
+        let arrival: Int64 = 1_000_000_000_000
+        for step in [Int64(0x7FFF_FFFF), -0x7FFF_FFFF] {
+            var clock = CameraClock()
+            var unwrapper = RTPTimestampUnwrapper()
+            var raw: UInt32 = 90_000
+            var wrong = 0
+            for i in 0..<44_000 {
+                let now = arrival + Int64(i) * 66_666_666
+                let t = clock.place(cameraTicks: unwrapper.extend(raw), arrivalMonotonic: now, arrivalWall: now)
+                if t.discontinuity != (i > 0) || t.monotonic != now { wrong += 1 }
+                raw = UInt32(truncatingIfNeeded: Int64(raw) &+ step)
+            }
+            #expect(wrong == 0, "step \(step)")
+        }
+        var extremes = CameraClock()
+        for ticks in [Int64.max, .min, 0, .max / 2, .min + 1] {
+            _ = extremes.place(cameraTicks: ticks, arrivalMonotonic: arrival, arrivalWall: arrival)
+        }
     }
 }

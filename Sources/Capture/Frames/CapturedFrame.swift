@@ -39,7 +39,10 @@ public final class CapturedFrame: @unchecked Sendable {
     private var lent: (bytes: UnsafeRawBufferPointer, lender: BufferLender, index: UInt32)?
 
     init(capacity: Int, pool: FramePool) {
-        storage = Self.map(capacity)
+        // The first buffer's size is Vigil's own (a format's image size, a network camera's first
+        // guess); growing it for what a camera sends is `reserve`, which can fail without a trap.
+        guard let storage = Self.map(capacity) else { fatalError("out of memory for a \(capacity)-byte frame") }
+        self.storage = storage
         self.pool = pool
     }
 
@@ -61,29 +64,33 @@ public final class CapturedFrame: @unchecked Sendable {
     var isLent: Bool { lent != nil }
 
     /// Grows the buffer (only when a larger format starts; never per frame in steady state).
-    func reserve(_ capacity: Int) { reserve(capacity, keeping: 0) }
+    /// False when the system has no memory for it: the frame keeps its buffer.
+    @discardableResult
+    func reserve(_ capacity: Int) -> Bool { reserve(capacity, keeping: 0) }
 
     /// Frame buffers are mapped pages of their own rather than heap blocks: a page counts in the
     /// process's memory only once written (an MJPEG frame uses a fraction of its worst-case
     /// capacity), and a buffer the pool lets go goes back to the system at once instead of
     /// staying in a malloc arena.
-    private static func map(_ capacity: Int) -> UnsafeMutableRawBufferPointer {
+    private static func map(_ capacity: Int) -> UnsafeMutableRawBufferPointer? {
         let bytes = max(capacity, 1)
         let address = mmap(nil, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
-        guard let address, address != MAP_FAILED else { fatalError("out of memory for a \(bytes)-byte frame") }
+        guard let address, address != MAP_FAILED else { return nil }
         return UnsafeMutableRawBufferPointer(start: address, count: bytes)
     }
 
     /// Grows the buffer keeping its first `count` bytes (a frame assembled from several packets,
     /// e.g. a network camera's keyframe larger than any frame before it). The new buffer is a
     /// mapping like the first: `deinit` unmaps whatever buffer the frame holds.
-    func reserve(_ capacity: Int, keeping count: Int) {
-        guard capacity > storage.count else { return }
+    @discardableResult
+    func reserve(_ capacity: Int, keeping count: Int) -> Bool {
+        guard capacity > storage.count else { return true }
         // Doubled while assembling, so a frame of many packets is not copied once per packet.
-        let larger = Self.map(count > 0 ? max(capacity, storage.count * 2) : capacity)
+        guard let larger = Self.map(count > 0 ? max(capacity, storage.count * 2) : capacity) else { return false }
         if count > 0 { larger.baseAddress!.copyMemory(from: storage.baseAddress!, byteCount: count) }
         munmap(storage.baseAddress, storage.count)
         storage = larger
+        return true
     }
 
     /// Frame metadata set by a device backend after filling `storage`.

@@ -1,3 +1,4 @@
+import CheckedMath
 import Media
 
 /// What a network camera sends, found by connecting and reading a few seconds of its stream
@@ -33,7 +34,7 @@ public struct NetworkProbe: Sendable, CustomStringConvertible {
         while keyframes.count < 2 && source.format != .mjpeg, let picture = try? source.readPicture(into: frame, deadlineNanos: end) {
             if picture.keyframe, let t = picture.dts ?? picture.pts, keyframes.last != t { keyframes.append(t) }
         }
-        keyframeIntervalSeconds = keyframes.count == 2 ? Double(keyframes[1] - keyframes[0]) / 90_000 : nil
+        keyframeIntervalSeconds = keyframes.count == 2 ? keyframes[1].subtracting(keyframes[0]).map { Double($0) / 90_000 } : nil
     }
 
     public var description: String {

@@ -1,3 +1,4 @@
+import CheckedMath
 import Logging
 import Media
 
@@ -76,10 +77,11 @@ final class NetworkStream: CaptureStream {
         return .frame
     }
 
-    /// pts − dts in nanoseconds (times in 1/90000 s); 0 without B-frames or without both times.
+    /// pts − dts in nanoseconds (times in 1/90000 s); 0 without B-frames, without both times,
+    /// or for a delay no camera has (over 10 s: broken timestamps, not reordering).
     private static func presentationDelay(_ picture: NetworkPicture) -> Int64 {
-        guard let pts = picture.pts, let dts = picture.dts, pts > dts else { return 0 }
-        return (pts - dts) * 1_000_000_000 / 90_000
+        guard let pts = picture.pts, let dts = picture.dts, let ticks = pts.subtracting(dts), ticks > 0, ticks <= 900_000 else { return 0 }
+        return Nanoseconds.from(ticks: ticks, clockRate: 90_000) ?? 0
     }
 
     /// A read that reached its deadline means no video for the stall limit.

@@ -1,4 +1,5 @@
 import Media
+import RTSP
 
 /// One picture as a network camera sent it: every NAL unit of an H.264/H.265 access unit
 /// (Annex B), or one JPEG.
@@ -81,7 +82,7 @@ final class DemuxedPictures: PictureConnection {
             times = try source.read(into: packet, deadlineNanos: deadlineNanos)
         }
         let format = source.format ?? .mjpeg
-        var byteCount = append(packet, to: frame, at: 0)
+        var byteCount = try append(packet, to: frame, at: 0)
         var keyframe = format == .mjpeg || packet.isKeyframe
         var hasSlice = format == .mjpeg || AccessUnit.startsPicture(packet.bytes, format: format) != nil
         packet.unref()
@@ -99,7 +100,7 @@ final class DemuxedPictures: PictureConnection {
                 break
             }
             hasSlice = hasSlice || starts != nil
-            byteCount += append(held, to: frame, at: byteCount)
+            byteCount += try append(held, to: frame, at: byteCount)
             keyframe = keyframe || held.isKeyframe
             if times.dts == nil && times.pts == nil { times = next }
             held.unref()
@@ -107,10 +108,16 @@ final class DemuxedPictures: PictureConnection {
         return NetworkPicture(byteCount: byteCount, pts: times.pts, dts: times.dts, keyframe: keyframe)
     }
 
-    /// Copies a packet's bytes into `frame` at `offset`; returns how many.
-    private func append(_ packet: Packet, to frame: CapturedFrame, at offset: Int) -> Int {
+    /// Copies a packet's bytes into `frame` at `offset`; returns how many. A picture is at most
+    /// `RTSPLimits.pictureBytes`, whatever the camera's headers say.
+    private func append(_ packet: Packet, to frame: CapturedFrame, at offset: Int) throws(NetworkError) -> Int {
         let bytes = packet.bytes
-        frame.reserve(offset + bytes.count, keeping: offset)
+        guard offset + bytes.count <= RTSPLimits.pictureBytes else {
+            throw NetworkError(address: address, failure: .badStream(RTSPViolation.pictureTooLarge(limit: RTSPLimits.pictureBytes).description))
+        }
+        guard frame.reserve(offset + bytes.count, keeping: offset) else {
+            throw NetworkError(address: address, failure: .other("out of memory for a \(offset + bytes.count)-byte picture"))
+        }
         if let base = bytes.baseAddress { (frame.storage.baseAddress! + offset).copyMemory(from: base, byteCount: bytes.count) }
         return bytes.count
     }

@@ -91,7 +91,7 @@ final class SyntheticStream: CaptureStream {
             paint(into: yuyv.baseAddress!, sequence: sequence, wallNanos: wall)
             try scaler.convert(raw: UnsafeRawBufferPointer(yuyv), format: .yuyv422, width: format.width, height: format.height, into: jpegPicture)
             byteCount = try jpeg.encode(jpegPicture) { bytes in
-                frame.reserve(bytes.count)
+                guard frame.reserve(bytes.count) else { throw MediaError(operation: "copy a synthetic JPEG", message: "out of memory") }
                 frame.storage.copyMemory(from: bytes)
                 return bytes.count
             }

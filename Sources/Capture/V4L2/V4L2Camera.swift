@@ -2,6 +2,7 @@ import CV4L2
 import Foundation
 import Glibc
 import Logging
+import CheckedMath
 import Media
 import SystemPackage
 
@@ -206,11 +207,12 @@ final class V4L2Stream: CaptureStream {
             frame.lend(source, from: lender, index: b.index)
             lender.lend()
         } else {
-            frame.reserve(source.count)
+            guard frame.reserve(source.count) else { return .corrupt("no memory for a \(source.count)-byte frame") }
             frame.storage.copyMemory(from: source)
         }
         // V4L2 timestamps are CLOCK_MONOTONIC; the wall time is derived from the same instant.
-        let monotonic = Int64(b.timestamp.tv_sec) * 1_000_000_000 + Int64(b.timestamp.tv_usec) * 1000
+        let monotonic = Nanoseconds.from(seconds: Int64(b.timestamp.tv_sec))
+            .flatMap { $0.adding(Int64(b.timestamp.tv_usec).scaled(by: 1000, over: 1) ?? .max) } ?? 0
         let nowMonotonic = SystemClocks.monotonicNanos()
         let stamped = monotonic > 0 && monotonic <= nowMonotonic ? monotonic : nowMonotonic
         frame.setContents(

@@ -1,5 +1,7 @@
+import CheckedMath
 import Logging
 import Media
+import RTSP
 
 /// Why Vigil's RTSP client did not connect: a failure to report, or a stream it does not
 /// depacketize (libavformat is tried then).
@@ -14,7 +16,9 @@ enum RTSPClientError: Error {
 /// into the frame's storage, ended by the RTP marker bit; nothing is parsed beyond the NAL
 /// headers, and a burst of packets is one `recv`. libavformat's RTSP demuxer, by contrast,
 /// reads each packet with a poll and two receives and runs every picture through a parser.
-/// Used by one thread (the camera's capture thread).
+/// Everything the camera sends is parsed by the `RTSP` library, whose parsers are pure, bounded
+/// by `RTSPLimits` and fuzzed; what it refuses ends the session with `NetworkFailure.badStream`
+/// naming what was wrong. Used by one thread (the camera's capture thread).
 final class RTSPClient: PictureConnection {
     let address: String
     private(set) var stream = StreamDescription(videoCodec: .h264, width: 0, height: 0)
@@ -38,6 +42,12 @@ final class RTSPClient: PictureConnection {
     private var timestamps = RTPTimestampUnwrapper()
     private var decodeTimes = DecodeTimeline(depth: 0, frameTicks: 3000)
     private var expectedSequence: UInt16?
+    private var pictureRate = PictureRateLimit()
+    /// The request being answered while connecting, to say where a connection failed.
+    private var step = "connecting"
+    /// The last thing that kept a picture from being whole (a lost packet, a fragment without
+    /// its start, packets of another payload type…): said when no picture came before the deadline.
+    private var lastProblem: String?
     /// The first keyframe, read while connecting (its size describes the stream), delivered first.
     private var firstPicture: (bytes: [UInt8], pts: Int64)?
     private let logger = Logger(label: "vigil.rtsp")
@@ -75,8 +85,9 @@ final class RTSPClient: PictureConnection {
             description = SessionDescription(describe.body)
             describeBase = describe.header("content-base") ?? describe.header("content-location") ?? target.requestURL
         } catch {
-            throw .failed(error)
+            throw .failed(during(error))
         }
+        for problem in description.problems.prefix(3) { logger.warning("\(address): the camera's SDP has \(problem)") }
         audioCodec = description.audioEncoding
         guard let video = description.video else { throw .failed(.other("the camera's stream has no video")) }
         switch video.encoding {
@@ -91,26 +102,22 @@ final class RTSPClient: PictureConnection {
             let setup = try request("SETUP", RTSPAddress.resolve(video.control, against: describeBase),
                                     headers: ["Transport: RTP/AVP/TCP;unicast;interleaved=0-1"])
             try Self.check(setup)
-            if let value = setup.header("session") {
-                let parts = value.split(separator: ";")
-                session = parts.first.map { String($0.trimmingSpaces) }
-                if let timeout = parts.dropFirst().first(where: { $0.trimmingSpaces.lowercased().hasPrefix("timeout=") }),
-                   let seconds = Int64(timeout.trimmingSpaces.dropFirst(8)), seconds > 0 {
-                    keepaliveIntervalNanos = max(seconds / 2, 2) * 1_000_000_000
+            try Self.parsed { () throws(RTSPViolation) in
+                if let value = setup.header("session") {
+                    let header = try SessionHeader(value)
+                    session = header.id
+                    keepaliveIntervalNanos = header.keepaliveSeconds * 1_000_000_000
                 }
-            }
-            if let transport = setup.header("transport"),
-               let interleaved = transport.split(separator: ";").first(where: { $0.trimmingSpaces.lowercased().hasPrefix("interleaved=") }),
-               let channel = UInt8(interleaved.trimmingSpaces.dropFirst(12).split(separator: "-").first ?? "") {
-                rtpChannel = channel
+                rtpChannel = try interleavedChannel(transport: setup.header("transport"))
             }
             playURL = RTSPAddress.resolve(description.sessionControl ?? "", against: describeBase)
             try Self.check(try request("PLAY", playURL, headers: ["Range: npt=0.000-"]))
             nextKeepalive = SystemClocks.monotonicNanos() + keepaliveIntervalNanos
+            step = "the first keyframe"
             try readFirstKeyframe(parameterSets: video.parameterSets, deadlineNanos: deadline)
             socket.readIntervalNanos = Self.readIntervalNanos
         } catch {
-            throw .failed(error)
+            throw .failed(during(error))
         }
     }
 
@@ -124,19 +131,29 @@ final class RTSPClient: PictureConnection {
     func readPicture(into frame: CapturedFrame, deadlineNanos: Int64) throws(NetworkError) -> NetworkPicture {
         if let first = firstPicture {
             firstPicture = nil
-            frame.reserve(first.bytes.count)
+            guard frame.reserve(first.bytes.count) else {
+                throw NetworkError(address: address, failure: .other("out of memory for a \(first.bytes.count)-byte picture"))
+            }
             first.bytes.withUnsafeBytes { frame.storage.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
             return NetworkPicture(byteCount: first.bytes.count, pts: first.pts, dts: decodeTimes.decodeTime(presentedAt: first.pts), keyframe: true)
         }
-        do {
+        do throws(NetworkFailure) {
             try sendKeepaliveIfDue()
             var byteCount = 0
+            var allocated = true
             let picture = try readAccessUnit(until: deadlineNanos) { piece in
-                frame.reserve(byteCount + piece.count, keeping: byteCount)
+                guard allocated, frame.reserve(byteCount + piece.count, keeping: byteCount) else {
+                    allocated = false
+                    return
+                }
                 (frame.storage.baseAddress! + byteCount).copyMemory(from: piece.baseAddress!, byteCount: piece.count)
                 byteCount += piece.count
             } restart: {
                 byteCount = 0
+            }
+            guard allocated else { throw NetworkFailure.other("out of memory for a \(byteCount)-byte picture") }
+            guard pictureRate.admit(atNanos: SystemClocks.monotonicNanos()) else {
+                throw NetworkFailure.badStream(RTSPViolation.tooManyPictures(limit: RTSPLimits.picturesPerSecond).description)
             }
             return NetworkPicture(byteCount: byteCount, pts: picture.pts, dts: decodeTimes.decodeTime(presentedAt: picture.pts), keyframe: picture.keyframe)
         } catch {
@@ -149,75 +166,91 @@ final class RTSPClient: PictureConnection {
     /// Reads the RTP packets of one whole picture (a picture with a lost or unreadable packet is
     /// dropped, `restart` called, and the next one read), giving its Annex B bytes to `emit`.
     /// A picture ends at its marker bit, or where a packet with another timestamp begins (that
-    /// packet stays in the buffer for the next picture).
+    /// packet stays in the buffer for the next picture). The deadline is checked on every packet,
+    /// whatever the socket delivers; a picture over `RTSPLimits.pictureBytes` ends the session.
     private func readAccessUnit(until deadlineNanos: Int64, emit: (UnsafeRawBufferPointer) -> Void, restart: () -> Void) throws(NetworkFailure) -> (pts: Int64, keyframe: Bool) {
         var timestamp: UInt32?
         var broken = false
+        var pictureBytes = 0
         depacketizer.startPicture()
+        func drop(_ problem: String) {
+            if !broken { lastProblem = problem }
+            broken = true
+        }
         while true {
+            if SystemClocks.monotonicNanos() >= deadlineNanos {
+                guard let problem = lastProblem else { throw .timeout }
+                throw .badStream("no whole picture before the deadline; last problem: \(problem)")
+            }
             guard let (channel, bytes, length) = try nextInterleaved() else {
                 try socket.receive(until: deadlineNanos)
                 continue
             }
-            guard channel == rtpChannel, let rtp = RTPPacket(bytes), rtp.payloadType == payloadType else {
+            guard channel == rtpChannel else {
+                socket.consume(length)
+                continue
+            }
+            guard let rtp = RTPPacket(bytes) else {
+                lastProblem = "a packet on the RTP channel that is not RTP version 2 (or whose header lengths exceed it)"
+                socket.consume(length)
+                continue
+            }
+            guard rtp.payloadType == payloadType else {
+                lastProblem = "RTP packets of payload type \(rtp.payloadType), where the SDP said \(payloadType)"
                 socket.consume(length)
                 continue
             }
             if let current = timestamp, rtp.timestamp != current {
                 if !broken && depacketizer.sawSlice { return (timestamps.extend(current), depacketizer.sawKeyframe) }
                 broken = false
+                pictureBytes = 0
                 depacketizer.startPicture()
                 restart()
             }
             timestamp = rtp.timestamp
             if let expected = expectedSequence, rtp.sequence != expected {
                 logger.debug("\(address): lost \(rtp.sequence &- expected) RTP packet(s); the picture is dropped")
-                broken = true
+                drop("lost RTP packets (sequence \(rtp.sequence), expected \(expected))")
             }
             expectedSequence = rtp.sequence &+ 1
-            if !broken && !depacketizer.depacketize(UnsafeRawBufferPointer(rebasing: bytes[rtp.payload]), emit: emit) { broken = true }
+            if !broken {
+                let readable = depacketizer.depacketize(UnsafeRawBufferPointer(rebasing: bytes[rtp.payload])) { piece in
+                    pictureBytes += piece.count
+                    if pictureBytes <= RTSPLimits.pictureBytes { emit(piece) }
+                }
+                if !readable { drop("an RTP payload it cannot put together (a fragment without its start, an aggregate whose lengths run past the packet, or an unknown packetization)") }
+                if pictureBytes > RTSPLimits.pictureBytes { throw .badStream(RTSPViolation.pictureTooLarge(limit: RTSPLimits.pictureBytes).description) }
+            }
             socket.consume(length)
             if rtp.marker {
                 if !broken && depacketizer.sawSlice { return (timestamps.extend(rtp.timestamp), depacketizer.sawKeyframe) }
                 timestamp = nil
                 broken = false
+                pictureBytes = 0
                 depacketizer.startPicture()
                 restart()
             }
         }
     }
 
-    /// The whole length (header included) of the interleaved packet at `offset` (`$`, channel,
-    /// 16-bit length, data), once all of it is in `bytes`.
-    private static func interleavedLength(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> Int? {
-        guard offset + 4 <= bytes.count else { return nil }
-        let length = 4 + (Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3]))
-        return offset + length <= bytes.count ? length : nil
-    }
-
-    /// The interleaved packet at the front of the buffer (`$`, channel, 16-bit length, data):
-    /// its channel, its data and its whole length; nil until it arrived whole. RTSP messages
-    /// between packets (answers to keep-alives, a server's requests) are consumed on the way.
+    /// The interleaved packet at the front of the buffer: its channel, its data and its whole
+    /// length; nil until it arrived whole. RTSP messages between packets (answers to keep-alives,
+    /// a server's requests) and bytes that are neither are consumed on the way.
     private func nextInterleaved() throws(NetworkFailure) -> (UInt8, UnsafeRawBufferPointer, Int)? {
         while true {
             let bytes = socket.unread
-            guard let first = bytes.first else { return nil }
-            if first == UInt8(ascii: "$") {
-                guard let length = Self.interleavedLength(bytes, at: 0) else { return nil }
-                return (bytes[1], UnsafeRawBufferPointer(rebasing: bytes[4..<length]), length)
-            }
-            if (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(first) {
-                guard let (message, length) = RTSPResponse.parse(bytes) else {
-                    if bytes.count < 16384 { return nil }
-                    socket.consume(1)  // not a message after all: look for the next packet
-                    continue
-                }
+            switch try Self.parsed({ () throws(RTSPViolation) in try InterleavedFraming.next(bytes) }) {
+            case .needMore:
+                return nil
+            case let .packet(channel, data, length):
+                return (channel, UnsafeRawBufferPointer(rebasing: bytes[data]), length)
+            case let .message(message, length):
                 socket.consume(length)
                 if message.status == 454 { throw .ended }  // Session Not Found: the server dropped us
-                continue
+            case let .junk(length):
+                lastProblem = "\(length) bytes that are neither RTP nor RTSP"
+                socket.consume(length)
             }
-            // Neither a packet nor a message: skip to the next `$`.
-            socket.consume(bytes.firstIndex(of: UInt8(ascii: "$")) ?? bytes.count)
         }
     }
 
@@ -234,14 +267,18 @@ final class RTSPClient: PictureConnection {
         var sets = parameterSets
         if sets.isEmpty { bytes.withUnsafeBytes { AccessUnit.parameterSets($0, format: format!, into: &sets) } }
         stream = sets.withUnsafeBytes { s in bytes.withUnsafeBytes { StreamDescription(videoCodec: format!, parameterSets: s, picture: $0) } }
+        // A size that cannot be read or cannot be a camera's would only make every segment's header fail.
+        guard (16...16384).contains(stream.width), (16...16384).contains(stream.height) else {
+            throw .badStream(RTSPViolation.badPictureSize(width: stream.width, height: stream.height).description)
+        }
         firstPicture = (bytes, picture.pts)
         let times = [picture.pts] + lookAhead(until: min(deadlineNanos, SystemClocks.monotonicNanos() + 1_000_000_000))
         let measuredTicks = DecodeTimeline.frameTicks(of: times)
         decodeTimes = DecodeTimeline(
             depth: DecodeTimeline.depth(of: times),
-            frameTicks: measuredTicks ?? frameRate.map { Int64(90_000 / $0) } ?? 3000)
+            frameTicks: measuredTicks ?? frameRate.flatMap { Int64(checked: 90_000 / $0) } ?? 3000)
         // Many cameras' SDPs do not say their frame rate: their timestamps do.
-        if frameRate == nil, let ticks = measuredTicks { frameRate = 90_000 / Double(ticks) }
+        if frameRate == nil, let ticks = measuredTicks, ticks >= 90 { frameRate = 90_000 / Double(ticks) }
     }
 
     /// The presentation times of up to `reorderLookahead` pictures after the first keyframe, read
@@ -255,9 +292,8 @@ final class RTSPClient: PictureConnection {
             let bytes = socket.unread
             // A message between packets (an answer, a server's request): enough to go on.
             if scanned < bytes.count && bytes[scanned] != UInt8(ascii: "$") { break }
-            if let length = Self.interleavedLength(bytes, at: scanned) {
-                if bytes[scanned + 1] == rtpChannel,
-                   let rtp = RTPPacket(UnsafeRawBufferPointer(rebasing: bytes[(scanned + 4)..<(scanned + length)])),
+            if case let .packet(channel, data, length)? = try? InterleavedFraming.next(bytes, at: scanned) {
+                if channel == rtpChannel, let rtp = RTPPacket(UnsafeRawBufferPointer(rebasing: bytes[data])),
                    rtp.payloadType == payloadType, rtp.timestamp != lastTimestamp {
                     lastTimestamp = rtp.timestamp
                     times.append(previous.extend(rtp.timestamp))
@@ -277,10 +313,11 @@ final class RTSPClient: PictureConnection {
     /// credentials.
     private func request(_ method: String, _ url: String, headers: [String] = []) throws(NetworkFailure) -> RTSPResponse {
         var answeredChallenge = false
+        step = method
         while true {
             let deadline = SystemClocks.monotonicNanos() + timeoutNanos
             try socket.send(requestText(method, url, headers: headers), until: deadline)
-            let response = try readResponse(until: deadline)
+            let response = try readResponse(to: cseq, until: deadline)
             if response.status == 401, !answeredChallenge, let user = target.user {
                 let challenges = response.headers.filter { $0.name.lowercased() == "www-authenticate" }.map(\.value)
                 guard let answer = RTSPAuthorization(challenges: challenges, user: user, password: target.password ?? "") else {
@@ -303,22 +340,46 @@ final class RTSPClient: PictureConnection {
         return text + "\r\n"
     }
 
-    /// The next answer on the connection (interleaved packets and server requests before it are skipped).
-    private func readResponse(until deadlineNanos: Int64) throws(NetworkFailure) -> RTSPResponse {
+    /// The answer to request `cseq` (interleaved packets, server requests and answers to earlier
+    /// requests before it are skipped). An answer without CSeq, or with a later one, is refused.
+    private func readResponse(to cseq: Int, until deadlineNanos: Int64) throws(NetworkFailure) -> RTSPResponse {
         while true {
             let bytes = socket.unread
-            if let first = bytes.first, first == UInt8(ascii: "$") {
-                if let length = Self.interleavedLength(bytes, at: 0) {
-                    socket.consume(length)
-                    continue
-                }
-            } else if let (response, length) = RTSPResponse.parse(bytes) {
+            switch try Self.parsed({ () throws(RTSPViolation) in try InterleavedFraming.next(bytes) }) {
+            case .needMore:
+                if socket.isFull { throw .badStream("an RTSP answer larger than \(RTSPSocket.capacity) bytes") }
+                try socket.receive(until: deadlineNanos)
+            case let .packet(_, _, length), let .junk(length):
                 socket.consume(length)
-                if response.status != 0 { return response }
-                continue
+            case let .message(response, length):
+                socket.consume(length)
+                guard response.status != 0 else { continue }
+                guard let value = response.header("cseq") else { throw .badStream(RTSPViolation.missingCSeq.description) }
+                if let received = Int(value), received < cseq { continue }  // a late answer to an earlier request
+                guard Int(value) == cseq else {
+                    throw .badStream(RTSPViolation.wrongCSeq(expected: cseq, received: CameraText.quoted(value, limit: 24)).description)
+                }
+                return response
             }
-            if socket.isFull { throw .other("the server's answer is larger than \(RTSPSocket.capacity) bytes") }
-            try socket.receive(until: deadlineNanos)
+        }
+    }
+
+    /// A connection that closed or went silent while connecting, said with the step it was at
+    /// (a camera that hangs up after SETUP is a different fault from one that never answers).
+    private func during(_ failure: NetworkFailure) -> NetworkFailure {
+        switch failure {
+        case .ended: return .other("the camera closed the connection during \(step)")
+        case .timeout: return .other("no answer to \(step) within \(timeoutNanos / 1_000_000_000) s")
+        default: return failure
+        }
+    }
+
+    /// Runs a parser of what the camera sent; what it refuses becomes `.badStream` naming it.
+    private static func parsed<T>(_ parse: () throws(RTSPViolation) -> T) throws(NetworkFailure) -> T {
+        do {
+            return try parse()
+        } catch {
+            throw .badStream(error.description)
         }
     }
 
@@ -335,10 +396,13 @@ final class RTSPClient: PictureConnection {
     private static func check(_ response: RTSPResponse) throws(NetworkFailure) {
         switch response.status {
         case 200..<300: return
+        case 300..<400:
+            let location = response.header("location").map { CameraText.quoted(redactedAddress($0)) } ?? "nowhere (no Location)"
+            throw .badStream(RTSPViolation.redirected(status: response.status, location: location).description)
         case 401: throw .unauthorized
         case 403: throw .forbidden
         case 404: throw .notFound
-        default: throw .other("the camera answered \(response.status) \(response.reason)")
+        default: throw .other("the camera answered \(response.status) \(CameraText.quoted(response.reason, limit: 60))")
         }
     }
 }

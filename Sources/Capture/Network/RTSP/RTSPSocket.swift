@@ -86,7 +86,7 @@ final class RTSPSocket {
     func receive(until deadlineNanos: Int64) throws(NetworkFailure) {
         if end == buffer.count {
             // Keep the unread bytes, moved to the front.
-            guard start > 0 else { throw .other("an RTSP message larger than \(buffer.count) bytes") }
+            guard start > 0 else { throw .badStream("an RTSP message larger than \(buffer.count) bytes") }
             (buffer.baseAddress!).copyMemory(from: buffer.baseAddress! + start, byteCount: end - start)
             end -= start
             start = 0

@@ -1,8 +1,6 @@
-import Media
-
 /// The `Authorization` header a server asked for in its `WWW-Authenticate` challenge: Basic
 /// (RFC 7617) or Digest with MD5 (RFC 2617, with or without `qop=auth`), which most cameras use.
-struct RTSPAuthorization {
+package struct RTSPAuthorization {
     private enum Scheme {
         case basic
         case digest(realm: String, nonce: String, opaque: String?, qop: Bool)
@@ -10,10 +8,10 @@ struct RTSPAuthorization {
     private let scheme: Scheme
     private let user: String
     private let password: String
-    private var count = 0
+    private var count: UInt32 = 0
 
     /// Nil for a challenge Vigil cannot answer (an unknown scheme, a Digest algorithm other than MD5).
-    init?(challenges: [String], user: String, password: String) {
+    package init?(challenges: [String], user: String, password: String) {
         self.user = user
         self.password = password
         // Digest when offered: it does not send the password.
@@ -30,23 +28,23 @@ struct RTSPAuthorization {
     }
 
     /// The header's value for one request.
-    mutating func value(method: String, url: String) -> String {
+    package mutating func value(method: String, url: String) -> String {
         switch scheme {
         case .basic:
-            return "Basic " + TextDigests.base64(Array("\(user):\(password)".utf8))
+            return "Basic " + Base64.encode(Array("\(user):\(password)".utf8))
         case let .digest(realm, nonce, opaque, qop):
-            let ha1 = TextDigests.md5Hex("\(user):\(realm):\(password)")
-            let ha2 = TextDigests.md5Hex("\(method):\(url)")
+            let ha1 = MD5.hex("\(user):\(realm):\(password)")
+            let ha2 = MD5.hex("\(method):\(url)")
             var value = "Digest username=\"\(user)\", realm=\"\(realm)\", nonce=\"\(nonce)\", uri=\"\(url)\""
             if qop {
-                count += 1
+                count &+= 1
                 let nc = String(count, radix: 16)
-                let nonceCount = String(repeating: "0", count: 8 - nc.count) + nc
+                let nonceCount = String(repeating: "0", count: max(0, 8 - nc.count)) + nc
                 let cnonce = String(UInt64.random(in: 0...UInt64.max), radix: 16)
-                let response = TextDigests.md5Hex("\(ha1):\(nonce):\(nonceCount):\(cnonce):auth:\(ha2)")
+                let response = MD5.hex("\(ha1):\(nonce):\(nonceCount):\(cnonce):auth:\(ha2)")
                 value += ", response=\"\(response)\", qop=auth, nc=\(nonceCount), cnonce=\"\(cnonce)\""
             } else {
-                value += ", response=\"\(TextDigests.md5Hex("\(ha1):\(nonce):\(ha2)"))\""
+                value += ", response=\"\(MD5.hex("\(ha1):\(nonce):\(ha2)"))\""
             }
             if let opaque { value += ", opaque=\"\(opaque)\"" }
             return value + ", algorithm=MD5"
@@ -54,7 +52,7 @@ struct RTSPAuthorization {
     }
 
     /// `key="value", key=value` pairs; keys lowercased.
-    static func parameters(_ text: Substring) -> [String: String] {
+    package static func parameters(_ text: Substring) -> [String: String] {
         var result: [String: String] = [:]
         var rest = text[...]
         while true {
@@ -76,15 +74,5 @@ struct RTSPAuthorization {
             result[key] = String(value.trimmingSpaces)
         }
         return result
-    }
-}
-
-extension Substring {
-    /// Without leading and trailing spaces and tabs.
-    var trimmingSpaces: Substring {
-        var s = self
-        while let f = s.first, f == " " || f == "\t" { s.removeFirst() }
-        while let l = s.last, l == " " || l == "\t" { s.removeLast() }
-        return s
     }
 }

@@ -1,14 +1,14 @@
 /// The fixed RTP header (RFC 3550) of one packet and where its payload lies.
-struct RTPPacket {
-    var marker: Bool
-    var payloadType: Int
-    var sequence: UInt16
-    var timestamp: UInt32
+package struct RTPPacket {
+    package var marker: Bool
+    package var payloadType: Int
+    package var sequence: UInt16
+    package var timestamp: UInt32
     /// The payload, without CSRCs, header extension and padding.
-    var payload: Range<Int>
+    package var payload: Range<Int>
 
     /// Nil for bytes that are not an RTP version 2 packet.
-    init?(_ bytes: UnsafeRawBufferPointer) {
+    package init?(_ bytes: UnsafeRawBufferPointer) {
         guard bytes.count >= 12, bytes[0] >> 6 == 2 else { return nil }
         marker = bytes[1] & 0x80 != 0
         payloadType = Int(bytes[1] & 0x7F)
@@ -29,19 +29,19 @@ struct RTPPacket {
 /// Turns H.264 (RFC 6184) and H.265 (RFC 7798) RTP payloads into Annex B NAL units: single
 /// units, aggregation packets (STAP-A, AP) and fragmentation units (FU-A, FU), the common
 /// packetizations of cameras. The bytes go to `emit` in pieces, without copies of their own.
-struct NALDepacketizer {
-    let isHEVC: Bool
+package struct NALDepacketizer {
+    package let isHEVC: Bool
     /// A fragmented unit is being put together (its start was seen, its end not yet).
-    private(set) var inFragment = false
+    package private(set) var inFragment = false
     /// The picture's units so far include an IDR (H.264) or IRAP (H.265) slice.
-    var sawKeyframe = false
+    package var sawKeyframe = false
     /// The picture's units so far include a slice.
-    var sawSlice = false
+    package var sawSlice = false
 
-    init(isHEVC: Bool) { self.isHEVC = isHEVC }
+    package init(isHEVC: Bool) { self.isHEVC = isHEVC }
 
     /// Clears the per-picture flags.
-    mutating func startPicture() {
+    package mutating func startPicture() {
         sawKeyframe = false
         sawSlice = false
         inFragment = false
@@ -49,7 +49,7 @@ struct NALDepacketizer {
 
     /// Emits the NAL units in `payload`; false for a payload it cannot read (an unknown
     /// packetization, a fragment whose start was lost), whose picture should be dropped.
-    mutating func depacketize(_ payload: UnsafeRawBufferPointer, emit: (UnsafeRawBufferPointer) -> Void) -> Bool {
+    package mutating func depacketize(_ payload: UnsafeRawBufferPointer, emit: (UnsafeRawBufferPointer) -> Void) -> Bool {
         let headerSize = isHEVC ? 2 : 1
         guard payload.count > headerSize else { return payload.count == 0 }
         let type = isHEVC ? Int(payload[0] >> 1) & 0x3F : Int(payload[0] & 0x1F)

@@ -1,15 +1,15 @@
 /// An `rtsp://[user[:password]@]host[:port]/path` address taken apart: where to connect, what
 /// to ask for (the address without its credentials, which never go on the wire as text), and
 /// who to be. User and password are percent-decoded, as written into the configuration.
-struct RTSPAddress: Equatable {
-    var host: String
-    var port: Int
+package struct RTSPAddress: Equatable, Sendable {
+    package var host: String
+    package var port: Int
     /// The address as requests name it: no credentials.
-    var requestURL: String
-    var user: String?
-    var password: String?
+    package var requestURL: String
+    package var user: String?
+    package var password: String?
 
-    init?(_ url: String) {
+    package init?(_ url: String) {
         guard let schemeEnd = url.firstRange(of: "://"), url[..<schemeEnd.lowerBound].lowercased() == "rtsp" else { return nil }
         let rest = url[schemeEnd.upperBound...]
         let authorityEnd = rest.firstIndex { "/?#".contains($0) } ?? rest.endIndex
@@ -49,7 +49,7 @@ struct RTSPAddress: Equatable {
     }
 
     /// `%XX` escapes replaced by their bytes (a malformed escape stays as written).
-    static func percentDecoded(_ text: Substring) -> String {
+    package static func percentDecoded(_ text: Substring) -> String {
         var bytes = [UInt8]()
         var utf8 = Array(text.utf8)[...]
         while let byte = utf8.popFirst() {
@@ -65,7 +65,7 @@ struct RTSPAddress: Equatable {
     }
 
     /// `reference` (an SDP `a=control`, a `Content-Base`) made absolute against `base`.
-    static func resolve(_ reference: String, against base: String) -> String {
+    package static func resolve(_ reference: String, against base: String) -> String {
         if reference.isEmpty || reference == "*" { return base }
         if reference.lowercased().hasPrefix("rtsp://") { return reference }
         if reference.hasPrefix("/") {

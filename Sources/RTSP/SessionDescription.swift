@@ -1,36 +1,41 @@
-import Media
-
 /// What an RTSP server's SDP (RFC 4566) says about its streams, as far as recording needs:
 /// the video's codec, payload type, control address, frame rate and parameter sets
 /// (RFC 6184 `sprop-parameter-sets`, RFC 7798 `sprop-vps/sps/pps`), and whether it sends audio.
-struct SessionDescription {
-    struct Video {
+/// Values out of range are left out and named in `problems`, for the log.
+package struct SessionDescription: Sendable {
+    package struct Video: Sendable {
         /// The `a=rtpmap` encoding name, upper case (H264, H265, JPEG, MP4V-ES…).
-        var encoding: String
-        var payloadType: Int
-        var control: String
-        var frameRate: Double?
-        /// Parameter sets in Annex B (start code before each), empty when the SDP has none.
-        var parameterSets: [UInt8]
+        package var encoding: String
+        package var payloadType: Int
+        package var control: String
+        /// From `a=framerate`, when it is a rate a camera can have (above 0, at most 1000).
+        package var frameRate: Double?
+        /// Parameter sets in Annex B (start code before each) in the order decoders need them
+        /// (H.265: VPS, SPS, PPS, whatever order the SDP lists them in); empty when it has none.
+        package var parameterSets: [UInt8]
     }
 
     /// The session-level `a=control` (the address PLAY is sent to), if any.
-    var sessionControl: String?
-    var video: Video?
+    package var sessionControl: String?
+    package var video: Video?
     /// The first audio stream's codec, named as FFmpeg names it (it is not recorded).
-    var audioEncoding: String?
+    package var audioEncoding: String?
+    /// What was wrong in the SDP and left out (quoted as the camera sent it).
+    package var problems: [String] = []
 
-    init(_ text: String) {
+    package init(_ text: String) {
         var media: Substring?
         var payloadType: Int?
         var encoding = ""
         var control = ""
         var frameRate: Double?
-        var parameterSets: [UInt8] = []
+        // sprop-parameter-sets or sprop-vps, then sprop-sps, then sprop-pps.
+        var parameterSets: [[UInt8]] = [[], [], [], []]
         var audioPayloadType: Int?
         func finishVideo() {
             if media == "video", video == nil, let payloadType {
-                video = Video(encoding: encoding, payloadType: payloadType, control: control, frameRate: frameRate, parameterSets: parameterSets)
+                video = Video(encoding: encoding, payloadType: payloadType, control: control, frameRate: frameRate,
+                              parameterSets: parameterSets.flatMap { $0 })
             }
         }
         for rawLine in text.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }) {
@@ -39,8 +44,8 @@ struct SessionDescription {
                 finishVideo()
                 let fields = line.dropFirst(2).split(separator: " ")
                 media = fields.first
-                payloadType = fields.count > 3 ? Int(fields[3]) : nil
-                (encoding, control, frameRate, parameterSets) = ("", "", nil, [])
+                payloadType = fields.count > 3 ? Int(fields[3]).flatMap { (0...127).contains($0) ? $0 : nil } : nil
+                (encoding, control, frameRate, parameterSets) = ("", "", nil, [[], [], [], []])
                 if media == "audio", audioEncoding == nil { audioPayloadType = payloadType }
                 continue
             }
@@ -65,20 +70,34 @@ struct SessionDescription {
                     audioEncoding = parts[1].split(separator: "/").first.map { Self.codecName(rtpEncoding: $0.lowercased()) }
                 }
             case ("video", "framerate"):
-                frameRate = Double(value.trimmingSpaces)
+                if let rate = Double(value.trimmingSpaces), rate.isFinite, rate > 0.01, rate <= 1000 {
+                    frameRate = rate
+                } else {
+                    problems.append("a frame rate of \(CameraText.quoted(value, limit: 24)) (ignored)")
+                }
             case ("video", "fmtp"):
                 let parts = value.split(separator: " ", maxSplits: 1)
                 guard parts.count == 2 else { break }
                 for parameter in parts[1].split(separator: ";") {
                     let pair = parameter.trimmingSpaces.split(separator: "=", maxSplits: 1)
                     guard pair.count == 2 else { continue }
+                    let slot: Int
                     switch pair[0].lowercased() {
-                    case "sprop-parameter-sets", "sprop-vps", "sprop-sps", "sprop-pps":
-                        for set in pair[1].split(separator: ",") {
-                            guard let bytes = TextDigests.bytes(base64: String(set)), !bytes.isEmpty else { continue }
-                            parameterSets += [0, 0, 0, 1] + bytes
+                    case "sprop-parameter-sets", "sprop-vps": slot = 0
+                    case "sprop-sps": slot = 1
+                    case "sprop-pps": slot = 2
+                    default: continue
+                    }
+                    for set in pair[1].split(separator: ",") {
+                        guard let bytes = Base64.decode(set), !bytes.isEmpty else {
+                            problems.append("a parameter set that is not base64: \(CameraText.quoted(set, limit: 24)) (ignored)")
+                            continue
                         }
-                    default: break
+                        guard parameterSets.reduce(0, { $0 + $1.count }) + 4 + bytes.count <= RTSPLimits.parameterSetBytes else {
+                            problems.append("parameter sets over \(RTSPLimits.parameterSetBytes) bytes (ignored)")
+                            continue
+                        }
+                        parameterSets[slot] += [0, 0, 0, 1] + bytes
                     }
                 }
             default: break
@@ -95,6 +114,6 @@ struct SessionDescription {
     static func codecName(rtpEncoding name: String) -> String {
         let names = ["pcma": "pcm_alaw", "pcmu": "pcm_mulaw", "mpeg4-generic": "aac", "mp4a-latm": "aac",
                      "l16": "pcm_s16be", "g722": "adpcm_g722", "g726-32": "adpcm_g726", "opus": "opus", "mpa": "mp3"]
-        return names[name] ?? name
+        return names[name] ?? CameraText.quoted(name, limit: 24)
     }
 }

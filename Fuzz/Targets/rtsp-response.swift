@@ -1,0 +1,14 @@
+// An RTSP answer as a camera sends it: the parser, then every header a client reads from it.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
+    let bytes = UnsafeRawBufferPointer(start: data, count: size)
+    guard let (response, length) = try? RTSPResponse.parse(bytes) else { return 0 }
+    precondition(length <= size)
+    _ = response.header("cseq")
+    if let session = response.header("session"), let header = try? SessionHeader(session) {
+        precondition((2...30).contains(header.keepaliveSeconds))
+    }
+    _ = try? interleavedChannel(transport: response.header("transport"))
+    _ = CameraText.quoted(response.reason)
+    return 0
+}
