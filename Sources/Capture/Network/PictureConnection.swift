@@ -84,7 +84,7 @@ final class DemuxedPictures: PictureConnection {
         let format = source.format ?? .mjpeg
         var byteCount = try append(packet, to: frame, at: 0)
         var keyframe = format == .mjpeg || packet.isKeyframe
-        var hasSlice = format == .mjpeg || AccessUnit.startsPicture(packet.bytes, format: format) != nil
+        var hasSlice = format == .mjpeg || AnnexB.startsPicture(packet.bytes, hevc: format == .hevc) != nil
         packet.unref()
         while format != .mjpeg {
             let next: (pts: Int64?, dts: Int64?)
@@ -94,7 +94,7 @@ final class DemuxedPictures: PictureConnection {
                 pendingFailure = error.failure
                 break
             }
-            let starts = AccessUnit.startsPicture(held.bytes, format: format)
+            let starts = AnnexB.startsPicture(held.bytes, hevc: format == .hevc)
             if hasSlice && starts == true {
                 heldTimes = next
                 break

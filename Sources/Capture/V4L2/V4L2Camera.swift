@@ -1,9 +1,10 @@
 import CV4L2
+import CheckedMath
 import Foundation
 import Glibc
 import Logging
-import CheckedMath
 import Media
+import RTSP
 import SystemPackage
 
 /// Opens a V4L2 node for capture.
@@ -198,7 +199,7 @@ final class V4L2Stream: CaptureStream {
             guard JPEGCheck.looksComplete(source) else { return .corrupt("truncated or corrupt MJPEG frame") }
         } else if format.pixelFormat.isVideoCodec {
             // UVC H.264: packets as they are; the first keyframe brings the SPS/PPS an MP4 header needs.
-            keyframe = AccessUnit.isKeyframe(source, format: format.pixelFormat)
+            keyframe = AnnexB.isKeyframe(source, hevc: format.pixelFormat == .hevc)
             if keyframe { compressedStream = parameterSets.update(compressedStream, keyframe: source, format: format.pixelFormat) }
         } else if let expected = format.pixelFormat.frameByteCount(width: format.width, height: format.height), used < expected {
             return .corrupt("short frame: \(used) of \(expected) bytes")

@@ -265,7 +265,7 @@ final class RTSPClient: PictureConnection {
             picture = try readAccessUnit(until: deadlineNanos) { bytes.append(contentsOf: $0) } restart: { bytes.removeAll(keepingCapacity: true) }
         } while !picture.keyframe
         var sets = parameterSets
-        if sets.isEmpty { bytes.withUnsafeBytes { AccessUnit.parameterSets($0, format: format!, into: &sets) } }
+        if sets.isEmpty { bytes.withUnsafeBytes { AnnexB.parameterSets($0, hevc: format == .hevc, into: &sets) } }
         stream = sets.withUnsafeBytes { s in bytes.withUnsafeBytes { StreamDescription(videoCodec: format!, parameterSets: s, picture: $0) } }
         // A size that cannot be read or cannot be a camera's would only make every segment's header fail.
         guard (16...16384).contains(stream.width), (16...16384).contains(stream.height) else {

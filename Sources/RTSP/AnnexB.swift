@@ -1,17 +1,16 @@
-import Media
-
-/// Where one picture ends and the next begins in an H.264/H.265 packet stream. A camera's
+/// H.264/H.265 access units in Annex B (start codes before NAL units), as cameras send them:
+/// where one picture ends and the next begins in a packet stream, keyframes, parameter sets. A camera's
 /// picture can arrive as several packets (slices; parameter sets sent before each slice), and
 /// timestamps alone do not tell (the first packet of a stream may carry none): the slice header
 /// does. A packet whose first slice is a picture's first slice starts a new frame.
-enum AccessUnit {
+package enum AnnexB {
     /// Whether `bytes` (Annex B) holds the first slice of a picture; nil when it holds no slice
     /// at all (parameter sets, SEI), which belongs with the picture it travels with.
-    static func startsPicture(_ bytes: UnsafeRawBufferPointer, format: PixelFormat) -> Bool? {
+    package static func startsPicture(_ bytes: UnsafeRawBufferPointer, hevc: Bool) -> Bool? {
         var i = 0
         let n = bytes.count
         while let header = nextUnit(bytes, from: &i) {
-            if format == .hevc {
+            if hevc {
                 guard header + 2 < n else { return nil }
                 let type = (bytes[header] >> 1) & 0x3F
                 // VCL NAL units: first_slice_segment_in_pic_flag is the first bit after the 2-byte header.
@@ -27,11 +26,11 @@ enum AccessUnit {
     }
 
     /// Whether `bytes` (Annex B) holds an IDR/IRAP picture a decoder can start from.
-    static func isKeyframe(_ bytes: UnsafeRawBufferPointer, format: PixelFormat) -> Bool {
+    package static func isKeyframe(_ bytes: UnsafeRawBufferPointer, hevc: Bool) -> Bool {
         var i = 0
         while let header = nextUnit(bytes, from: &i) {
-            let type = format == .hevc ? (bytes[header] >> 1) & 0x3F : bytes[header] & 0x1F
-            if format == .hevc ? (16...21).contains(type) : type == 5 { return true }
+            let type = hevc ? (bytes[header] >> 1) & 0x3F : bytes[header] & 0x1F
+            if hevc ? (16...21).contains(type) : type == 5 { return true }
         }
         return false
     }
@@ -39,7 +38,7 @@ enum AccessUnit {
     /// Copies the parameter sets (H.264 SPS/PPS, H.265 VPS/SPS/PPS) found in `bytes` into
     /// `sets`, each once and after a start code (a picture sent in slices may repeat them before
     /// each slice); `sets` is emptied first and keeps its capacity.
-    static func parameterSets(_ bytes: UnsafeRawBufferPointer, format: PixelFormat, into sets: inout [UInt8]) {
+    package static func parameterSets(_ bytes: UnsafeRawBufferPointer, hevc: Bool, into sets: inout [UInt8]) {
         sets.removeAll(keepingCapacity: true)
         var i = 0
         var current: Int?
@@ -57,8 +56,8 @@ enum AccessUnit {
         }
         while let header = nextUnit(bytes, from: &i) {
             close(at: header - 3)
-            let type = format == .hevc ? (bytes[header] >> 1) & 0x3F : bytes[header] & 0x1F
-            let isParameterSet = format == .hevc ? (32...34).contains(type) : type == 7 || type == 8
+            let type = hevc ? (bytes[header] >> 1) & 0x3F : bytes[header] & 0x1F
+            let isParameterSet = hevc ? (32...34).contains(type) : type == 7 || type == 8
             if isParameterSet { current = header }
         }
         close(at: bytes.count)
@@ -94,20 +93,3 @@ enum AccessUnit {
     }
 }
 
-/// Follows the parameter sets a camera sends before its keyframes. The stream description gets
-/// them when it has none (an SDP without them, a USB camera), and is replaced by a new one when
-/// they change, so that the recording starts a new segment with the new parameters.
-struct ParameterSetTracker {
-    private var last: [UInt8] = []
-    private var scratch: [UInt8] = []
-
-    mutating func update(_ stream: StreamDescription?, keyframe: UnsafeRawBufferPointer, format: PixelFormat) -> StreamDescription? {
-        AccessUnit.parameterSets(keyframe, format: format, into: &scratch)
-        guard let stream, !scratch.isEmpty, scratch != last else { return stream }
-        let first = last.isEmpty
-        swap(&last, &scratch)
-        // The first sets seen only fill in what the description lacks; later ones are a change.
-        guard !first || !stream.hasParameterSets else { return stream }
-        return last.withUnsafeBytes { stream.withParameterSets(from: $0) }
-    }
-}
