@@ -65,11 +65,14 @@ package struct NALDepacketizer {
                 unit(UnsafeRawBufferPointer(rebasing: payload[i..<(i + size)]), emit: emit)
                 i += size
             }
+            guard i == payload.count else { return false }  // a stray byte: the sizes are off
         case (false, 28), (true, 49):  // FU-A, FU
             let fuHeader = payload[headerSize]
             let start = fuHeader & 0x80 != 0, end = fuHeader & 0x40 != 0
             let body = UnsafeRawBufferPointer(rebasing: payload[(headerSize + 1)...])
             if start {
+                // A new unit while one is open: the open one lost its end, and was emitted cut short.
+                if inFragment { return false }
                 var header: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8)
                 if isHEVC {
                     header = (0, 0, 0, 1, (payload[0] & 0x81) | ((fuHeader & 0x3F) << 1), payload[1])

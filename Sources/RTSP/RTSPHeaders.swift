@@ -3,6 +3,8 @@ package struct SessionHeader: Equatable, Sendable {
     package var id: String
     /// The server's session timeout, clamped to 1 s … `RTSPLimits.sessionTimeoutSeconds`; nil when not given.
     package var timeoutSeconds: Int64?
+    /// What was wrong with the timeout the server gave (clamped, or not a number), for the log.
+    package var problem: String?
 
     /// Throws for an identifier that is empty, too long or holds anything but visible ASCII
     /// (it is sent back in every request). A timeout that is not a number is ignored.
@@ -17,10 +19,16 @@ package struct SessionHeader: Equatable, Sendable {
             let pair = parameter.trimmingSpaces.split(separator: "=", maxSplits: 1)
             guard pair.count == 2, pair[0].lowercased() == "timeout" else { continue }
             let digits = pair[1].trimmingSpaces
-            guard !digits.isEmpty, digits.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else { continue }
+            guard !digits.isEmpty, digits.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
+                problem = "a session timeout that is not a number, \(CameraText.quoted(digits, limit: 24)) (the default is used)"
+                continue
+            }
             // Too many digits for Int64 is simply "very long": clamped like any long timeout.
             let seconds = Int64(digits) ?? .max
             timeoutSeconds = min(max(seconds, 1), RTSPLimits.sessionTimeoutSeconds)
+            if timeoutSeconds != seconds {
+                problem = "a session timeout of \(CameraText.quoted(digits, limit: 24)) s (taken as \(timeoutSeconds!) s)"
+            }
         }
     }
 

@@ -25,7 +25,9 @@ package struct RTSPResponse: Sendable {
             guard let colon = line.firstIndex(of: ":") else { continue }
             headers.append((String(line[..<colon].trimmingSpaces), String(line[line.index(after: colon)...].trimmingSpaces)))
         }
-        let length = try contentLength(headers.first { $0.name.lowercased() == "content-length" }?.value)
+        let lengths = Set(headers.filter { $0.name.lowercased() == "content-length" }.map(\.value))
+        guard lengths.count <= 1 else { throw .badContentLength(CameraText.quoted(lengths.sorted().joined(separator: ", "))) }
+        let length = try contentLength(lengths.first)
         guard bytes.count - headEnd >= length else { return nil }
         let (status, reason) = try Self.statusLine(statusLine)
         let response = RTSPResponse(
@@ -38,7 +40,7 @@ package struct RTSPResponse: Sendable {
     private static func statusLine(_ line: Substring) throws(RTSPViolation) -> (Int, String) {
         let parts = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
         if let version = parts.first, version.hasPrefix("RTSP/") {
-            guard parts.count >= 2, parts[1].count == 3, parts[1].allSatisfy(\.isASCIIDigit),
+            guard version.hasPrefix("RTSP/1."), parts.count >= 2, parts[1].count == 3, parts[1].allSatisfy(\.isASCIIDigit),
                   let status = Int(parts[1]), (100...599).contains(status) else {
                 throw .badStatusLine(CameraText.quoted(line))
             }
@@ -74,7 +76,8 @@ package struct RTSPResponse: Sendable {
                 }
                 lineStart = i + 1
             } else if i - lineStart >= RTSPLimits.headerLineBytes {
-                throw .headerLineTooLong(limit: RTSPLimits.headerLineBytes)
+                let start = String(decoding: bytes[lineStart..<(lineStart + 40)], as: UTF8.self)
+                throw .headerLineTooLong(limit: RTSPLimits.headerLineBytes, start: CameraText.quoted(start))
             }
             i += 1
         }

@@ -3,7 +3,7 @@
 /// is quoted through `CameraText`, short and printable.
 package enum RTSPViolation: Error, Equatable, Sendable, CustomStringConvertible {
     case headerTooLarge(limit: Int)
-    case headerLineTooLong(limit: Int)
+    case headerLineTooLong(limit: Int, start: String)
     case badStatusLine(String)
     case badContentLength(String)
     case bodyTooLarge(length: String, limit: Int)
@@ -19,10 +19,10 @@ package enum RTSPViolation: Error, Equatable, Sendable, CustomStringConvertible 
     package var description: String {
         switch self {
         case .headerTooLarge(let limit): return "an RTSP answer header larger than \(limit) bytes"
-        case .headerLineTooLong(let limit): return "an RTSP header line longer than \(limit) bytes"
+        case .headerLineTooLong(let limit, let start): return "an RTSP header line longer than \(limit) bytes, starting \(start)"
         case .badStatusLine(let line): return "a malformed RTSP status line \(line)"
         case .badContentLength(let value): return "a Content-Length that is not a length: \(value)"
-        case .bodyTooLarge(let length, let limit): return "a Content-Length of \(length) bytes (at most \(limit) accepted)"
+        case .bodyTooLarge(let length, let limit): return "a Content-Length of \(length) bytes (at most \(limit) accepted for an answer's body or SDP)"
         case .missingCSeq: return "an RTSP answer without CSeq"
         case .wrongCSeq(let expected, let received): return "an RTSP answer with CSeq \(received) to request \(expected)"
         case .redirected(let status, let location): return "a redirect (\(status)) to \(location): put that address in the configuration"

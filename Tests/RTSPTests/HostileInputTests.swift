@@ -24,6 +24,13 @@ import Testing
         #expect(error?.description.contains("Content-Length") == true)
     }
 
+    @Test func twoDifferentContentLengthsAreRefused() throws {
+        #expect(throws: RTSPViolation.badContentLength(CameraText.quoted("3, 5"))) {
+            try parse("RTSP/1.0 200 OK\r\nContent-Length: 5\r\nContent-Length: 3\r\n\r\nabcde")
+        }
+        #expect(try parse("RTSP/1.0 200 OK\r\nContent-Length: 3\r\ncontent-length: 3\r\n\r\nabc")?.response.body == "abc")
+    }
+
     @Test(arguments: ["-1", "12abc", "", "0x10", "+5"])
     func aContentLengthThatIsNotALengthIsRefused(_ length: String) {
         #expect(throws: RTSPViolation.badContentLength(CameraText.quoted(length))) {
@@ -35,14 +42,16 @@ import Testing
     /// refused after one line's limit, however much more is sent.
     @Test func aHeaderWithoutEndIsRefusedAtTheLineLimit() throws {
         let endless = "RTSP/1.0 200 OK\r\nX-Pad: " + String(repeating: "a", count: 250_000)
-        #expect(throws: RTSPViolation.headerLineTooLong(limit: RTSPLimits.headerLineBytes)) { try parse(endless) }
+        #expect(throws: RTSPViolation.headerLineTooLong(limit: RTSPLimits.headerLineBytes, start: CameraText.quoted("X-Pad: " + String(repeating: "a", count: 33)))) {
+            try parse(endless)
+        }
         let manyLines = "RTSP/1.0 200 OK\r\n" + String(repeating: "X-Pad: a\r\n", count: 10_000)
         #expect(throws: RTSPViolation.headerTooLarge(limit: RTSPLimits.headerBytes)) { try parse(manyLines) }
         // Under the limits, an incomplete head is only incomplete.
         #expect(try parse("RTSP/1.0 200 OK\r\nX-Pad: aaaa") == nil)
     }
 
-    @Test(arguments: ["RTSP/1.0 2000 OK", "RTSP/1.0 abc OK", "RTSP/1.0", "HTTP/1.1 200 OK", "HELLO"])
+    @Test(arguments: ["RTSP/1.0 2000 OK", "RTSP/1.0 abc OK", "RTSP/1.0", "HTTP/1.1 200 OK", "HELLO", "RTSP/9.9 200 OK", "RTSP/1.0 -20 OK"])
     func aMalformedStatusLineIsRefused(_ line: String) {
         #expect(throws: RTSPViolation.badStatusLine(CameraText.quoted(line))) { try parse(line + "\r\nCSeq: 1\r\n\r\n") }
     }
@@ -55,6 +64,8 @@ import Testing
     @Test func aHugeSessionTimeoutIsClampedAndKeepAlivesStayFrequent() throws {
         let huge = try SessionHeader("1;timeout=99999999999")
         #expect(huge.id == "1" && huge.timeoutSeconds == RTSPLimits.sessionTimeoutSeconds && huge.keepaliveSeconds == 30)
+        #expect(huge.problem?.contains("timeout") == true)
+        #expect(try SessionHeader("1;timeout=60").problem == nil)
         let beyondInt64 = try SessionHeader("ABCD; timeout=999999999999999999999999999")
         #expect(beyondInt64.timeoutSeconds == RTSPLimits.sessionTimeoutSeconds)
         #expect(try SessionHeader("s;timeout=0").keepaliveSeconds == 2)

@@ -34,7 +34,8 @@ public struct NetworkProbe: Sendable, CustomStringConvertible {
         while keyframes.count < 2 && source.format != .mjpeg, let picture = try? source.readPicture(into: frame, deadlineNanos: end) {
             if picture.keyframe, let t = picture.dts ?? picture.pts, keyframes.last != t { keyframes.append(t) }
         }
-        keyframeIntervalSeconds = keyframes.count == 2 ? keyframes[1].subtracting(keyframes[0]).map { Double($0) / 90_000 } : nil
+        // Only an interval a camera can have (timestamps that went back or leapt give none).
+        keyframeIntervalSeconds = keyframes.count == 2 ? keyframes[1].subtracting(keyframes[0]).flatMap { (1...90_000 * 3600).contains($0) ? Double($0) / 90_000 : nil } : nil
     }
 
     public var description: String {

@@ -68,6 +68,7 @@ final class NetworkStream: CaptureStream {
         // make presentation times go back and forth. The first frames of a connection may come
         // without one (the demuxer learns the reordering depth first): stamped on arrival.
         let time = clock.place(cameraTicks: picture.dts, arrivalMonotonic: arrival, arrivalWall: arrivalWall)
+        if time.discontinuity { noteTimestampJump() }
         frame.setContents(
             byteCount: picture.byteCount, format: format, width: stream?.width ?? 0, height: stream?.height ?? 0,
             sequence: sequence, monotonicNanos: time.monotonic, wallNanos: time.wall,
@@ -84,6 +85,15 @@ final class NetworkStream: CaptureStream {
         return Nanoseconds.from(ticks: ticks, clockRate: 90_000) ?? 0
     }
 
+    /// Timestamp jumps of this connection so far: the first is a warning, the rest debug lines.
+    private var timestampJumps = 0
+
+    private func noteTimestampJump() {
+        timestampJumps += 1
+        let text = "\(address): the camera's timestamps jumped (back, repeated, or more than \(CameraClock.jumpLimitNanos / 1_000_000_000) s from their arrival); Vigil's clock for it starts again there (\(timestampJumps) so far on this connection)"
+        if timestampJumps == 1 { logger.warning("\(text)") } else { logger.debug("\(text)") }
+    }
+
     /// A read that reached its deadline means no video for the stall limit.
     private func stallOr(_ failure: NetworkFailure) -> NetworkFailure {
         failure == .timeout ? .stalled(seconds: Double(stallLimitNanos) / 1e9) : failure
@@ -97,6 +107,7 @@ final class NetworkStream: CaptureStream {
         clock = CameraClock()
         lastKeyframeArrival = nil
         keyframeInterval = 0
+        timestampJumps = 0
         return retryLater(after: failure)
     }
 

@@ -48,6 +48,8 @@ final class RTSPClient: PictureConnection {
     /// The last thing that kept a picture from being whole (a lost packet, a fragment without
     /// its start, packets of another payload type…): said when no picture came before the deadline.
     private var lastProblem: String?
+    /// Kinds of problem already logged on this connection: each is said once, then counted.
+    private var problemsSaid: [String: Int] = [:]
     /// The first keyframe, read while connecting (its size describes the stream), delivered first.
     private var firstPicture: (bytes: [UInt8], pts: Int64)?
     private let logger = Logger(label: "vigil.rtsp")
@@ -89,7 +91,7 @@ final class RTSPClient: PictureConnection {
         }
         for problem in description.problems.prefix(3) { logger.warning("\(address): the camera's SDP has \(problem)") }
         audioCodec = description.audioEncoding
-        guard let video = description.video else { throw .failed(.other("the camera's stream has no video")) }
+        guard let video = description.video else { throw .failed(.badStream("an SDP that describes no video stream")) }
         switch video.encoding {
         case "H264": format = .h264
         case "H265", "HEVC": format = .hevc
@@ -107,6 +109,10 @@ final class RTSPClient: PictureConnection {
                     let header = try SessionHeader(value)
                     session = header.id
                     keepaliveIntervalNanos = header.keepaliveSeconds * 1_000_000_000
+                    if let problem = header.problem { logger.warning("\(address): the camera's SETUP answer has \(problem)") }
+                }
+                if setup.header("transport") == nil {
+                    logger.warning("\(address): the camera's SETUP answer has no Transport header; interleaved channel 0 is assumed")
                 }
                 rtpChannel = try interleavedChannel(transport: setup.header("transport"))
             }
@@ -173,9 +179,13 @@ final class RTSPClient: PictureConnection {
         var broken = false
         var pictureBytes = 0
         depacketizer.startPicture()
-        func drop(_ problem: String) {
-            if !broken { lastProblem = problem }
+        func drop(_ kind: String, _ problem: String) {
+            if !broken { noteProblem(kind, problem) }
             broken = true
+        }
+        func complete() -> Bool {
+            if !broken && depacketizer.inFragment { drop("fragment-end", "the camera sent a fragment without its end (the picture is dropped)") }
+            return !broken && depacketizer.sawSlice
         }
         while true {
             if SystemClocks.monotonicNanos() >= deadlineNanos {
@@ -186,22 +196,27 @@ final class RTSPClient: PictureConnection {
                 try socket.receive(until: deadlineNanos)
                 continue
             }
-            guard channel == rtpChannel else {
+            guard channel == rtpChannel || channel == rtpChannel &+ 1 else {
+                noteProblem("channel", "the camera sent interleaved packets on channel \(channel), where SETUP gave channel \(rtpChannel) (ignored)")
+                socket.consume(length)
+                continue
+            }
+            guard channel == rtpChannel else {  // RTCP
                 socket.consume(length)
                 continue
             }
             guard let rtp = RTPPacket(bytes) else {
-                lastProblem = "a packet on the RTP channel that is not RTP version 2 (or whose header lengths exceed it)"
+                noteProblem("rtp-header", "the camera sent a packet on the RTP channel that is not RTP version 2, or whose header lengths run past it (ignored)")
                 socket.consume(length)
                 continue
             }
             guard rtp.payloadType == payloadType else {
-                lastProblem = "RTP packets of payload type \(rtp.payloadType), where the SDP said \(payloadType)"
+                noteProblem("payload-type", "the camera sent RTP packets of payload type \(rtp.payloadType), where the SDP said \(payloadType) (ignored)")
                 socket.consume(length)
                 continue
             }
             if let current = timestamp, rtp.timestamp != current {
-                if !broken && depacketizer.sawSlice { return (timestamps.extend(current), depacketizer.sawKeyframe) }
+                if complete() { return (timestamps.extend(current), depacketizer.sawKeyframe) }
                 broken = false
                 pictureBytes = 0
                 depacketizer.startPicture()
@@ -209,8 +224,7 @@ final class RTSPClient: PictureConnection {
             }
             timestamp = rtp.timestamp
             if let expected = expectedSequence, rtp.sequence != expected {
-                logger.debug("\(address): lost \(rtp.sequence &- expected) RTP packet(s); the picture is dropped")
-                drop("lost RTP packets (sequence \(rtp.sequence), expected \(expected))")
+                drop("sequence", "lost \(rtp.sequence &- expected) RTP packet(s) (sequence \(rtp.sequence), expected \(expected)); the picture is dropped")
             }
             expectedSequence = rtp.sequence &+ 1
             if !broken {
@@ -218,12 +232,12 @@ final class RTSPClient: PictureConnection {
                     pictureBytes += piece.count
                     if pictureBytes <= RTSPLimits.pictureBytes { emit(piece) }
                 }
-                if !readable { drop("an RTP payload it cannot put together (a fragment without its start, an aggregate whose lengths run past the packet, or an unknown packetization)") }
+                if !readable { drop("payload", "the camera sent an RTP payload that cannot be put together (a fragment without its start or end, an aggregate whose unit sizes run past the packet, or an unknown packetization); the picture is dropped") }
                 if pictureBytes > RTSPLimits.pictureBytes { throw .badStream(RTSPViolation.pictureTooLarge(limit: RTSPLimits.pictureBytes).description) }
             }
             socket.consume(length)
             if rtp.marker {
-                if !broken && depacketizer.sawSlice { return (timestamps.extend(rtp.timestamp), depacketizer.sawKeyframe) }
+                if complete() { return (timestamps.extend(rtp.timestamp), depacketizer.sawKeyframe) }
                 timestamp = nil
                 broken = false
                 pictureBytes = 0
@@ -248,7 +262,7 @@ final class RTSPClient: PictureConnection {
                 socket.consume(length)
                 if message.status == 454 { throw .ended }  // Session Not Found: the server dropped us
             case let .junk(length):
-                lastProblem = "\(length) bytes that are neither RTP nor RTSP"
+                noteProblem("junk", "the camera sent \(length) bytes between interleaved packets that are neither RTP nor RTSP (skipped)")
                 socket.consume(length)
             }
         }
@@ -264,11 +278,22 @@ final class RTSPClient: PictureConnection {
             bytes.removeAll(keepingCapacity: true)
             picture = try readAccessUnit(until: deadlineNanos) { bytes.append(contentsOf: $0) } restart: { bytes.removeAll(keepingCapacity: true) }
         } while !picture.keyframe
-        var sets = parameterSets
-        if sets.isEmpty { bytes.withUnsafeBytes { AnnexB.parameterSets($0, hevc: format == .hevc, into: &sets) } }
-        stream = sets.withUnsafeBytes { s in bytes.withUnsafeBytes { StreamDescription(videoCodec: format!, parameterSets: s, picture: $0) } }
+        var keyframeSets: [UInt8] = []
+        bytes.withUnsafeBytes { AnnexB.parameterSets($0, hevc: format == .hevc, into: &keyframeSets) }
+        func described(by sets: [UInt8]) -> StreamDescription {
+            sets.withUnsafeBytes { s in bytes.withUnsafeBytes { StreamDescription(videoCodec: format!, parameterSets: s, picture: $0) } }
+        }
         // A size that cannot be read or cannot be a camera's would only make every segment's header fail.
-        guard (16...16384).contains(stream.width), (16...16384).contains(stream.height) else {
+        func plausible(_ s: StreamDescription) -> Bool { (16...16384).contains(s.width) && (16...16384).contains(s.height) }
+        stream = described(by: parameterSets.isEmpty ? keyframeSets : parameterSets)
+        if !plausible(stream), !parameterSets.isEmpty, !keyframeSets.isEmpty, parameterSets != keyframeSets {
+            let inBand = described(by: keyframeSets)
+            if plausible(inBand) {
+                logger.warning("\(address): the parameter sets in the camera's SDP give no picture size (\(stream.width)x\(stream.height)); those of its first keyframe are used")
+                stream = inBand
+            }
+        }
+        guard plausible(stream) else {
             throw .badStream(RTSPViolation.badPictureSize(width: stream.width, height: stream.height).description)
         }
         firstPicture = (bytes, picture.pts)
@@ -313,7 +338,7 @@ final class RTSPClient: PictureConnection {
     /// credentials.
     private func request(_ method: String, _ url: String, headers: [String] = []) throws(NetworkFailure) -> RTSPResponse {
         var answeredChallenge = false
-        step = method
+        step = "the answer to \(method)"
         while true {
             let deadline = SystemClocks.monotonicNanos() + timeoutNanos
             try socket.send(requestText(method, url, headers: headers), until: deadline)
@@ -349,8 +374,17 @@ final class RTSPClient: PictureConnection {
             case .needMore:
                 if socket.isFull { throw .badStream("an RTSP answer larger than \(RTSPSocket.capacity) bytes") }
                 try socket.receive(until: deadlineNanos)
-            case let .packet(_, _, length), let .junk(length):
+            case let .packet(_, _, length):
                 socket.consume(length)
+            case let .junk(length):
+                // Blank lines between messages are harmless; anything else cannot come before an answer.
+                let blank = bytes.prefix { $0 == 0x0D || $0 == 0x0A || $0 == 0x20 || $0 == 0x09 }.count
+                if blank > 0 {
+                    socket.consume(blank)
+                    continue
+                }
+                let start = String(decoding: bytes[..<min(length, 40)], as: UTF8.self)
+                throw .badStream(RTSPViolation.badStatusLine(CameraText.quoted(start)).description)
             case let .message(response, length):
                 socket.consume(length)
                 guard response.status != 0 else { continue }
@@ -364,12 +398,25 @@ final class RTSPClient: PictureConnection {
         }
     }
 
+    /// Remembers `text` as the last problem and logs it the first time its `kind` is seen on this
+    /// connection (a camera that sends bad packets all day gets one warning, then debug lines).
+    private func noteProblem(_ kind: String, _ text: String) {
+        lastProblem = text
+        let count = problemsSaid[kind, default: 0]
+        problemsSaid[kind] = count &+ 1
+        if count == 0 {
+            logger.warning("\(address): \(text)")
+        } else {
+            logger.debug("\(address): \(text)")
+        }
+    }
+
     /// A connection that closed or went silent while connecting, said with the step it was at
     /// (a camera that hangs up after SETUP is a different fault from one that never answers).
     private func during(_ failure: NetworkFailure) -> NetworkFailure {
         switch failure {
-        case .ended: return .other("the camera closed the connection during \(step)")
-        case .timeout: return .other("no answer to \(step) within \(timeoutNanos / 1_000_000_000) s")
+        case .ended: return .other("the camera closed the connection while Vigil waited for \(step)")
+        case .timeout: return .other("timed out waiting for \(step) (\(timeoutNanos / 1_000_000_000) s)")
         default: return failure
         }
     }
