@@ -49,34 +49,25 @@ public struct NetworkError: Error, Sendable, CustomStringConvertible {
     public var description: String { "\(address): \(failure)" }
 }
 
-/// `rtsp://user:secret@host/path` → `rtsp://***@host/path`: the only form of a camera address
-/// that may appear in a log, an event, an error or a listing.
-public func redactedAddress(_ url: String) -> String {
-    let characters = Array(url)
-    var start = 0
-    while start + 2 < characters.count, !(characters[start] == ":" && characters[start + 1] == "/" && characters[start + 2] == "/") {
-        start += 1
-    }
-    guard start + 2 < characters.count else { return url }
-    let authority = start + 3
-    var end = authority
-    while end < characters.count, !"/?#".contains(characters[end]) { end += 1 }
-    guard let at = characters[authority..<end].lastIndex(of: "@") else { return url }
-    return String(characters[..<authority]) + "***" + String(characters[at...])
-}
-
 /// Deadline and abort flag read by FFmpeg's `interrupt_callback` during every blocking call
 /// (open, stream info, read): a call returns `AVERROR_EXIT` once the deadline passes or `abort()`
 /// is called from another thread, so no network call can hang a capture thread or a stop.
 public final class NetworkInterrupt: Sendable {
     private let deadline = Atomic<Int64>(.max)
     private let aborted = Atomic<Bool>(false)
+    /// One deadline over every step (monotonic nanoseconds; `.max`: none).
+    private let givingUpAt: Int64
 
-    public init() {}
+    /// `givingUpAt` (monotonic nanoseconds) is one deadline for everything done under this
+    /// interrupt, however many steps (resolving, connecting, each request, the first pictures)
+    /// it takes: from then on it acts as if `abort()` had been called (`hasGivenUp`).
+    public init(givingUpAt: Int64 = .max) { self.givingUpAt = givingUpAt }
 
     /// Makes every blocking call return at once, now and from now on.
     public func abort() { aborted.store(true, ordering: .releasing) }
-    public var isAborted: Bool { aborted.load(ordering: .acquiring) }
+    public var isAborted: Bool { aborted.load(ordering: .acquiring) || hasGivenUp }
+    /// The overall deadline has passed.
+    public var hasGivenUp: Bool { givingUpAt != .max && NetworkInterrupt.now() >= givingUpAt }
 
     func arm(until monotonicNanos: Int64) { deadline.store(monotonicNanos, ordering: .releasing) }
 
@@ -121,6 +112,12 @@ public final class NetworkSource: @unchecked Sendable {
     public init(url: String, transport: Transport = .tcp, timeoutNanos: Int64, interrupt: NetworkInterrupt) throws(NetworkError) {
         address = redactedAddress(url)
         self.interrupt = interrupt
+        let target: ResolvedURL
+        do throws(NetworkFailure) {
+            target = try ResolvedURL(url, until: NetworkInterrupt.now() + timeoutNanos, interrupt: interrupt)
+        } catch {
+            throw NetworkError(address: address, failure: error)
+        }
         guard let ctx = avformat_alloc_context() else { throw NetworkError(address: address, failure: .other("out of memory")) }
         ctx.pointee.interrupt_callback.callback = interruptCallback
         ctx.pointee.interrupt_callback.opaque = Unmanaged.passUnretained(interrupt).toOpaque()
@@ -134,11 +131,12 @@ public final class NetworkSource: @unchecked Sendable {
         } else {
             av_dict_set(&options, "rw_timeout", micros, 0)
         }
+        if let host = target.hostHeader { av_dict_set(&options, "headers", "Host: \(host)\r\n", 0) }
         // Enough to find the codec and size; a camera's first keyframe arrives within a GOP.
         av_dict_set(&options, "analyzeduration", "2000000", 0)
         interrupt.arm(until: NetworkInterrupt.now() + timeoutNanos)
         var opened: UnsafeMutablePointer<AVFormatContext>? = ctx
-        var status = avformat_open_input(&opened, url, nil, &options)
+        var status = avformat_open_input(&opened, target.url, nil, &options)
         guard status >= 0, let opened else {
             // avformat_open_input frees the context on failure.
             throw NetworkError(address: address, failure: Self.failure(status, interrupt))
@@ -213,5 +211,36 @@ public final class NetworkSource: @unchecked Sendable {
         case cffmpeg_error_from_errno(ECONNRESET), cffmpeg_error_from_errno(EPIPE), cffmpeg_error_from_errno(EIO): return .ended
         default: return .other(MediaError.describe(status))
         }
+    }
+}
+
+/// A camera's address with its host name replaced by an address in digits, resolved by
+/// `HostResolver` (abortable): libavformat would call `getaddrinfo` on the capture thread itself,
+/// where no abort can cut it short. The address is taken apart by libavformat's own
+/// `av_url_split`, so the name resolved is the one it would have resolved. An HTTP camera is
+/// still sent its name (the Host header), for servers that serve several names.
+struct ResolvedURL {
+    var url: String
+    var hostHeader: String?
+
+    init(_ url: String, until deadlineNanos: Int64, interrupt: NetworkInterrupt) throws(NetworkFailure) {
+        self.url = url
+        // Each part fits in a buffer as long as the whole address: nothing is cut.
+        let size = url.utf8.count + 1
+        guard size < Int32.max else { return }
+        var scheme = [CChar](repeating: 0, count: size), credentials = scheme, host = scheme, path = scheme
+        var port: Int32 = -1
+        av_url_split(&scheme, Int32(scheme.count), &credentials, Int32(credentials.count), &host, Int32(host.count), &port,
+                     &path, Int32(path.count), url)
+        let name = String(cString: host), proto = String(cString: scheme).lowercased()
+        guard !name.isEmpty, let defaultPort = ["rtsp": 554, "rtsps": 322, "http": 80, "https": 443][proto] else { return }
+        let resolved = try HostResolver.resolve(name, port: port > 0 ? Int(port) : defaultPort, until: deadlineNanos, interrupt: interrupt)
+        let digits = resolved.first?.numericHost ?? ""
+        // Already in digits (no lookup was made), or nothing usable: libavformat gets it as it is.
+        guard !digits.isEmpty, digits != name else { return }
+        let user = String(cString: credentials)
+        let portText = port > 0 ? ":\(port)" : ""
+        self.url = proto + "://" + (user.isEmpty ? "" : user + "@") + (digits.contains(":") ? "[\(digits)]" : digits) + portText + String(cString: path)
+        if proto.hasPrefix("http") { hostHeader = name + portText }
     }
 }

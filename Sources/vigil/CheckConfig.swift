@@ -17,7 +17,9 @@ struct CheckConfig: ParsableCommand {
             Each network camera (url = "rtsp://…" or "http://…") is connected to, and what it sends
             is shown (codec, size, frame rate, keyframe interval). A wrong password or path is an
             error at the camera's line; a camera that cannot be reached now is a note (recording
-            retries it). --no-probe skips this, for a check without the network.
+            retries it). The cameras are probed at once, and all within --timeout seconds
+            (resolving names, connecting, every answer, the first pictures). --no-probe skips
+            this, for a check without the network.
             """
     )
 
@@ -30,7 +32,14 @@ struct CheckConfig: ParsableCommand {
     @Flag(help: "Do not connect to network cameras (checks the file and the USB cameras only).")
     var noProbe = false
 
+    @Option(help: ArgumentHelp("Give up on the network cameras after this many seconds in all (1–3600).", valueName: "seconds"))
+    var timeout = NetworkProbe.defaultTimeoutSeconds
+
     @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        try checkOption("--timeout", timeout, in: 1...3600)
+    }
 
     func run() throws {
         global.bootstrap()
@@ -43,7 +52,7 @@ struct CheckConfig: ParsableCommand {
         }
         let present = V4L2Discovery(system: LinuxV4L2(deviceDirectory: deviceDirectory)).devices()
             + SyntheticDeviceSource(count: 8).devices()
-        let network = noProbe ? NetworkCameraCheck() : NetworkCameraCheck(configuration)
+        let network = noProbe ? NetworkCameraCheck() : NetworkCameraCheck(configuration, timeoutSeconds: timeout)
         let problems = configuration.problems(with: present) + network.problems
         guard problems.isEmpty else {
             Console.error((problems.map(\.description) + ["\(file): \(problems.count) error(s)"]).joined(separator: "\n") + "\n")

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Capture
 import Foundation
+import Media
 import Recorder
 
 struct Devices: ParsableCommand {
@@ -13,7 +14,8 @@ struct Devices: ParsableCommand {
 
             With --url, connects to a network camera instead and says what it sends (codec,
             size, frame rate, keyframe interval, audio), or why it cannot be reached (refused,
-            timed out, 401, 404, …). The password is never printed.
+            timed out, 401, 404, …), within --timeout seconds in all: resolving its name,
+            connecting, every answer and its first pictures. The password is never printed.
             """
     )
 
@@ -26,13 +28,24 @@ struct Devices: ParsableCommand {
     @Option(help: "Probe this network camera (rtsp://… or http://…/video.mjpg) instead of listing USB cameras.")
     var url: String?
 
+    @Option(help: ArgumentHelp("With --url: give up after this many seconds in all (1–3600).", valueName: "seconds"))
+    var timeout = NetworkProbe.defaultTimeoutSeconds
+
     @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        try checkOption("--timeout", timeout, in: 1...3600)
+    }
 
     func run() throws {
         global.bootstrap()
         if let url {
+            if let problem = addressProblem(url) {
+                Console.error("vigil: \(redactedAddress(url)) cannot be read: \(problem); percent-encode / ? # @ in the password as %2F %3F %23 %40 (and a % as %25)\n")
+                throw ExitCode.failure
+            }
             do {
-                Console.line(try NetworkProbe(url: url).description)
+                Console.line(try NetworkProbe(url: url, timeoutNanos: Int64(timeout) * 1_000_000_000).description)
             } catch {
                 Console.error("vigil: \(error)\n")
                 throw ExitCode.failure

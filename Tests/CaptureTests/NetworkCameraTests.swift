@@ -10,6 +10,8 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(2))) struct NetworkCameraTests {
     /// Short limits so that stalls and retries happen within a test.
     static let fast = NetworkCamera.Settings(connectTimeoutNanos: 2_000_000_000, minimumStallNanos: 1_500_000_000)
+    /// A probe's one deadline: what it has not seen by then, it does not say.
+    static let probeTimeout: Int64 = 5_000_000_000
 
     func record(_ url: String, settings: NetworkCamera.Settings = fast, into dir: TemporaryDirectory) throws -> (CaptureSession, EventLog, SegmentedMovieOutput) {
         let movie = try SegmentedMovieOutput(.init(storageRoot: dir.path, segmentSeconds: 1, encoding: .streamCopy))
@@ -153,10 +155,10 @@ import Testing
         let server = try LoopbackCameraServer.rtsp(user: "viewer", password: "right-secret", digest: digest)
         defer { server.stop() }
         if digest {
-            let probe = try NetworkProbe(url: server.url(user: "viewer", password: "right-secret"), settings: Self.fast)
+            let probe = try NetworkProbe(url: server.url(user: "viewer", password: "right-secret"), timeoutNanos: Self.probeTimeout)
             #expect(probe.codec == "h264" && probe.width == 160 && probe.height == 120)
             do {
-                _ = try NetworkProbe(url: server.url(user: "viewer", password: "wrong-secret"), settings: Self.fast)
+                _ = try NetworkProbe(url: server.url(user: "viewer", password: "wrong-secret"), timeoutNanos: Self.probeTimeout)
                 Issue.record("a wrong password was accepted")
             } catch {
                 #expect(error.failure == .unauthorized && !error.description.contains("secret"))
@@ -188,7 +190,7 @@ import Testing
     @Test func audioIsNamedAndLeftOut() async throws {
         let server = try LoopbackCameraServer.rtsp(audio: true)
         defer { server.stop() }
-        let probe = try NetworkProbe(url: server.url(), settings: Self.fast)
+        let probe = try NetworkProbe(url: server.url(), timeoutNanos: Self.probeTimeout)
         #expect(probe.codec == "h264" && probe.audioCodec == "pcm_alaw", "\(probe)")
         #expect(probe.description.contains("audio: pcm_alaw (ignored"))
         let dir = try TemporaryDirectory()
@@ -252,20 +254,20 @@ import Testing
     @Test func probeSaysWhatTheCameraSends() throws {
         let server = try LoopbackCameraServer.rtsp(codec: "h265", user: "viewer", password: "right-secret")
         defer { server.stop() }
-        let probe = try NetworkProbe(url: server.url(user: "viewer", password: "right-secret"), settings: Self.fast)
+        let probe = try NetworkProbe(url: server.url(user: "viewer", password: "right-secret"), timeoutNanos: Self.probeTimeout)
         #expect(probe.codec == "hevc" && probe.width == 160 && probe.height == 120 && probe.isRecordable)
         #expect(probe.audioCodec == nil)
         let interval = try #require(probe.keyframeIntervalSeconds)
         #expect(abs(interval - 5.0 / 15) < 0.01, "keyframe every \(interval) s, the server's GOP is 5 frames at 15 fps")
         #expect(probe.description.contains("rtsp://***@127.0.0.1") && !probe.description.contains("secret"))
         do {
-            _ = try NetworkProbe(url: server.url(user: "viewer", password: "wrong-secret"), settings: Self.fast)
+            _ = try NetworkProbe(url: server.url(user: "viewer", password: "wrong-secret"), timeoutNanos: Self.probeTimeout)
             Issue.record("a wrong password was accepted")
         } catch {
             #expect(error.failure == .unauthorized && !error.description.contains("secret"))
         }
         do {
-            _ = try NetworkProbe(url: "rtsp://127.0.0.1:\(server.port)/nothing-here", settings: Self.fast)
+            _ = try NetworkProbe(url: "rtsp://127.0.0.1:\(server.port)/nothing-here", timeoutNanos: Self.probeTimeout)
             Issue.record("a wrong path was accepted")
         } catch {
             #expect(error.failure == .notFound, "\(error)")
@@ -346,9 +348,40 @@ extension EventLog {
 @Suite struct NetworkAddressTests {
     @Test func credentialsAreRedacted() {
         #expect(redactedAddress("rtsp://user:pa@ss@10.0.0.2:554/stream1") == "rtsp://***@10.0.0.2:554/stream1")
-        #expect(redactedAddress("http://admin@cam/video.mjpg?x=a@b") == "http://***@cam/video.mjpg?x=a@b")
-        #expect(redactedAddress("rtsp://cam/stream@1") == "rtsp://cam/stream@1")
+        #expect(redactedAddress("rtsp://10.0.0.2/stream1") == "rtsp://10.0.0.2/stream1")
         #expect(redactedAddress("not a url") == "not a url")
+        // Without ://, still nothing before the @.
+        #expect(redactedAddress("admin:secret@cam/stream1") == "***@cam/stream1")
+        // An @ past the host cannot be told from the end of a password holding / ? or #
+        // (`rtsp://admin:12/34@cam/` is host admin, port 12 to a URL parser): masked up to it.
+        #expect(redactedAddress("rtsp://admin:12/34@cam/live") == "rtsp://***@cam/live")
+        #expect(redactedAddress("http://admin@cam/video.mjpg?x=a@b") == "http://***@b")
+        // Parameters that name a secret, in the query or in the path as some cameras want them.
+        #expect(redactedAddress("http://cam/videostream.cgi?user=admin&pwd=secret&rate=0") == "http://cam/videostream.cgi?user=admin&pwd=***&rate=0")
+        #expect(redactedAddress("rtsp://cam:554/user=admin_password=secret_channel=1_stream=0.sdp") == "rtsp://cam:554/user=admin_password=***")
+        #expect(redactedAddress("rtsp://cam/live?Token=abc#x") == "rtsp://cam/live?Token=***#x")
+        #expect(redactedAddress("rtsp://cam/live?monkey=1&passport=2") == "rtsp://cam/live?monkey=1&passport=2")
+    }
+
+    /// A password holding any of / ? # @ : % never shows, and a check says which addresses
+    /// cannot be read (the first three end the host part early; the others are read as meant).
+    @Test(arguments: ["/", "?", "#", "@", ":", "%"]) func aPasswordHoldingASeparatorIsMasked(_ separator: String) {
+        let url = "rtsp://admin:se\(separator)cret@192.168.1.20:554/stream1"
+        #expect(redactedAddress(url) == "rtsp://***@192.168.1.20:554/stream1")
+        let problem = addressProblem(url)
+        #expect((problem != nil) == "/?#".contains(separator), "\(problem ?? "no problem")")
+        #expect(!(problem ?? "").contains("se") && !(problem ?? "").contains("cret"))
+        #expect(addressProblem("rtsp://admin:12\(separator)34@cam/live") != nil || !"/?#".contains(separator))
+    }
+
+    @Test func addressesThatCannotBeReadAreNamed() {
+        #expect(addressProblem("rtsp://admin:secret@192.168.1.20:554/stream1") == nil)
+        #expect(addressProblem("rtsp://[fe80::1]:8554/stream1") == nil)
+        #expect(addressProblem("http://cam/video.mjpg") == nil)
+        #expect(addressProblem("rtsp://:554/x") != nil)
+        #expect(addressProblem("rtsp://cam:99999/x") != nil)
+        #expect(addressProblem("rtsp://[fe80::1/x") != nil)
+        #expect(addressProblem("rtsp://cam/x@y") != nil)
     }
 
     /// Parameter sets sent before keyframes: the first fill in a description without them, a

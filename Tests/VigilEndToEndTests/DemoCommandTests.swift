@@ -15,11 +15,13 @@ enum VigilBinary {
         return root.appendingPathComponent(".build/debug/vigil").path
     }
 
-    /// Starts `vigil` with arguments; output goes to files so the pipes never fill.
-    static func start(_ arguments: [String], in dir: String, environment: [String: String] = [:]) throws -> Process {
+    /// Starts `vigil` with arguments; output goes to files so the pipes never fill (`output(in:)`).
+    /// `under` is a command that runs it (`["/usr/bin/unshare", "--mount", …]`): vigil's path
+    /// and arguments follow it.
+    static func start(_ arguments: [String], in dir: String, environment: [String: String] = [:], under wrapper: [String] = []) throws -> Process {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
+        process.executableURL = URL(fileURLWithPath: wrapper.first ?? path)
+        process.arguments = wrapper.isEmpty ? arguments : wrapper.dropFirst() + [path] + arguments
         if !environment.isEmpty {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         }
@@ -33,6 +35,11 @@ enum VigilBinary {
 
     static func run(_ arguments: [String]) -> (status: Int32, output: String, errorOutput: String) {
         RecordingInspector.run(path, arguments)
+    }
+
+    /// What a `vigil` started in `dir` wrote so far: standard error, then standard output.
+    static func output(in dir: String) -> String {
+        ((try? String(contentsOfFile: dir + "/stderr.txt", encoding: .utf8)) ?? "") + ((try? String(contentsOfFile: dir + "/stdout.txt", encoding: .utf8)) ?? "")
     }
 }
 

@@ -4,7 +4,7 @@ import Glibc
 import Testing
 
 /// A listening socket on a free loopback port, held until `close()`.
-private struct Listener {
+struct Listener {
     let fd: Int32
     let port: Int
 
@@ -28,7 +28,7 @@ private struct Listener {
 /// The whole answer (head and body) to `GET path` on a loopback port, over a plain socket
 /// (`Connection: close`: the server closes when done; a read waits 10 s at most); nil when it
 /// cannot connect.
-private func httpGet(port: Int, _ path: String) -> String? {
+func httpGet(port: Int, _ path: String) -> String? {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(fd) }
     var address = sockaddr_in()

@@ -50,4 +50,17 @@ public struct NetworkCamera: CaptureDeviceBackend {
     }
 }
 
+extension NetworkCamera: CustomStringConvertible, CustomDebugStringConvertible {
+    // Printed, also as a part of a value printed whole, its address is redacted.
+    public var description: String { "NetworkCamera(\(redactedAddress(url)))" }
+    public var debugDescription: String { description }
+}
+
+extension CaptureDevice {
+    /// Whether this is the network camera at `url`, credentials included: two cameras at one
+    /// address with different users or passwords are two devices, though their ids (the address
+    /// redacted) are the same.
+    public func isNetworkCamera(at url: String) -> Bool { (backend as? NetworkCamera)?.url == url }
+}
+
 extension NetworkInterrupt: AbortHandle {}

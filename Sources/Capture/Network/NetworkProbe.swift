@@ -16,10 +16,24 @@ public struct NetworkProbe: Sendable, CustomStringConvertible {
     /// Whether Vigil records this stream as it is (H.264, H.265, MJPEG).
     public let isRecordable: Bool
 
-    /// Connects to `url` and reads until two keyframes arrived or `listenNanos` passed.
-    public init(url: String, settings: NetworkCamera.Settings = NetworkCamera.Settings(), listenNanos: Int64 = 8_000_000_000) throws(NetworkError) {
+    /// How long a probe takes at most, by default (`--timeout`).
+    public static let defaultTimeoutSeconds = 10
+
+    /// Connects to `url` and reads until two keyframes arrived, all within `timeoutNanos`: one
+    /// deadline over resolving, connecting, every request and the first pictures, so a camera
+    /// that answers each step slowly cannot make it last longer. Connected but without two
+    /// keyframes by then, it says what it saw; not connected by then is `.timeout`.
+    public init(url: String, transport: NetworkSource.Transport = .tcp, timeoutNanos: Int64) throws(NetworkError) {
+        let end = SystemClocks.monotonicNanos() + timeoutNanos
+        let interrupt = NetworkInterrupt(givingUpAt: end)
+        let settings = NetworkCamera.Settings(transport: transport, connectTimeoutNanos: timeoutNanos)
         var needsDemuxer = false
-        let source = try PictureConnections.open(url: url, settings: settings, interrupt: NetworkInterrupt(), needsDemuxer: &needsDemuxer)
+        let source: any PictureConnection
+        do {
+            source = try PictureConnections.open(url: url, settings: settings, interrupt: interrupt, needsDemuxer: &needsDemuxer)
+        } catch {
+            throw interrupt.hasGivenUp ? NetworkError(address: error.address, failure: .timeout) : error
+        }
         address = source.address
         codec = source.stream.codecName
         width = source.stream.width
@@ -30,7 +44,6 @@ public struct NetworkProbe: Sendable, CustomStringConvertible {
         var keyframes: [Int64] = []
         let pool = FramePool()
         let frame = pool.take(capacity: 512 * 1024)
-        let end = SystemClocks.monotonicNanos() + listenNanos
         while keyframes.count < 2 && source.format != .mjpeg, let picture = try? source.readPicture(into: frame, deadlineNanos: end) {
             if picture.keyframe, let t = picture.dts ?? picture.pts, keyframes.last != t { keyframes.append(t) }
         }

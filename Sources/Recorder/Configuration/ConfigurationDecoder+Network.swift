@@ -16,6 +16,11 @@ extension ConfigurationDecoder {
                    fix: "write e.g. url = \"rtsp://user@192.168.1.20:554/stream1\"")
             return .url(address)
         }
+        if let problem = addressProblem(address) {
+            report(url.line, "the url of camera \(camera), \(redactedAddress(address)), cannot be read: \(problem)",
+                   fix: "percent-encode / ? # @ in the password as %2F %3F %23 %40 (and a % as %25), or put the password in password_file")
+            return .url(address)
+        }
         guard let passwordFile else { return .url(address) }
         let rest = address[schemeEnd.upperBound...]
         let authority = rest.prefix { !"/?#".contains($0) }

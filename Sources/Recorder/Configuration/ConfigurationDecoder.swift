@@ -247,6 +247,8 @@ struct ConfigurationDecoder {
             report(url.line, "camera \(name) has both device (line \(device.line)) and url", fix: "keep url for a network camera, device for a USB one")
         } else if let url {
             camera.match = networkMatch(url, passwordFile: passwordFile, camera: name)
+        } else if let device, device.value.contains("://") {
+            camera.match = networkMatch(device, passwordFile: nil, camera: name)
         } else if let device {
             camera.match = CameraMatch(device.value)
         } else {

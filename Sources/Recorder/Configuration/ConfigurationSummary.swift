@@ -71,12 +71,24 @@ extension Configuration {
     private static func gib(_ bytes: Int64) -> String { String(format: "%.1f GiB", Double(bytes) / 1_073_741_824) }
 }
 
-extension CameraMatch {
+extension CameraMatch: CustomStringConvertible, CustomDebugStringConvertible {
     /// As written in the file, but never with a camera's password.
     var text: String {
         switch self {
         case .id(let s), .node(let s), .name(let s): return "device \"\(s)\""
         case .url(let s): return "url \"\(redactedAddress(s))\""
         }
+    }
+
+    // Printed, also as a part of a value printed whole (swift-service-lifecycle's debug log
+    // prints its services, and so the configuration some of them hold), it is redacted.
+    public var description: String { text }
+    public var debugDescription: String { text }
+}
+
+extension CameraConfig: CustomDebugStringConvertible {
+    /// Its name and addresses, redacted: what a value printed whole shows of a camera.
+    public var debugDescription: String {
+        "CameraConfig(\(name), \(match.text)" + (detectURL.map { ", detect_url \"\(redactedAddress($0))\"" } ?? "") + ")"
     }
 }

@@ -100,3 +100,11 @@ extension ConfigurationDecoder {
         return settings
     }
 }
+
+extension HTTPSettings: CustomDebugStringConvertible {
+    /// Printed as a part of a value printed whole (swift-service-lifecycle's debug log prints
+    /// the web server service), without the token.
+    public var debugDescription: String {
+        "HTTPSettings(listen: \"\(listen)\", tokenFile: \(tokenFile.map { "\"\($0)\"" } ?? "nil"), token: \(token == nil ? "nil" : "***"), maxLiveClients: \(maxLiveClients))"
+    }
+}

@@ -141,9 +141,7 @@ struct CameraJobs {
         case .id(let id): return { $0.id == id }
         case .node(let node): return { $0.details.node == node }
         case .name(let name): return { $0.name == name }
-        case .url(let url):
-            let id = NetworkCamera.deviceID(for: url)
-            return { $0.id == id }
+        case .url(let url): return { $0.isNetworkCamera(at: url) }
         }
     }
 }

@@ -26,24 +26,15 @@ final class RTSPSocket {
 
     init(host: String, port: Int, deadlineNanos: Int64, interrupt: NetworkInterrupt) throws(NetworkFailure) {
         self.interrupt = interrupt
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        hints.ai_flags = AI_NUMERICSERV
-        var found: UnsafeMutablePointer<addrinfo>?
-        let status = getaddrinfo(host, String(port), &hints, &found)
-        guard status == 0, let first = found else {
-            throw .other("cannot resolve host \(host): \(String(cString: gai_strerror(status)))")
-        }
-        defer { freeaddrinfo(first) }
+        // Resolved on a thread of its own: a resolver that does not answer must not hold up a stop.
+        let addresses = try HostResolver.resolve(host, port: port, until: deadlineNanos, interrupt: interrupt)
         var failure = NetworkFailure.unreachable
-        var candidate: UnsafeMutablePointer<addrinfo>? = first
         var connected: Int32 = -1
-        while let info = candidate, connected < 0 {
-            candidate = info.pointee.ai_next
-            let s = socket(info.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Self.nonblockingAndCloseOnExec, 0)
+        for address in addresses where connected < 0 {
+            let s = socket(address.family, Int32(SOCK_STREAM.rawValue) | Self.nonblockingAndCloseOnExec, 0)
             guard s >= 0 else { continue }
             do throws(NetworkFailure) {
-                if connect(s, info.pointee.ai_addr, info.pointee.ai_addrlen) != 0 {
+                if address.withSocketAddress({ connect(s, $0, $1) }) != 0 {
                     guard errno == EINPROGRESS else { throw Self.failure(errno) }
                     try Self.wait(s, for: Int16(POLLOUT), until: deadlineNanos, interrupt: interrupt)
                     var error: Int32 = 0
