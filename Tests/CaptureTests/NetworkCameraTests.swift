@@ -150,6 +150,28 @@ import Testing
         #expect(!session.device!.description.contains("secret") && !session.device!.name.contains("secret"))
     }
 
+    /// The camera's retry ladder outlives its sessions: a session started again while the camera
+    /// still refuses goes on climbing where the last one left off. (A ladder per session let
+    /// every restart retry at once: a wrong password was tried every second.)
+    @Test func theRetryLadderSurvivesASessionRestart() async throws {
+        let server = try LoopbackCameraServer.rtsp(user: "viewer", password: "right-secret")
+        defer { server.stop() }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let device = NetworkCamera.device(id: "porch", url: server.url(user: "viewer", password: "wrong-secret"), settings: Self.fast)
+        let retries = try #require(device.backend as? NetworkCamera).retries
+        let (first, firstLog) = try startSession(device: device, format: .preset(.high), fps: 15, outputs: [])
+        #expect(await waitUntil(seconds: 20) { retries.failures >= 2 })
+        await stopAndDrain(first, firstLog)
+        let before = retries.failures
+        let (second, secondLog) = try startSession(device: device, format: .preset(.high), fps: 15, outputs: [])
+        #expect(await waitUntil(seconds: 20) { retries.failures > before }, "the second session never tried")
+        await stopAndDrain(second, secondLog)
+        #expect(retries.failures > before, "the ladder started again: \(retries.failures) failures after \(before)")
+        #expect(secondLog.interruptions.count == 1 && secondLog.interruptions[0].contains("401"), "\(secondLog.interruptions)")
+        #expect(secondLog.resumptions == 0)
+    }
+
     /// Basic, and Digest (RFC 2617), which most cameras ask for and which never sends the password.
     @Test(arguments: [false, true]) func rightPasswordRecords(digest: Bool) async throws {
         let server = try LoopbackCameraServer.rtsp(user: "viewer", password: "right-secret", digest: digest)

@@ -197,6 +197,33 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
         await run.value
     }
 
+    /// A camera that opens but fails before its first frame, again and again, climbs the ladder
+    /// (about 1 s five times, then 5 s): a session that delivered no frame is one more failed
+    /// attempt, not a start that puts the ladder back on its first rung. Within 12 s that is at
+    /// most 8 sessions; a ladder reset at every start made one a second.
+    @Test func aCameraThatFailsBeforeItsFirstFrameBacksOff() async throws {
+        let (devices, storage, hotplug, camera) = try setUp()
+        defer { devices.remove(); storage.remove() }
+        hotplug.plug(camera, as: "video0")
+        camera.dequeueFailure = (EIO, 0)
+        // The failure happens once per arming: armed again as soon as a session has used it.
+        let rearm = Task.detached {
+            while !Task.isCancelled {
+                if camera.dequeueFailure == nil { camera.dequeueFailure = (EIO, 0) }
+                try? await Task.sleep(nanoseconds: 5_000_000)
+            }
+        }
+        let (_, frames, log, run) = startLowResolution(hotplug, watchdogSeconds: 3600)
+        #expect(await poll(seconds: 30) { log.count("camera_lost") >= 1 })
+        try await Task.sleep(nanoseconds: 12_000_000_000)
+        rearm.cancel()
+        let sessions = log.count("session_started")
+        #expect((3...8).contains(sessions), "\(sessions) sessions in about 12 s")
+        #expect(frames.receivedFrameCount == 0)
+        run.cancel()
+        await run.value
+    }
+
     @Test func retryLadderClimbsAsDocumented() {
         var ladder = RetryLadder()
         var delays: [Double] = []

@@ -37,6 +37,26 @@ import Testing
         return root
     }
 
+    /// Camera porch at the server's `/cam` as user viewer, its password in `passwordFile`, recorded
+    /// in 1 s segments, with `hooks` (lines of `[hooks]`).
+    private func passwordFileConfiguration(root: String, port: Int, passwordFile: String, hooks: String = "") -> String {
+        """
+        [storage]
+        root = "\(root)"
+
+        [hooks]
+        \(hooks)
+
+        [cameras.porch]
+        url = "rtsp://viewer@127.0.0.1:\(port)/cam"
+        password_file = "\(passwordFile)"
+
+        [[record]]
+        camera = "porch"
+        segment_seconds = 1
+        """
+    }
+
     /// At least two segments of camera porch, each played by ffprobe and starting at a keyframe.
     private func expectPlayableSegments(_ root: String) throws {
         let segments = RecordingInspector.files(under: root + "/porch/video", endingWith: ".mp4")
@@ -166,41 +186,6 @@ import Testing
         try expectPlayableSegments(root)
     }
 
-    /// A wrong password fixed in its file is used after a reload: the camera's session, which
-    /// kept retrying the old address, is reopened with the new one (as for a changed transport).
-    @Test func aPasswordCorrectedInItsFileIsUsedAfterAReload() async throws {
-        let server = try LoopbackCameraServer.rtsp(user: "viewer", password: "right-secret")
-        defer { server.stop() }
-        let dir = try TemporaryDirectory()
-        defer { dir.remove() }
-        let root = dir.path + "/data", file = dir.path + "/vigil.toml", secret = dir.path + "/porch.pw"
-        try "wrong-secret\n".write(toFile: secret, atomically: true, encoding: .utf8)
-        try """
-            [storage]
-            root = "\(root)"
-
-            [cameras.porch]
-            url = "rtsp://viewer@127.0.0.1:\(server.port)/cam"
-            password_file = "\(secret)"
-
-            [[record]]
-            camera = "porch"
-            segment_seconds = 1
-            """.write(toFile: file, atomically: true, encoding: .utf8)
-        let process = try VigilBinary.start(["run", "--config", file, "--log-level", "info"], in: dir.path)
-        defer { if process.isRunning { process.terminate() } }
-        func log() -> String { ((try? String(contentsOfFile: dir.path + "/stderr.txt", encoding: .utf8)) ?? "") + ((try? String(contentsOfFile: dir.path + "/stdout.txt", encoding: .utf8)) ?? "") }
-        #expect(await waitUntil(seconds: 30) { log().contains("401") }, "the wrong password is refused first: \(log())")
-        try "right-secret\n".write(toFile: secret, atomically: true, encoding: .utf8)
-        kill(process.processIdentifier, SIGHUP)
-        #expect(await waitUntil(seconds: 30) { RecordingInspector.files(under: root + "/porch/video", endingWith: ".mp4").count >= 2 }, "\(log())")
-        kill(process.processIdentifier, SIGTERM)
-        #expect(await waitForExit(process, seconds: 30))
-        #expect(process.terminationStatus == 0)
-        #expect(!log().contains("secret"))
-        try expectPlayableSegments(root)
-    }
-
     /// A camera whose H.264 has B-frames sends packets in decode order, their presentation
     /// times going back and forth: the copy keeps both times, so every segment and an export
     /// across them decode whole.
@@ -245,6 +230,51 @@ import Testing
         #expect(RecordingInspector.ffprobeProblem(clip) == nil)
         let probe = RecordingInspector.run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v", "-show_entries", "stream=codec_name,codec_tag_string", "-of", "csv=p=0", clip])
         #expect(probe.output.trimmingCharacters(in: .whitespacesAndNewlines) == "hevc,hvc1", "\(probe.output)")
+    }
+
+    /// A wrong password backs off on the camera's ladder (about 1 s five times, then 5 s, …)
+    /// instead of being tried every second in a new session: within 12 s at most 7 attempts
+    /// (a session restarted per attempt made 10 or more), one camera_lost, one session_started,
+    /// and no camera_found or "camera found" while the camera still refuses. The password put
+    /// right in its file is used after a reload (the session, which kept retrying the old
+    /// address, is reopened with the new one, as for a changed transport), and the camera is
+    /// found once, when its frames flow.
+    @Test func aWrongPasswordBacksOffAndTheCameraIsFoundOnlyWhenFramesFlow() async throws {
+        let server = try LoopbackCameraServer.rtsp(user: "viewer", password: "right-secret")
+        defer { server.stop() }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let root = dir.path + "/data", file = dir.path + "/vigil.toml", secret = dir.path + "/porch.pw"
+        try "wrong-secret\n".write(toFile: secret, atomically: true, encoding: .utf8)
+        let hookLines = ["camera_lost", "camera_found", "session_started"].map { "\($0) = \"echo x >> \(dir.path)/\($0).txt\"" }
+        try passwordFileConfiguration(root: root, port: server.port, passwordFile: secret, hooks: hookLines.joined(separator: "\n"))
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let process = try VigilBinary.start(["run", "--config", file, "--log-level", "debug"], in: dir.path)
+        defer { if process.isRunning { process.terminate() } }
+        func log() -> String { VigilBinary.output(in: dir.path) }
+        func hooks(_ name: String) -> Int {
+            ((try? String(contentsOfFile: "\(dir.path)/\(name).txt", encoding: .utf8)) ?? "").split(separator: "\n").count
+        }
+        func attempts() -> Int { log().components(separatedBy: "401 unauthorized (wrong user or password); next attempt in").count - 1 }
+        #expect(await waitUntil(seconds: 30) { attempts() >= 1 }, "\(log())")
+        try await Task.sleep(nanoseconds: 12_000_000_000)
+        let refused = attempts()
+        #expect((2...7).contains(refused), "\(refused) attempts in 12 s: \(log())")
+        #expect(hooks("camera_lost") == 1 && hooks("session_started") == 1 && hooks("camera_found") == 0,
+                "lost \(hooks("camera_lost")), started \(hooks("session_started")), found \(hooks("camera_found"))")
+        #expect(!log().contains("camera found"), "\(log())")
+
+        try "right-secret\n".write(toFile: secret, atomically: true, encoding: .utf8)
+        kill(process.processIdentifier, SIGHUP)
+        #expect(await waitUntil(seconds: 30) { RecordingInspector.files(under: root + "/porch/video", endingWith: ".mp4").count >= 2 }, "\(log())")
+        #expect(await waitUntil(seconds: 10) { hooks("camera_found") == 1 }, "\(log())")
+        #expect(hooks("camera_lost") == 1)
+        kill(process.processIdentifier, SIGTERM)
+        #expect(await waitForExit(process, seconds: 30))
+        #expect(process.terminationStatus == 0)
+        #expect(hooks("camera_found") == 1 && hooks("camera_lost") == 1)
+        #expect(!log().contains("secret"))
+        try expectPlayableSegments(root)
     }
 
     @Test func aWrongPasswordIsALostCameraWhoseReasonSays401() throws {

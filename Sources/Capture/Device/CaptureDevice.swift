@@ -28,6 +28,8 @@ public final class CaptureDevice: Sendable, CustomStringConvertible {
     /// Whether `other` (found at the same node) opens the stream this device opens: false for
     /// a network camera whose password or transport changed, which must then be reopened.
     public func opensTheSameStream(as other: CaptureDevice) -> Bool { backend.opensTheSameStream(as: other.backend) }
+    /// See `CaptureDeviceBackend.reconnectsByItself` (network cameras).
+    public var reconnectsByItself: Bool { backend.reconnectsByItself }
 
     /// The same camera under another id (the name a configuration gives it), so that
     /// recordings, events and logs use that name.
@@ -78,11 +80,16 @@ public protocol CaptureDeviceBackend: Sendable {
     /// Whether `other`, found at the same node, opens the stream this one opens. A network
     /// camera whose password or transport a reload changed does not: its session must reopen.
     func opensTheSameStream(as other: any CaptureDeviceBackend) -> Bool
+    /// Whether its stream notices a loss or a stall and reconnects on its own retry ladder
+    /// (`ReadResult.interrupted`, then `.resumed` once frames flow): its session lives through
+    /// an outage, so whoever supervises it waits for `.resumed` instead of restarting it.
+    var reconnectsByItself: Bool { get }
 }
 
 extension CaptureDeviceBackend {
     /// A device node is the device: the same node opens the same stream.
     public func opensTheSameStream(as other: any CaptureDeviceBackend) -> Bool { true }
+    public var reconnectsByItself: Bool { false }
 }
 
 /// An open, streaming device. Used by exactly one capture thread.
@@ -124,7 +131,9 @@ public enum ReadResult: Sendable, Equatable {
     /// reconnected; also reported when a camera cannot be reached at start. The reason names
     /// the cause. Open recordings end here.
     case interrupted(String)
-    /// The stream is back after `interrupted`.
+    /// Frames flow: sent once the first frame of a connection was delivered, by a stream that
+    /// reconnects by itself (`CaptureDeviceBackend.reconnectsByItself`): after `interrupted`,
+    /// and at the session's first frame (until then it was connecting).
     case resumed
 }
 

@@ -21,11 +21,16 @@ public struct NetworkCamera: CaptureDeviceBackend {
     /// The full address, credentials included: it never leaves this value (descriptions redact it).
     let url: String
     public let settings: Settings
+    /// The camera's retry ladder, shared by every session opened on this device.
+    let retries = RetrySchedule()
 
     public init(url: String, settings: Settings = Settings()) {
         self.url = url
         self.settings = settings
     }
+
+    /// Its stream reconnects on the camera's ladder and reports stalls itself (`NetworkStream`).
+    public var reconnectsByItself: Bool { true }
 
     /// A device for `url`. Its one format says what the camera is expected to send (HTTP:
     /// MJPEG, RTSP: H.264 or H.265, whichever arrives); its size is the camera's own (0×0 here).
@@ -40,7 +45,7 @@ public struct NetworkCamera: CaptureDeviceBackend {
     }
 
     public func open(format: DeviceFormat, frameRate: Double) throws -> any CaptureStream {
-        NetworkStream(url: url, settings: settings)
+        NetworkStream(url: url, settings: settings, retries: retries)
     }
 
     /// The same address (credentials included) over the same transport.

@@ -6,19 +6,29 @@ import Media
 /// reads pictures as frames (no decoding; see `PictureConnections`), notices stalls, and
 /// reconnects on the same ladder as a USB camera (about 1 s, 5 s, 10 s, then 60 s, with
 /// jitter), also when the camera is down at start. A lost connection is torn down completely
-/// before the next attempt.
+/// before the next attempt. The ladder is the camera's (`RetrySchedule`), not the session's:
+/// a restarted session goes on where the last one left off. Every failure climbs it, a wrong
+/// password (401) like any other; only a connection that delivered frames for
+/// `healthyNanos` brings it back to its first rung. The session hears of a loss once
+/// (`.interrupted`, and again if the cause changes) and of frames flowing once (`.resumed`,
+/// after the first frame of a connection); each attempt in between is a debug line.
 final class NetworkStream: CaptureStream {
     private let url: String
     private let address: String
     private let settings: NetworkCamera.Settings
+    private let retries: RetrySchedule
     private let interrupt = NetworkInterrupt()
     private var source: (any PictureConnection)?
     /// The camera sends what only libavformat depacketizes (e.g. MJPEG over RTSP).
     private var needsDemuxer = false
-    private var ladder = RetryLadder()
-    private var nextAttempt: Int64 = 0
-    /// The last loss reported to the session (nil while connected and reported as such).
+    /// The last loss reported to the session (nil while frames flow and the session knows it).
     private var reportedLoss: NetworkFailure?
+    /// Whether the session was told that frames flow since it started or since the last loss.
+    private var toldFlowing = false
+    /// When the current connection delivered its first frame (nil: not yet).
+    private var firstFrameArrival: Int64?
+    /// Whether the current connection has put the ladder back on its first rung.
+    private var ladderReset = false
     /// The stream frames belong to (its parameter sets may come from the first keyframe).
     private var stream: StreamDescription?
     private var format: PixelFormat = .h264
@@ -34,10 +44,14 @@ final class NetworkStream: CaptureStream {
     let maximumFrameBytes = 512 * 1024
     var abortHandle: (any AbortHandle)? { interrupt }
 
-    init(url: String, settings: NetworkCamera.Settings) {
+    /// Frames for this long make a connection healthy: the next loss starts the ladder again.
+    static let healthyNanos: Int64 = 10_000_000_000
+
+    init(url: String, settings: NetworkCamera.Settings, retries: RetrySchedule) {
         self.url = url
         address = redactedAddress(url)
         self.settings = settings
+        self.retries = retries
     }
 
     /// No video for this long is a stall: `max(minimum, two keyframe intervals)`.
@@ -46,7 +60,9 @@ final class NetworkStream: CaptureStream {
     func readFrame(into frame: CapturedFrame, timeoutNanos: Int64) throws -> ReadResult {
         if interrupt.isAborted { return .timeout }
         guard let source else { return connectWhenDue(timeoutNanos: timeoutNanos) }
-        if reportedLoss != nil {
+        if firstFrameArrival != nil && !toldFlowing {
+            // Said after the connection's first frame: "found" means that frames flow.
+            toldFlowing = true
             reportedLoss = nil
             return .resumed
         }
@@ -59,6 +75,7 @@ final class NetworkStream: CaptureStream {
         let arrival = SystemClocks.monotonicNanos()
         let arrivalWall = SystemClocks.wallNanos()
         lastVideoArrival = arrival
+        noteFrame(at: arrival)
         if picture.keyframe && format != .mjpeg {
             if let last = lastKeyframeArrival { keyframeInterval = arrival - last }
             lastKeyframeArrival = arrival
@@ -94,6 +111,20 @@ final class NetworkStream: CaptureStream {
         if timestampJumps == 1 { logger.warning("\(text)") } else { logger.debug("\(text)") }
     }
 
+    /// The connection's first frame, and once it has delivered frames for `healthyNanos`, the
+    /// camera back on the ladder's first rung: a camera that sends a picture and drops, again
+    /// and again, keeps climbing the ladder instead of being retried every second.
+    private func noteFrame(at arrival: Int64) {
+        guard let first = firstFrameArrival else {
+            firstFrameArrival = arrival
+            return
+        }
+        if !ladderReset && arrival - first >= Self.healthyNanos {
+            ladderReset = true
+            retries.reset()
+        }
+    }
+
     /// A read that reached its deadline means no video for the stall limit.
     private func stallOr(_ failure: NetworkFailure) -> NetworkFailure {
         failure == .timeout ? .stalled(seconds: Double(stallLimitNanos) / 1e9) : failure
@@ -108,13 +139,16 @@ final class NetworkStream: CaptureStream {
         lastKeyframeArrival = nil
         keyframeInterval = 0
         timestampJumps = 0
+        firstFrameArrival = nil
+        ladderReset = false
         return retryLater(after: failure)
     }
 
     private func connectWhenDue(timeoutNanos: Int64) -> ReadResult {
         let now = SystemClocks.monotonicNanos()
-        if now < nextAttempt {
-            SystemClocks.sleep(untilMonotonic: min(nextAttempt, now + timeoutNanos))
+        let due = retries.nextAttemptMonotonic
+        if now < due {
+            SystemClocks.sleep(untilMonotonic: min(due, now + timeoutNanos))
             return .timeout
         }
         do {
@@ -125,7 +159,6 @@ final class NetworkStream: CaptureStream {
             self.format = format
             stream = connection.stream
             source = connection
-            ladder.reset()
             lastVideoArrival = SystemClocks.monotonicNanos()
             logger.info("\(address): connected, \(connection.stream.codecName) \(connection.stream.width)x\(connection.stream.height)")
             return .timeout
@@ -136,13 +169,12 @@ final class NetworkStream: CaptureStream {
     }
 
     private func retryLater(after failure: NetworkFailure) -> ReadResult {
-        ladder.recordFailure()
-        let delay = ladder.nextDelaySeconds * Double.random(in: 0.8...1.2)
-        nextAttempt = SystemClocks.monotonicNanos() + Int64(delay * 1e9)
-        // Said once per outage, and again when the cause changes; each attempt is logged.
+        let delay = retries.recordFailure(at: SystemClocks.monotonicNanos())
+        // Said once per outage, and again when the cause changes; each attempt is a debug line.
         logger.debug("\(address): \(failure); next attempt in \(String(format: "%.1f", delay)) s")
         guard reportedLoss != failure else { return .timeout }
         reportedLoss = failure
+        toldFlowing = false
         return .interrupted("\(address): \(failure)")
     }
 

@@ -61,6 +61,8 @@ final class CaptureThread: @unchecked Sendable {
     private let pendingSwitch = Mutex<(request: FormatSwitch?, accepting: Bool)>((nil, true))
     private var corruptFrames = 0
     private var lastCorruptReason = ""
+    /// The stream reported a loss it has not recovered from yet (`ReadResult.interrupted`).
+    private var isInterrupted = false
     /// Reused for every frame so that fan-out allocates nothing.
     private var takers: [CaptureConnection] = []
 
@@ -174,11 +176,14 @@ final class CaptureThread: @unchecked Sendable {
                 lastCorruptReason = reason
             case .interrupted(let reason):
                 logger.warning("camera \(device.id) interrupted: \(reason); reconnecting")
+                isInterrupted = true
                 events.emit(.interrupted(camera: device.id, reason: reason))
                 announceStreamLoss(frame)
             case .resumed:
                 frame.release()
-                logger.notice("camera \(device.id) is back")
+                // Also sent at a session's first frame, which is no return.
+                if isInterrupted { logger.notice("camera \(device.id) is back") }
+                isInterrupted = false
                 events.emit(.interruptionEnded(camera: device.id))
             }
             let now = SystemClocks.monotonicNanos()

@@ -7,6 +7,8 @@ public enum SessionEvent: Sendable, CustomStringConvertible {
     case started(camera: String)
     case stopped(camera: String)
     case interrupted(camera: String, reason: String)
+    /// Frames flow again after `interrupted`; a stream that reconnects by itself (network) also
+    /// sends it at its first frame, having been connecting until then.
     case interruptionEnded(camera: String)
     /// `errno` is the POSIX error behind it when there is one (`errno.isDiskFull`: the disk is full).
     case runtimeError(camera: String, message: String, errno: Errno? = nil)

@@ -6,8 +6,10 @@ import ServiceLifecycle
 /// Keeps every planned camera recording: one capture session per camera while it is present.
 /// When a camera disappears its session is interrupted (open segments are finalized) and the
 /// camera waits; when it comes back (on any node) it is reattached with the same outputs into
-/// a new segment. A camera that fails to open is retried on a ladder, reset by a connect event.
-/// A watchdog restarts a session that delivers no frame for `watchdogSeconds`. A camera with a
+/// a new segment. A camera that fails to open is retried on a ladder, reset by a connect event or
+/// a session that delivered frames. A watchdog restarts a session that delivers no frame for
+/// `watchdogSeconds`. A network camera's session is kept through an outage: its stream
+/// reconnects on the camera's own ladder and says when frames flow again. A camera with a
 /// schedule is opened shortly before its first job becomes active and closed when none is.
 /// Plans can be added, changed and removed while it runs (configuration reload).
 ///
@@ -63,6 +65,11 @@ public actor Supervisor: Service {
         var lastFrameProgress = SystemClocks.monotonicNanos()
         var lostAt: Int64?
         var wasLost = false
+        /// Lost and not found again: `camera_found` is due once its frames flow.
+        var isDown = false
+        /// Its session's stream delivers frames: a stream that reconnects by itself runs without
+        /// while it connects or reconnects.
+        var isReceiving = false
         /// Set while a start is under way: the actor is re-entered at every await, and a second
         /// pass must not open the same camera twice.
         var isStarting = false
@@ -122,7 +129,7 @@ public actor Supervisor: Service {
     public func status() -> [Status] {
         cameras.filter { !$0.plan.isAuxiliary }.map { c in
             Status(
-                cameraID: c.plan.cameraID, isRecording: c.session?.isRunning == true, node: c.node,
+                cameraID: c.plan.cameraID, isRecording: isRecording(c), node: c.node,
                 frames: c.framesBefore + (c.session?.capturedFrameCount ?? 0), session: c.session, lastProblem: c.lastProblem,
                 isScheduled: c.isScheduled, state: state(of: c), format: c.session?.activeFormat,
                 frameRate: c.session?.frameRate ?? c.plan.frameRate,
@@ -131,9 +138,15 @@ public actor Supervisor: Service {
         }
     }
 
+    /// Its session runs and frames flow (a network camera's session also runs while it reconnects).
+    private func isRecording(_ c: Camera) -> Bool {
+        guard let session = c.session, session.isRunning else { return false }
+        return c.isReceiving || session.device?.reconnectsByItself != true
+    }
+
     private func state(of c: Camera) -> Status.State {
         if isStopping { return .stopped }
-        if c.session?.isRunning == true { return .recording }
+        if isRecording(c) { return .recording }
         if !c.isScheduled { return .offSchedule }
         if c.wasLost { return .reconnecting }
         return c.lastProblem == nil ? .starting : .waiting
@@ -299,6 +312,8 @@ public actor Supervisor: Service {
                 continue
             }
             if let session = camera.session {
+                // A stream that reconnects by itself notices its own stalls: no watchdog.
+                if session.device?.reconnectsByItself == true { continue }
                 // Watchdog: frames must keep coming. Looked at when the deadline passes, so a
                 // camera that stalls is restarted after one to two watchdog periods.
                 let frames = session.capturedFrameCount

@@ -36,13 +36,16 @@ extension Supervisor {
         case .success where camera.isRemoved || isStopping:
             await session.stop()
         case .success:
+            // The ladder is not reset here: only frames show that the camera works (`lose`).
+            let reconnects = device.reconnectsByItself
             camera.session = session
             camera.node = device.details.node
-            camera.ladder.reset()
             camera.nextAttempt = nil
             camera.lastFrames = 0
             camera.lastFrameProgress = now
-            camera.lastProblem = nil
+            camera.isReceiving = false
+            // A network camera down before is still down until its stream says frames flow.
+            if !camera.isDown || !reconnects { camera.lastProblem = nil }
             camera.sessionError = nil
             let id = plan.cameraID
             camera.sessionTask = Task { [weak self] in
@@ -52,7 +55,8 @@ extension Supervisor {
                     if case .stopped = event { break }
                 }
             }
-            if camera.wasLost {
+            if camera.isDown && !reconnects {
+                camera.isDown = false
                 // From the connect event that brought it back (nil if it came back without one).
                 let latency = lastConnect.flatMap { $0 >= camera.lostAt! ? Double(now - $0) / 1e9 : nil }
                 events.emit(.cameraFound(camera: id, node: device.details.node ?? "?", reattachSeconds: latency))
@@ -69,6 +73,10 @@ extension Supervisor {
         // Losing the camera stops its session, which waits for this very event stream to drain:
         // so it runs apart from the stream, which goes on delivering the session's last events.
         switch event {
+        case .interrupted(_, let reason) where session.device?.reconnectsByItself == true:
+            streamLost(camera, reason: reason)
+        case .interruptionEnded:
+            streamFlows(camera)
         case .interrupted(_, let reason):
             Task { await self.lose(camera, of: session, reason: reason) }
         case .runtimeError(_, let message, _):
@@ -98,15 +106,43 @@ extension Supervisor {
         }
     }
 
+    /// The stream of a session that reconnects by itself lost its camera: the session is kept
+    /// (its stream retries on the camera's ladder), and the camera is lost once per outage,
+    /// however many attempts fail or however often the cause changes.
+    private func streamLost(_ camera: Camera, reason: String) {
+        camera.isReceiving = false
+        camera.lastProblem = reason
+        guard !camera.isDown else { return }
+        camera.isDown = true
+        camera.wasLost = true
+        camera.lostAt = SystemClocks.monotonicNanos()
+        events.emit(.cameraLost(camera: camera.plan.cameraID, reason: reason))
+    }
+
+    /// Frames flow from a stream that reconnects by itself: a camera that was down is found.
+    private func streamFlows(_ camera: Camera) {
+        camera.isReceiving = true
+        camera.lastProblem = nil
+        guard camera.isDown else { return }
+        camera.isDown = false
+        events.emit(.cameraFound(camera: camera.plan.cameraID, node: camera.node ?? "?", reattachSeconds: nil))
+    }
+
     /// Marks a camera lost: its session is stopped (files finalized) and it waits to come back.
+    /// A session that delivered frames worked, so the next attempt is on the ladder's first
+    /// rung; one that delivered none was one more failed attempt.
     func lose(_ camera: Camera, of session: CaptureSession? = nil, reason: String, restartAt: Int64? = nil) async {
-        guard camera.session != nil, session == nil || camera.session === session else { return }
+        guard let current = camera.session, session == nil || current === session else { return }
         await stopSession(of: camera)
+        if current.capturedFrameCount > 0 { camera.ladder.reset() } else { camera.ladder.recordFailure() }
         camera.lostAt = SystemClocks.monotonicNanos()
         camera.wasLost = true
         camera.lastProblem = reason
         camera.nextAttempt = restartAt ?? camera.lostAt! + Int64(camera.ladder.nextDelaySeconds * 1e9)
-        events.emit(.cameraLost(camera: camera.plan.cameraID, reason: reason))
+        if !camera.isDown {
+            camera.isDown = true
+            events.emit(.cameraLost(camera: camera.plan.cameraID, reason: reason))
+        }
         wakeup.signal()
     }
 
