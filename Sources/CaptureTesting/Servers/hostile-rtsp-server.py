@@ -5,7 +5,7 @@ Standard library only (plain sockets; RTP packetized here), run with Debian's /u
 ffmpeg encodes the canned H.264 once at start (testsrc, 160x90, 15 fps, a keyframe each second).
 Prints "PORT <n>" once it listens.
 
-  hostile-rtsp-server.py [--port N] [--log FILE] [--runaway-mib N] [--hold-seconds S]
+  hostile-rtsp-server.py [--port N] [--log FILE] [--runaway-mib N] [--hold-seconds S] [--skip A,B]
   hostile-rtsp-server.py --table     the behaviours, one JSON object a line
 
 Paths (any user and password are accepted: the server never checks them):
@@ -665,9 +665,13 @@ def no_keyframe(s):
 
 
 @behaviour("timestamp-step-back", "stream", r"timestamp",
-           "after a second of video, each picture's RTP timestamp 0x7FFFFFFF before the one before it")
+           "right after the first keyframe, or after a second of video, each picture's RTP timestamp 0x7FFFFFFF before the one before it")
 def timestamp_step_back(s):
-    s.start_streaming()
+    if s.pick("right after the first keyframe", "after a second of video") == "after a second of video":
+        s.start_streaming()
+    else:
+        s.serve_until("PLAY")
+        s.play(count=1)
     s.play(seconds=2, step=lambda ts: ts - 0x7FFFFFFF)
     s.end()
 
@@ -827,9 +831,10 @@ def good(s):
 
 # ---------------------------------------------------------------- the server
 
-def schedule(seed, session):
-    """The behaviour of session `session` of /hostile/SEED, and the generator of its variant."""
-    names = sorted(BEHAVIOURS)
+def schedule(seed, session, skip=()):
+    """The behaviour of session `session` of /hostile/SEED (never one of `skip`), and the
+    generator of its variant."""
+    names = sorted(set(BEHAVIOURS) - set(skip))
     rounds, index = divmod(session, len(names))
     random.Random(f"order {seed} {rounds}").shuffle(names)
     return names[index], random.Random(f"variant {seed} {session}")
@@ -840,6 +845,7 @@ class Server:
         self.sps, self.pps, self.units = canned_stream()
         self.hold = args.hold_seconds
         self.runaway = args.runaway_mib << 20
+        self.skip = [name for name in args.skip.split(",") if name]
         self.log = open(args.log, "a") if args.log else None
         self.lock = threading.Lock()
         self.sessions = {}
@@ -870,7 +876,7 @@ class Server:
                 self.sessions[key] = number + 1
             if parts[0] == "hostile":
                 seed = int(parts[1]) if parts[1].isdigit() else parts[1]
-                name, s.rng = schedule(seed, number)
+                name, s.rng = schedule(seed, number, self.skip)
                 s.scheduled = True
                 record["seed"] = seed
             else:
@@ -916,6 +922,7 @@ def main():
     p.add_argument("--runaway-mib", type=int, default=512, help="how much marker-never sends of its endless picture")
     p.add_argument("--hold-seconds", type=float, default=30,
                    help="the longest a session stays silent waiting for the client to give up")
+    p.add_argument("--skip", default="", help="behaviours (comma-separated) the /hostile/ schedules leave out")
     p.add_argument("--table", action="store_true", help="print the behaviours, one JSON object a line, and exit")
     a = p.parse_args()
     if a.table:
