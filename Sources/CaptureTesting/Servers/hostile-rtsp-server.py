@@ -184,6 +184,7 @@ class Session:
         self.rng = random.Random()
         self.seq = 0
         self.ts = 0
+        self.last_ts = 0
         self.picture = 0
         self.units = server.units
         self.channel = 0
@@ -374,6 +375,7 @@ class Session:
             nals, _ = self.next_unit(keyframes)
             packets = self.packets(nals, self.ts, split)
             self.send(b"".join(mangle(packets) if mangle else packets))
+            self.last_ts = self.ts
             self.ts = (step(self.ts) if step else self.ts + TICKS) & 0xFFFFFFFF
             n += 1
             if paced:
@@ -672,6 +674,7 @@ def timestamp_step_back(s):
     else:
         s.serve_until("PLAY")
         s.play(count=1)
+    s.ts = s.last_ts - 0x7FFFFFFF
     s.play(seconds=2, step=lambda ts: ts - 0x7FFFFFFF)
     s.end()
 
@@ -680,6 +683,7 @@ def timestamp_step_back(s):
            "after a second of video, 45,000 pictures as fast as the client reads, each 0x7FFFFFFF after the one before")
 def timestamp_leap_forward(s):
     s.start_streaming()
+    s.ts = s.last_ts + 0x7FFFFFFF
     s.play(count=45_000, step=lambda ts: ts + 0x7FFFFFFF, paced=False)
     s.end()
 
