@@ -81,14 +81,14 @@ import Testing
     /// Hostile cameras: enough that their sessions pass `sessionsWanted` well within
     /// `longestRunSeconds` even when each camera's retries back off (1 s ×5, 5 s ×5, then 10 s:
     /// about 20 attempts in three minutes, some of them waiting 10 s for a camera that says nothing).
-    static let hostileCameras = 20
+    static let hostileCameras = 24
     static let sessionsWanted = 300
-    static let longestRunSeconds = 200.0
+    static let longestRunSeconds = 180.0
     /// The most memory (VmHWM) `vigil run` may use with the good camera and the hostile ones:
-    /// it needs about 70 MiB with all of them well-behaved (measured: `VmHWM` of this run with
-    /// every camera on `/behaviour/good`); each hostile camera may hold at most one picture at the
-    /// client's access-unit cap (16 MiB, issue 24) beyond that. A client that keeps no cap takes
-    /// all 512 MiB `marker-never` sends (twice that while its frame grows).
+    /// 79 MiB were measured with all of them well-behaved (every hostile camera on
+    /// `/behaviour/good`, a minute), so 128 MiB leaves room; each hostile camera may hold one
+    /// picture at the client's cap on top (16 MiB, issue 24). A client without a cap takes all
+    /// 512 MiB `marker-never` sends, and more while its frame grows.
     static let memoryBoundMiB = 128 + 16 * hostileCameras
     /// Past this the run is stopped at once, to spare the machine.
     static let memoryCeilingMiB = 3072
@@ -112,7 +112,7 @@ import Testing
         let root = dir.path + "/data", file = dir.path + "/vigil.toml"
         var configuration = "[storage]\nroot = \"\(root)\"\n\n[cameras.good]\nurl = \"\(good.url())\"\n\n[[record]]\ncamera = \"good\"\nsegment_seconds = 2\n"
         for i in 0..<Self.hostileCameras {
-            configuration += "\n[cameras.h\(i)]\nurl = \"\(hostile.url(seed: firstSeed + i, password: Self.password))\"\n\n[[record]]\ncamera = \"h\(i)\"\nsegment_seconds = 1\n"
+            configuration += "\n[cameras.h\(i)]\nurl = \"\(hostile.url(seed: firstSeed + i, password: Self.password))\"\n\n[[record]]\ncamera = \"h\(i)\"\nsegment_seconds = 2\n"
         }
         try configuration.write(toFile: file, atomically: true, encoding: .utf8)
 
@@ -136,6 +136,7 @@ import Testing
         if let memory = memoryKiB(of: process.processIdentifier) { peakKiB = max(peakKiB, memory.peak) }
         kill(process.processIdentifier, SIGTERM)
         let exited = await waitForExit(process, seconds: 30)
+        print("vigil stopped \(String(format: "%.1f", Date().timeIntervalSince(stopped))) s after SIGTERM")
         hostile.stop()
         reader.read()
         let sessions = try hostile.sessions()
@@ -159,7 +160,8 @@ import Testing
             try expectGaplessAndPlayable(root: root, camera: "good", from: began, to: stopped)
         }
         try expectHostileSegmentsPlay(root: root, sessions: sessions, firstSeed: firstSeed)
-        let cut = stopped.timeIntervalSince1970 - (diedOnItsOwn ? 2 : 0)
+        // Sessions that ended as vigil was being stopped may not have been told of.
+        let cut = stopped.timeIntervalSince1970 - 3
         expectEverySessionNamed(sessions.filter { $0.end < cut }, log: VigilLog(reader.lines), firstSeed: firstSeed)
         if !skipped.isEmpty { Issue.record("VIGIL_HOSTILE_SKIP left out \(skipped): this run says nothing of them") }
     }
@@ -178,27 +180,31 @@ import Testing
             if gap <= 0 || gap >= 100_000_000 { gaps.append("\(gap / 1_000_000) ms before \((b.path as NSString).lastPathComponent)") }
         }
         #expect(gaps.isEmpty, "camera \(camera): \(gaps.count) gaps in \(segments.count) segments: \(gaps.prefix(10))")
-        for s in segments { #expect(RecordingInspector.ffprobeProblem(s.path) == nil, "\(s.path): \(RecordingInspector.ffprobeProblem(s.path) ?? "")") }
+        for (s, problem) in zip(segments, RecordingInspector.ffprobeProblems(segments.map(\.path))) {
+            #expect(problem == nil, "\(s.path): \(problem ?? "")")
+        }
     }
 
     /// What Vigil wrote of a hostile camera plays too; a file that does not is named with the
     /// behaviours of the sessions it spans.
     private func expectHostileSegmentsPlay(root: String, sessions: [HostileSession], firstSeed: Int) throws {
+        let cameras = (0..<Self.hostileCameras).map { "h\($0)" }
+        let files = cameras.flatMap { RecordingInspector.files(under: "\(root)/\($0)/video", endingWith: ".mp4") }
         var broken: [String] = []
-        var count = 0
-        for i in 0..<Self.hostileCameras {
-            let (segments, _) = try indexedSegments(root, camera: "h\(i)")
-            count += segments.count
-            for s in segments {
-                guard let problem = RecordingInspector.ffprobeProblem(s.path) else { continue }
-                let during = sessions.filter {
+        var index: [Int: [IndexedSegment]] = [:]
+        for (file, problem) in zip(files, RecordingInspector.ffprobeProblems(files, atOnce: 8)) {
+            guard let problem, let i = cameras.firstIndex(where: { file.hasPrefix("\(root)/\($0)/") }) else { continue }
+            if index[i] == nil { index[i] = try indexedSegments(root, camera: cameras[i]).segments }
+            let indexed = index[i]?.first { $0.path == file }
+            let during = indexed.map { s in
+                sessions.filter {
                     $0.path == "/hostile/\(firstSeed + i)" && Double(s.startNanos) / 1e9 <= $0.end + 1 && Double(s.endNanos) / 1e9 >= $0.start - 1
                 }
-                broken.append("h\(i) \((s.path as NSString).lastPathComponent) [\(during.map(\.behaviour).joined(separator: ", "))]: \(problem.prefix(160))")
-            }
+            } ?? []
+            broken.append("\(cameras[i]) \((file as NSString).lastPathComponent) [\(during.map(\.behaviour).joined(separator: ", "))]: \(problem.prefix(160))")
         }
-        print("hostile cameras: \(count) segments recorded")
-        #expect(broken.isEmpty, "\(broken.count) of \(count) hostile segments do not decode:\n\(broken.prefix(10).joined(separator: "\n"))")
+        print("hostile cameras: \(files.count) segments recorded")
+        #expect(broken.isEmpty, "\(broken.count) of \(files.count) hostile segments do not decode:\n\(broken.prefix(10).joined(separator: "\n"))")
     }
 
     /// Each hostile session is named in Vigil's log (`VigilLog.unnamed`); prints, for each
@@ -228,9 +234,9 @@ import Testing
         return "\(miss.session.label), \(miss.session.outcome): Vigil said: \(said.isEmpty ? "nothing" : said)"
     }
 
-    /// The matching itself: a line names a session only if it is about that session's camera
-    /// alone (not one whose path merely starts the same, nor several), falls within the
-    /// session, matches its pattern, and named no other session.
+    /// The matching itself: a line names a session only if it is the client's, about that
+    /// session's camera alone (not one whose path merely starts the same, nor several), falls
+    /// within the session, matches its pattern, and named no other session.
     @Test func aLogLineNamesOnlyOneSessionOfItsOwnCameraWhileItLasts() throws {
         func session(_ path: String, _ behaviour: String, _ expect: String, _ start: Double, _ end: Double) throws -> HostileSession {
             let json = """
@@ -246,6 +252,7 @@ import Testing
             (t + 30.2, "2027-01-15T08:00:30+0000 debug vigil.network: rtsp://***@127.0.0.1:5/hostile/1: bad Content-Length; next attempt in 1.0 s"),
             (t + 30.4, "2027-01-15T08:00:30+0000 notice vigil.events: h1: camera lost: rtsp://***@127.0.0.1:5/hostile/1: the RTSP status line is garbage"),
             (t + 30.5, "2027-01-15T08:00:30+0000 debug vigil.services: cameras rtsp://***@127.0.0.1:5/hostile/1 rtsp://***@127.0.0.1:5/hostile/2 Content-Length"),
+            (t + 40.5, "2027-01-15T08:00:40+0000 error vigil.supervisor: camera h1: recording failed (write header of /tmp/h1.mp4.partial)"),
         ])
         let sessions = [
             try session("/hostile/1", "content-length-negative", "Content-Length", t, t + 5),  // only h12's line says so then
@@ -253,11 +260,12 @@ import Testing
             try session("/hostile/1", "bad-status-line", "status", t + 29, t + 30),
             try session("/hostile/1", "content-length-int64-max", "Content-Length", t + 29.5, t + 30),
             try session("/hostile/1", "content-length-unparseable", "Content-Length", t + 29.6, t + 30),  // taken, or of two cameras
+            try session("/hostile/1", "header-flood", "header", t + 40, t + 41),  // the recorder's line, not the client's
             try session("/hostile/1", "redirect", "redirect|Content-Length", t + 60, t + 61),  // the line is before it
         ]
         let camera: (HostileSession) -> String? = { $0.path == "/hostile/1" ? "h1" : nil }
         let unnamed = log.unnamed(sessions, camera: camera).map(\.session.behaviour)
-        #expect(unnamed == ["content-length-negative", "content-length-unparseable", "redirect"])
+        #expect(unnamed == ["content-length-negative", "content-length-unparseable", "header-flood", "redirect"])
         #expect(log.all.first?.message.hasPrefix("<address> bad Content-Length") == true)
     }
 }
@@ -313,8 +321,8 @@ struct VigilLog {
     }
 
     /// The sessions no line names, each with what the log said of its camera meanwhile. A line
-    /// names a session when it is about the session's camera (`camera` gives its name in the
-    /// log; nil: not one of ours), was seen while the session lasted or up to 2.5 s after (Vigil
+    /// names a session when it carries the session's camera's address (`camera` gives the
+    /// camera's name in the log, nil: not one of ours), was seen while the session lasted or up to 2.5 s after (Vigil
     /// may notice the end a little later), and matches the session's pattern; a line names one
     /// session at most, the earliest that it can.
     func unnamed(_ sessions: [HostileSession], camera: (HostileSession) -> String?) -> [(session: HostileSession, said: [Line])] {
@@ -323,7 +331,9 @@ struct VigilLog {
         for session in sessions.sorted(by: { $0.start < $1.start }) {
             guard let name = camera(session) else { continue }
             let about = lines(about: name, address: session.path, from: session.start - 0.1, to: session.end + 2.5)
-            if let line = about.first(where: { !used.contains($0.index) && session.isNamed(in: $0.message) }) {
+            // Only the client's own lines (they carry the camera's address) name what it met: a
+            // line naming the camera alone is the recorder's ("write header of …" is no header).
+            if let line = about.first(where: { !used.contains($0.index) && Self.mentions($0.raw, session.path) && session.isNamed(in: $0.message) }) {
                 used.insert(line.index)
             } else {
                 unnamed.append((session, about.filter { $0.second <= session.end + 1 }))
