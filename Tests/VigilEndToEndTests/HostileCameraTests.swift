@@ -253,6 +253,7 @@ import Testing
             (t + 30.4, "2027-01-15T08:00:30+0000 notice vigil.events: h1: camera lost: rtsp://***@127.0.0.1:5/hostile/1: the RTSP status line is garbage"),
             (t + 30.5, "2027-01-15T08:00:30+0000 debug vigil.services: cameras rtsp://***@127.0.0.1:5/hostile/1 rtsp://***@127.0.0.1:5/hostile/2 Content-Length"),
             (t + 40.5, "2027-01-15T08:00:40+0000 error vigil.supervisor: camera h1: recording failed (write header of /tmp/h1.mp4.partial)"),
+            (t + 50.5, "2027-01-15T08:00:50+0000 debug vigil.network: rtsp://***@127.0.0.1:5/hostile/1: a redirect to rtsp://127.0.0.1:5/hostile/1"),
         ])
         let sessions = [
             try session("/hostile/1", "content-length-negative", "Content-Length", t, t + 5),  // only h12's line says so then
@@ -261,6 +262,7 @@ import Testing
             try session("/hostile/1", "content-length-int64-max", "Content-Length", t + 29.5, t + 30),
             try session("/hostile/1", "content-length-unparseable", "Content-Length", t + 29.6, t + 30),  // taken, or of two cameras
             try session("/hostile/1", "header-flood", "header", t + 40, t + 41),  // the recorder's line, not the client's
+            try session("/hostile/1", "redirect", "redirect", t + 50, t + 51),  // its camera twice is still one camera
             try session("/hostile/1", "redirect", "redirect|Content-Length", t + 60, t + 61),  // the line is before it
         ]
         let camera: (HostileSession) -> String? = { $0.path == "/hostile/1" ? "h1" : nil }
@@ -315,7 +317,7 @@ struct VigilLog {
     /// (Unix seconds). A line about several cameras (a configuration dump) is about none.
     func lines(about name: String, address path: String, from: Double, to: Double) -> [Line] {
         all.filter { line in
-            line.second >= from && line.second <= to && line.raw.components(separatedBy: "/hostile/").count <= 2
+            line.second >= from && line.second <= to && Self.cameraPaths(in: line.raw).count <= 1
                 && (Self.mentions(line.raw, path) || line.raw.contains("camera \(name) ") || line.raw.contains(" \(name): "))
         }
     }
@@ -340,6 +342,12 @@ struct VigilLog {
             }
         }
         return unnamed
+    }
+
+    /// The distinct hostile cameras a line names (`/hostile/SEED`): a redirect names its own
+    /// camera twice, a configuration dump all of them.
+    private static func cameraPaths(in line: String) -> Set<Substring> {
+        Set(line.matches(of: /\/hostile\/[0-9]+/).map { line[$0.range] })
     }
 
     /// Whether `line` holds `path` not followed by more of a longer path (`/hostile/1`, not `/hostile/12`).

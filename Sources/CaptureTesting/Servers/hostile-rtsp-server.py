@@ -536,22 +536,22 @@ def sdp_malformed(s):
 
 
 @behaviour("sprop-malformed", "stream", r"parameter set|SPS|sprop",
-           "sprop-parameter-sets that are not base64, empty, a truncated SPS, a PPS alone, a forbidden bit, or 48 KB")
+           "sprop-parameter-sets that are not base64, empty, a truncated SPS, a PPS alone, a forbidden bit, or 30 KB (the SDP stays under 64 KiB)")
 def sprop_malformed(s):
     sps, pps = s.server.sps, s.server.pps
     sprop = s.pick(("not base64", "!!!!,@@@@"), ("empty", ","), ("truncated SPS", b64(sps[:1]) + "," + b64(pps)),
                    ("PPS alone", b64(pps)), ("forbidden bit", b64(bytes([sps[0] | 0x80]) + sps[1:]) + "," + b64(pps)),
-                   ("48 KB", b64(bytes([0x67]) + bytes(s.rng.getrandbits(8) for _ in range(48_000)))))
+                   ("30 KB", b64(bytes([0x67]) + bytes(s.rng.getrandbits(8) for _ in range(30_000)))))
     s.play_after("DESCRIBE", lambda r: s.described(r, s.sdp(sprop=sprop)), seconds=3)
 
 
 @behaviour("sps-absurd", "connect", r"parameter set|SPS",
-           "an SPS (in the SDP and before each keyframe) for 65536x65536 or 2^32 macroblocks, a bad id, log2_max_frame_num of 1004, chroma format 99, or of 100 KB")
+           "an SPS (in the SDP and before each keyframe) for 65536x65536 or 2^32 macroblocks, a bad id, log2_max_frame_num of 1004, chroma format 99, or of 30 KB")
 def sps_absurd(s):
     sps = s.pick(("65536x65536", make_sps(4096, 4096)), ("2^32 macroblocks wide", make_sps(1 << 32, 6)),
                  ("seq_parameter_set_id 9999", make_sps(sps_id=9999)), ("log2_max_frame_num 1004", make_sps(log2_frame_minus4=1000)),
                  ("chroma_format_idc 99", make_sps(profile=100, chroma=99)),
-                 ("100 KB", make_sps() + bytes(s.rng.getrandbits(8) | 1 for _ in range(100_000))))
+                 ("30 KB", make_sps() + bytes(s.rng.getrandbits(8) | 1 for _ in range(30_000))))
     s.units = [([sps if n[0] & 0x1F == 7 else n for n in nals], key) for nals, key in s.server.units]
     s.play_after("DESCRIBE", lambda r: s.described(r, s.sdp(sprop=b64(sps) + "," + b64(s.server.pps))), seconds=3)
 
@@ -801,13 +801,13 @@ def stap_overrun(s):
 
 
 @behaviour("interleaved-junk", "stream", r"interleaved|RTP",
-           "after a second of video, junk between packets: bytes that are no packet, packets on an unknown channel, a frame claiming 65535 bytes")
+           "after a second of video, junk between packets: bytes that are no packet, packets on an unknown channel, 65535 bytes of zeros on the RTP channel")
 def interleaved_junk(s):
     kind = s.pick("bytes that are no packet", "unknown channel", "65535-byte frame")
     def mangle(packets):
         junk = {"bytes that are no packet": bytes(s.rng.getrandbits(7) | 0x80 for _ in range(300)),
                 "unknown channel": interleaved(bytes(s.rng.getrandbits(8) for _ in range(1000)), 77),
-                "65535-byte frame": struct.pack(">BBH", 0x24, 0, 0xFFFF) + bytes(500)}[kind]
+                "65535-byte frame": struct.pack(">BBH", 0x24, 0, 0xFFFF) + bytes(0xFFFF)}[kind]
         return [junk] + packets
     mangled_play(s, mangle=mangle)
 
