@@ -3,35 +3,6 @@ import Foundation
 import Media
 import Testing
 
-/// A segment as `vigil recordings --json` lists it.
-private struct Listed {
-    let path: String
-    let startNanos: Int64
-    let endNanos: Int64
-}
-
-private func parseTime(_ text: String) -> Int64? {
-    let f = ISO8601DateFormatter()
-    f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-    return f.date(from: text).map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) * 1_000_000 }
-}
-
-/// `vigil recordings --json` for the synthetic camera: its segments, oldest first, and its gaps.
-private func listing(_ data: String) throws -> (segments: [Listed], gaps: [(from: Int64, to: Int64)]) {
-    let json = VigilBinary.run(["recordings", "--data", data, "--json", "--camera", "synthetic-0"])
-    #expect(json.status == 0, "\(json.errorOutput)")
-    let parsed = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any])
-    let rows = parsed["recordings"] as? [[String: Any]] ?? []
-    let segments = try rows.map { row in
-        Listed(path: data + "/" + (try #require(row["path"] as? String)),
-               startNanos: try #require(parseTime(row["start"] as? String ?? "")), endNanos: try #require(parseTime(row["end"] as? String ?? "")))
-    }.sorted { $0.startNanos < $1.startNanos }
-    let gaps = try (parsed["gaps"] as? [[String: Any]] ?? []).map { gap in
-        (from: try #require(parseTime(gap["from"] as? String ?? "")), to: try #require(parseTime(gap["to"] as? String ?? "")))
-    }
-    return (segments, gaps)
-}
-
 private func demo(_ data: String, _ extra: [String]) {
     let result = VigilBinary.run(["demo", "--output", data, "--size", "160x120", "--fps", "15"] + extra)
     #expect(result.status == 0, "\(result.errorOutput)")
@@ -58,7 +29,7 @@ private func utcSecond(_ nanos: Int64) -> String {
         Thread.sleep(forTimeInterval: 1.5)
         demo(data, ["--duration", "2.5", "--segment-seconds", "1"])
 
-        let (segments, gaps) = try listing(data)
+        let (segments, gaps) = try indexedSegments(data, camera: "synthetic-0")
         try #require(segments.count >= 4)
         #expect(gaps.count == 1, "\(gaps)")
         // The gap lies between two segments: where one run ended and the next began.
@@ -95,7 +66,7 @@ private func utcSecond(_ nanos: Int64) -> String {
         let data = dir.path + "/rec"
         // The segment started on a multiple of 4 s is whole; --from is one second into it.
         demo(data, ["--duration", "9.5", "--segment-seconds", "4"])
-        let (segments, _) = try listing(data)
+        let (segments, _) = try indexedSegments(data, camera: "synthetic-0")
         let whole = try #require(segments.first { $0.startNanos % 4_000_000_000 < 100_000_000 && $0.endNanos - $0.startNanos > 3_500_000_000 })
         let from = (whole.startNanos / 1_000_000_000 + 1) * 1_000_000_000
         let to = from + 2_000_000_000
@@ -136,7 +107,7 @@ private func utcSecond(_ nanos: Int64) -> String {
         defer { dir.remove() }
         let data = dir.path + "/rec"
         demo(data, ["--duration", "3", "--segment-seconds", "1", "--pixel-format", "mjpeg", "--stream-copy"])
-        let (segments, _) = try listing(data)
+        let (segments, _) = try indexedSegments(data, camera: "synthetic-0")
         try #require(segments.count >= 3)
         #expect(segments.allSatisfy { $0.path.hasSuffix(".mkv") })
         let out = dir.path + "/all.mkv"
