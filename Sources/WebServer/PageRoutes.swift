@@ -11,6 +11,11 @@ struct PageRoutes: Sendable {
         router.get("/static/{name}") { _, context in
             try files.response(context.parameters.require("name"))
         }
+        // HEAD: the headers a GET would get (link checkers and monitors ask it), no body.
+        router.head("/") { _, _ in try files.response("index.html").withoutBody() }
+        router.head("/static/{name}") { _, context in
+            try files.response(context.parameters.require("name")).withoutBody()
+        }
     }
 }
 
@@ -43,7 +48,7 @@ struct PageFiles: Sendable {
     }
 
     func response(_ name: String) throws(APIError) -> Response {
-        guard let type = Self.types[name] else { throw APIError(.notFound, "no such file: /static/\(name)") }
+        guard let type = Self.types[name] else { throw APIError(.notFound, "no such file: /static/\(name.prefix(64))") }
         guard let body = contents[name] else {
             throw APIError(.internalServerError, "the web page's files are missing (looked in \(searched.joined(separator: " and "))); "
                 + "install them as the README says (Sources/WebServer/Page to /usr/local/share/vigil/page). The API works without them.")
@@ -57,5 +62,15 @@ struct PageFiles: Sendable {
                 .xContentTypeOptions: "nosniff", .init("Referrer-Policy")!: "no-referrer",
             ],
             body: .init(byteBuffer: body))
+    }
+}
+
+extension Response {
+    /// The same status and headers with no body, for HEAD (Content-Length stays the GET's).
+    func withoutBody() -> Response {
+        var head = self
+        let length = headers[.contentLength].flatMap { Int($0) } ?? body.contentLength
+        head.body = ResponseBody(contentLength: length) { writer in try await writer.finish(nil) }
+        return head
     }
 }
