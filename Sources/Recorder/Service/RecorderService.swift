@@ -149,6 +149,9 @@ public final class RecorderService: Sendable {
         }
         defer { stopOnSignal?.cancel() }
         let io = Self.controlIO
+        // Debian's default soft limit (1024) is small beside what cameras and web clients need;
+        // the web server's share of the limit is computed from this (`OpenFileLimit`).
+        OpenFileLimit.raiseToHard()
         configuration.fileMode.apply()
         try await io.run { [root] in try StorageCheck.ensureWritable(root) }
         let synthetic = await io.run { [self] in SyntheticDeviceSource(count: syntheticCount()) }
