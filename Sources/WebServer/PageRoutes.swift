@@ -1,13 +1,15 @@
 import Foundation
 import Hummingbird
 
-/// The page: `GET /` and its script and style under `/static/`. Plain files (Sources/WebServer/Page,
+/// The page: `GET /` and its script and style under `/static/`, and the API's description
+/// (`/api/v1/openapi.yaml`). Plain files (Sources/WebServer/Page,
 /// no build step), read once when the server starts and served from memory.
 struct PageRoutes: Sendable {
     let files: PageFiles
 
     func add(to router: Router<WebRequestContext>) {
         router.get("/") { _, _ in try files.response("index.html") }
+        router.get("/api/v1/openapi.yaml") { _, _ in try files.response("openapi.yaml") }
         router.get("/static/{name}") { _, context in
             try files.response(context.parameters.require("name"))
         }
@@ -21,7 +23,11 @@ struct PageRoutes: Sendable {
 
 /// The page's files by name, with their content types.
 struct PageFiles: Sendable {
-    static let types = ["index.html": "text/html; charset=utf-8", "app.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8"]
+    static let types = [
+        "index.html": "text/html; charset=utf-8", "app.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8",
+        // The API's OpenAPI description (docs/openapi.yaml is a link to it), also at /api/v1/openapi.yaml.
+        "openapi.yaml": "application/yaml; charset=utf-8",
+    ]
 
     /// Where the files were looked for, for the error when they are missing.
     let searched: [String]

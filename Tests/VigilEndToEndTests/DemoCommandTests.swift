@@ -15,11 +15,12 @@ enum VigilBinary {
         return root.appendingPathComponent(".build/debug/vigil").path
     }
 
-    /// Starts `vigil` with arguments; output goes to files so the pipes never fill.
-    static func start(_ arguments: [String], in dir: String, environment: [String: String] = [:]) throws -> Process {
+    /// Starts `vigil` with arguments; output goes to files so the pipes never fill. `under`: a
+    /// command that runs vigil (`prlimit --nofile=1024:1024`), which must exec it (same process).
+    static func start(_ arguments: [String], in dir: String, environment: [String: String] = [:], under: [String] = []) throws -> Process {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
+        process.executableURL = URL(fileURLWithPath: under.first ?? path)
+        process.arguments = under.isEmpty ? arguments : Array(under.dropFirst()) + [path] + arguments
         if !environment.isEmpty {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         }

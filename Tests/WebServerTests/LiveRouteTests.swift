@@ -239,7 +239,7 @@ import Testing
             try await server.application().test(.live) { client in
                 let stuck = try RawConnection(port: client.port!, receiveBuffer: 4096)
                 defer { stuck.close() }
-                stuck.send("GET /api/v1/cameras/\(Recording.camera)/live.mjpeg HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                await stuck.send("GET /api/v1/cameras/\(Recording.camera)/live.mjpeg HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
                 #expect(await waitUntil(seconds: 5) { server.liveClients.count == 1 })
                 #expect(await waitUntil(seconds: 60) { server.liveClients.count == 0 }, "a viewer that reads nothing still holds its place")
             }

@@ -38,8 +38,9 @@ final class ConnectionTable: Sendable {
 ///
 /// - A client address over its share (`ConnectionTable`) is answered 503 and closed at once.
 /// - The first request's head must arrive within `headerTimeout` (slowloris: a header sent a
-///   byte at a time; a socket that sends nothing; half a header; HTTP/0.9). Later requests are
-///   timed by Hummingbird's idle timeout, which starts only once the first head is parsed.
+///   byte at a time; a socket that sends nothing; half a header; HTTP/0.9), and a client that
+///   closes its side before it is complete is closed at once. Later requests are timed by
+///   Hummingbird's idle timeout, which starts only once the first head is parsed.
 /// - A client that takes none of its answer for `idleTimeout` (its socket stays unwritable: a
 ///   live viewer that stopped reading, a download nobody reads) is disconnected, which ends the
 ///   route's stream and frees what it held.
@@ -150,6 +151,18 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             }
         }
         context.fireChannelWritabilityChanged()
+    }
+
+    /// A client that closes its side before its first head is complete will send nothing more:
+    /// the connection is closed now rather than at the header timeout.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if !headArrived, case ChannelEvent.inputClosed? = event as? ChannelEvent {
+            headDeadline?.cancel()
+            headDeadline = nil
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
