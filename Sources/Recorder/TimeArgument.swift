@@ -1,3 +1,4 @@
+import Capture
 import Foundation
 
 /// Times on the command line, and the form vigil prints them in, which is accepted back:
@@ -22,6 +23,29 @@ public enum TimeArgument {
         let offset = timeZone.secondsFromGMT(for: whole)
         let zone = offset == 0 ? "Z" : (offset < 0 ? "-" : "+") + String(format: "%02d:%02d", abs(offset) / 3600, abs(offset) % 3600 / 60)
         return String(format: "%04d-%02d-%02dT%02d:%02d:%02d", c.year!, c.month!, c.day!, c.hour!, c.minute!, c.second!) + zone
+    }
+
+    /// Why a time cannot be used; `message(_:)` says so about the parameter that held it.
+    public enum Problem: Error, Equatable {
+        case notATime
+        /// A real date, but outside what Vigil can hold (`WallTime.range`).
+        case outOfRange
+
+        /// `subject` names where the text came from: `--from 2026-13-01`, `from=0001-01-01`.
+        public func message(_ subject: String) -> String {
+            switch self {
+            case .notATime: return "\(subject) is not a time: use RFC 3339 or \(TimeArgument.forms)"
+            case .outOfRange: return "\(subject) is outside the times Vigil can hold (\(WallTime.rangeText))"
+            }
+        }
+    }
+
+    /// The instant meant (as `parse` reads it) in Vigil's nanoseconds, checked against
+    /// `WallTime.range`: the one conversion of a time someone typed.
+    public static func nanos(_ text: String, end: Bool, timeZone: TimeZone = .current, now: Date = Date()) throws(Problem) -> Int64 {
+        guard let date = parse(text, end: end, timeZone: timeZone, now: now) else { throw .notATime }
+        guard let nanos = WallTime.nanos(date) else { throw .outOfRange }
+        return nanos
     }
 
     /// The instant meant, or for a bare day its start (`end: false`) or its end (`end: true`).

@@ -52,9 +52,7 @@ struct ApiRoutes: Sendable {
     func recordings(_ camera: String, _ range: (from: Int64, to: Int64)) async throws(APIError) -> RecordingsJSON {
         let index = recorder.index, zone = time.timeZone
         let listing = await Self.io.run {
-            try? RecordingsListing(
-                index: index, camera: camera, kind: .segment, from: Date(timeIntervalSince1970: Double(range.from) / 1e9),
-                to: Date(timeIntervalSince1970: Double(range.to) / 1e9), timeZone: zone)
+            try? RecordingsListing(index: index, camera: camera, kind: .segment, from: range.from, to: range.to, timeZone: zone)
         }
         guard let listing else { throw APIError(.internalServerError, "the recordings index cannot be read") }
         let recordings = listing.entries.filter { $0.kind == .segment && Self.servedStates.contains($0.state) }.map { e in
@@ -130,8 +128,7 @@ struct ApiRoutes: Sendable {
 
     /// The `:name` of the path: a camera the recorder runs or has recordings of, or 404.
     func camera(_ context: WebRequestContext) async throws(APIError) -> String {
-        let raw = context.parameters.get("name") ?? ""
-        let name = raw.removingPercentEncoding ?? raw
+        let name = try RequestValues.cameraName(context)
         try await requireCamera(name)
         return name
     }

@@ -20,13 +20,20 @@ struct AuthMiddleware<Context: RequestContext>: RouterMiddleware {
     }
 
     private func isAuthorized(_ request: Request) -> Bool {
-        if let header = request.headers[.authorization], header.hasPrefix("Bearer ") {
-            return Self.equal(String(header.dropFirst("Bearer ".count)), token)
+        if let token = Self.bearer(request.headers[.authorization]) {
+            return Self.equal(token, self.token)
         }
         if let cookie = request.cookies[Self.cookieName] {
             return Self.equal(cookie.value, token)
         }
         return false
+    }
+
+    /// The token of `Authorization: Bearer TOKEN`; the scheme's name is case-insensitive
+    /// (RFC 9110), spaces around the token are not part of it.
+    static func bearer(_ header: String?) -> String? {
+        guard let header, let space = header.firstIndex(of: " "), header[..<space].lowercased() == "bearer" else { return nil }
+        return header[header.index(after: space)...].trimmingCharacters(in: .whitespaces)
     }
 
     /// Compares every byte whatever the first difference is, so the time taken says nothing

@@ -17,6 +17,8 @@ import Synchronization
 /// next segment, and the file is removed in every case.
 struct ClipRoutes: Sendable {
     let api: ApiRoutes
+    /// `max_clips` and the bytes reserved against the free-space floor.
+    let budget: ClipBudget
     static let folder = ".web-clips"
     static let chunkSize = 65_536
 
@@ -43,9 +45,9 @@ struct ClipRoutes: Sendable {
         }
         // The clip is about as large as its segments. Written where the recordings are, it must
         // not push the disk under the free-space floor: the sweep would delete recordings for it.
-        let needed = segments.reduce(Int64(0)) { $0 + $1.bytes }
+        let needed = segments.reduce(Int64(0)) { $0 + max(0, $1.bytes) }
         let policy = api.recorder.configuration.retention
-        try Self.checkRoom(needed: needed, room: await ApiRoutes.io.run { Self.roomAboveFloor(root, policy) })
+        let ticket = try budget.reserve(needed: needed, room: await ApiRoutes.io.run { Self.roomAboveFloor(root, policy) })
         let container = SegmentJoiner.container(of: segments)
         let fileExtension = container.fileExtension
         let folder = root + "/" + Self.folder
@@ -56,6 +58,8 @@ struct ClipRoutes: Sendable {
         let name = "\(safe)-\(Self.stamp(range.from))-\(Self.stamp(range.to)).\(fileExtension)"
         let join = ClipJoin(segments: segments, root: root, range: range, output: output)
         let body = ResponseBody { writer in
+            // Held until the clip is sent (or dropped with the response if it never starts).
+            withExtendedLifetime(ticket) {}
             join.start()
             defer { join.cancelAndRemove() }
             try await join.stream(into: &writer)
@@ -70,14 +74,6 @@ struct ClipRoutes: Sendable {
             body: body)
     }
 
-    /// 507 when a clip of `needed` bytes does not fit in `room` (nil: unknown, let it try).
-    static func checkRoom(needed: Int64, room: Int64?) throws(APIError) {
-        guard let room, needed > room else { return }
-        throw APIError(
-            .init(code: 507, reasonPhrase: "Insufficient Storage"),
-            "a clip of that range needs about \(needed / 1_048_576) MiB, and the disk under the recordings has \(max(0, room) / 1_048_576) MiB above its free-space floor: pick a shorter range")
-    }
-
     /// Bytes that can be written under `root` before the retention's free-space floor; nil when
     /// the file system cannot be asked.
     static func roomAboveFloor(_ root: String, _ policy: RetentionPolicy) -> Int64? {
@@ -89,7 +85,7 @@ struct ClipRoutes: Sendable {
 
     /// 20261123T101500: a file name's time, in UTC.
     static func stamp(_ nanos: Int64) -> String {
-        Date(timeIntervalSince1970: Double(nanos) / 1e9).formatted(
+        WallTime.date(nanos).formatted(
             Date.VerbatimFormatStyle(
                 format: "\(year: .defaultDigits)\(month: .twoDigits)\(day: .twoDigits)T\(hour: .twoDigits(clock: .twentyFourHour, hourCycle: .zeroBased))\(minute: .twoDigits)\(second: .twoDigits)Z",
                 timeZone: TimeZone(identifier: "UTC")!, calendar: Calendar(identifier: .gregorian)))

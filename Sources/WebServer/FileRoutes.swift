@@ -1,3 +1,4 @@
+import Capture
 import Foundation
 import Glibc
 import Hummingbird
@@ -28,12 +29,8 @@ struct FileRoutes: Sendable {
             }
             // HEAD: the same headers (download tools and caches ask it first), no bytes read.
             router.head(file.path) { request, context in
-                var response = try await serve(request, context, what: file.what, lookup: file.lookup)
                 // The length a GET would send (an empty body would say 0).
-                response.body = ResponseBody(contentLength: response.headers[.contentLength].flatMap { Int($0) }) { writer in
-                    try await writer.finish(nil)
-                }
-                return response
+                try await serve(request, context, what: file.what, lookup: file.lookup).withoutBody()
             }
         }
     }
@@ -42,7 +39,8 @@ struct FileRoutes: Sendable {
     struct Found: Sendable {
         let path: String
         let size: Int
-        let modified: Date
+        /// nil when the file system gives a time outside `WallTime.range` (no Last-Modified then).
+        let modified: Date?
         let contentType: String
         let etag: String
     }
@@ -59,14 +57,15 @@ struct FileRoutes: Sendable {
     }
 
     private func serve(_ request: Request, _ context: WebRequestContext, what: String, lookup: @escaping Lookup) async throws -> Response {
-        guard let text = context.parameters.get("id"), let id = Int64(text), id > 0 else {
-            throw APIError(.notFound, "no \(what) with id \(context.parameters.get("id") ?? "")")
+        guard let id = RequestValues.id(context.parameters.get("id")) else {
+            throw APIError(.notFound, "no \(what) with id \(context.parameters.get("id")?.prefix(32) ?? "")")
         }
         let found = try await find(id: id, what: what, lookup: lookup)
         var headers: HTTPFields = [
-            .eTag: found.etag, .lastModified: Self.httpDate(found.modified), .acceptRanges: "bytes",
+            .eTag: found.etag, .acceptRanges: "bytes",
             .contentType: found.contentType, .cacheControl: "private, max-age=0, must-revalidate",
         ]
+        if let modified = found.modified { headers[.lastModified] = Self.httpDate(modified) }
         if let tags = request.headers[.ifNoneMatch], Self.matches(tags, found.etag) {
             return Response(status: .notModified, headers: headers)
         }
@@ -106,11 +105,13 @@ struct FileRoutes: Sendable {
             guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
                 return .failure(APIError(.notFound, "the file of \(what) \(id) is gone"))
             }
-            let modifiedNanos = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+            // The modification time is whatever the file system says (2263, 1901): it goes into
+            // the tag as it is, with no arithmetic that could overflow.
+            let modified = "\(String(info.st_mtim.tv_sec, radix: 16)).\(String(info.st_mtim.tv_nsec, radix: 16))"
             return .success(Found(
-                path: path, size: Int(info.st_size), modified: Date(timeIntervalSince1970: TimeInterval(info.st_mtim.tv_sec)),
+                path: path, size: Int(info.st_size), modified: WallTime.nanos(info.st_mtim).map(WallTime.date),
                 contentType: Self.contentType(path),
-                etag: "\"\(String(id, radix: 16))-\(String(info.st_size, radix: 16))-\(String(modifiedNanos, radix: 16))\""))
+                etag: "\"\(String(id, radix: 16))-\(String(info.st_size, radix: 16))-\(modified)\""))
         }
         return try result.get()
     }
@@ -163,7 +164,7 @@ enum ByteRange: Equatable {
         let spec = header.dropFirst("bytes=".count).trimmingCharacters(in: .whitespaces)
         let parts = spec.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
         guard parts.count == 2 else { return .whole }
-        switch (Int(parts[0]), Int(parts[1])) {
+        switch (RequestValues.decimal(parts[0]).map(Int.init), RequestValues.decimal(parts[1]).map(Int.init)) {
         case (let first?, let last?) where first <= last:
             return first < size ? .part(first...min(last, size - 1)) : .unsatisfiable
         case (let first?, nil) where parts[1].isEmpty:

@@ -2,6 +2,7 @@ import Capture
 import Foundation
 import Hummingbird
 import HummingbirdWebSocket
+import NIOCore
 import Recorder
 import ServiceLifecycle
 
@@ -9,18 +10,28 @@ import ServiceLifecycle
 /// one shared stream per camera) and the WebSocket `live` (fragmented MP4 for H.264 cameras).
 /// What a viewer costs the camera is bounded by `LiveOutput`/`LiveViewer`; here each viewer
 /// only waits for its next message and writes it, at the pace its client reads.
+///
+/// A viewer holds one of `max_live_clients` places (`Places`) only while it streams, and gives
+/// it back on every way out. Its socket's send buffer is kept small, so that a client that stops
+/// reading is seen within seconds (its connection stays unwritable, and `ConnectionGuard` closes
+/// it after `idle_timeout_seconds`) and one that reads slowly gets recent frames, not old ones.
 struct LiveRoutes: Sendable {
     let feeds: LiveFeeds
-    let clients: LiveClients
+    let clients: Places
+    /// Which `Origin` may open the WebSocket.
+    let origins: AllowedHosts
+
+    /// The send buffer of a live viewer's socket: about a second of 640x480 MJPEG.
+    static let sendBufferBytes = 65_536
 
     func add(to router: Router<WebRequestContext>) {
         router.get("/api/v1/cameras/:name/snapshot.jpg") { _, context in
-            let live = try output(context)
+            let (name, live) = try output(context)
             let image: LiveImage
             do {
                 image = try await live.snapshot()
             } catch {
-                throw APIError(.serviceUnavailable, "camera \(try context.parameters.require("name")) has no live frame now (not recording, or just starting): \(error)")
+                throw APIError(.serviceUnavailable, "camera \(name) has no live frame now (not recording, or just starting): \(error)")
             }
             return Response(
                 status: .ok, headers: [.contentType: "image/jpeg", .cacheControl: "no-store"],
@@ -28,18 +39,17 @@ struct LiveRoutes: Sendable {
         }
 
         router.get("/api/v1/cameras/:name/live.mjpeg") { _, context in
-            let live = try output(context)
-            let name = try context.parameters.require("name")
-            try claim()
+            let (name, live) = try output(context)
+            let place = try claim()
             guard let viewer = live.mjpegViewer() else {
-                clients.closed()
                 throw APIError(.notFound, "camera \(name) sends H.264 only: watch it through the WebSocket /api/v1/cameras/\(name)/live")
             }
+            let channel = context.channel
             let body = ResponseBody { writer in
-                defer {
-                    viewer.close()
-                    clients.closed()
-                }
+                // Held until the stream ends (the response is dropped with it if it never starts).
+                withExtendedLifetime(place) {}
+                defer { viewer.close() }
+                await Self.keepSendBufferSmall(channel)
                 // A stream never ends by itself: at shutdown the viewer is closed, or the server
                 // would wait for it (and vigil with it) as long as the client watches.
                 try await withGracefulShutdownHandler {
@@ -64,20 +74,29 @@ struct LiveRoutes: Sendable {
         }
 
         router.ws("/api/v1/cameras/:name/live") { request, context in
-            guard Self.isSameOrigin(request) else {
-                throw APIError(.forbidden, "WebSocket refused: Origin \(request.headers[.origin] ?? "") is not this server")
+            guard origins.allowsOrigin(of: request) else {
+                throw APIError(.forbidden, "WebSocket refused: Origin \(request.headers[.origin] ?? "") is not a page of this server")
             }
-            let live = try output(context)
+            let (name, live) = try output(context)
             guard live.mp4.isH264 == true else {
-                throw APIError(.notFound, "camera \(try context.parameters.require("name")) has no H.264 live stream: use live.mjpeg")
+                throw APIError(.notFound, "camera \(name) has no H.264 live stream: use live.mjpeg")
             }
-            try claim()
+            // A plain GET is not a viewer: it takes no place (it used to take one for good).
+            guard request.headers[.upgrade]?.lowercased() == "websocket" else {
+                throw APIError(.init(code: 426, reasonPhrase: "Upgrade Required"), "/api/v1/cameras/\(name)/live is a WebSocket: open it with new WebSocket(\"ws://…\"), or watch /api/v1/cameras/\(name)/live.mjpeg")
+            }
+            // Checked here so that a full house is told 503 before the upgrade; taken in onUpgrade.
+            guard clients.count < clients.limit else { throw Self.full(clients.limit) }
             return .upgrade([:])
         } onUpgrade: { inbound, outbound, context in
-            // Claimed by the upgrade above, released when this viewer ends.
-            defer { clients.closed() }
-            guard let live = try? output(context.requestContext), let viewer = live.mp4Viewer() else { return }
+            guard let place = clients.take() else {
+                try await outbound.close(.unknown(1013), reason: "too many live viewers (max_live_clients = \(clients.limit))")
+                return
+            }
+            defer { withExtendedLifetime(place) {} }
+            guard let viewer = (try? output(context.requestContext))?.1.mp4Viewer() else { return }
             defer { viewer.close() }
+            await Self.keepSendBufferSmall(context.requestContext.channel)
             // The viewer sends nothing; its close (or its connection's end) ends the stream at once.
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
@@ -103,29 +122,23 @@ struct LiveRoutes: Sendable {
         }
     }
 
-    private func output(_ context: WebRequestContext) throws -> LiveOutput {
-        let name = try context.parameters.require("name")
+    /// The camera the path names and its live output, or 404.
+    private func output(_ context: WebRequestContext) throws(APIError) -> (String, LiveOutput) {
+        let name = try RequestValues.cameraName(context)
         guard let live = feeds.output(camera: name) else { throw APIError.unknownCamera(name) }
-        return live
+        return (name, live)
     }
 
-    private func claim() throws(APIError) {
-        guard clients.claim() else {
-            throw APIError(.serviceUnavailable, "too many live viewers (max_live_clients = \(clients.limit)); close one or raise [http] max_live_clients")
-        }
+    private func claim() throws(APIError) -> Place {
+        guard let place = clients.take() else { throw Self.full(clients.limit) }
+        return place
     }
 
-    /// A browser names the page that opens a WebSocket in `Origin`: only pages from this
-    /// server's host may watch (another site open in the same browser must not). The host is
-    /// compared, not the port: WebSocket clients send `ws://HOST` without one. Clients that send
-    /// no Origin (scripts) are not browsers and are let through; authentication still applies.
-    ///
-    /// A refused upgrade is answered by SwiftNIO's upgrader with 400 (it allows no other status);
-    /// the same request without upgrade headers gets 403 and the JSON error.
-    static func isSameOrigin(_ request: Request) -> Bool {
-        let origins = request.headers[values: .origin]
-        guard !origins.isEmpty else { return true }
-        guard let authority = request.head.authority, let server = URL(string: "http://\(authority)")?.host?.lowercased() else { return false }
-        return origins.allSatisfy { URL(string: $0)?.host?.lowercased() == server }
+    private static func full(_ limit: Int) -> APIError {
+        APIError(.serviceUnavailable, "too many live viewers (max_live_clients = \(limit)); close one or raise [http] max_live_clients")
+    }
+
+    private static func keepSendBufferSmall(_ channel: any Channel) async {
+        try? await channel.setOption(ChannelOptions.socketOption(.so_sndbuf), value: ChannelOptions.Types.SocketOption.Value(sendBufferBytes)).get()
     }
 }

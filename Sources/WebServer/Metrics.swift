@@ -128,37 +128,3 @@ struct RequestCountingMiddleware<Context: RequestContext>: RouterMiddleware {
         Counter(label: "vigil_http_requests_total", dimensions: [("code", String(status.code))]).increment()
     }
 }
-
-/// How many live viewers are connected (`vigil_live_clients`): live view calls `opened()` when a
-/// viewer starts and `closed()` when it leaves; `count` is also what the live-client cap reads.
-public final class LiveClients: Sendable {
-    private let current = Atomic<Int>(0)
-    /// `[http] max_live_clients`: one more viewer is refused (503).
-    public let limit: Int
-    /// Shown as 0 from the start, not missing until the first viewer.
-    public init(limit: Int = .max) {
-        self.limit = limit
-        record(0)
-    }
-
-    public var count: Int { current.load(ordering: .relaxed) }
-
-    public func opened() { record(current.add(1, ordering: .relaxed).newValue) }
-    public func closed() { record(current.subtract(1, ordering: .relaxed).newValue) }
-
-    /// Takes a place for a viewer if one is free (then `closed()` gives it back).
-    public func claim() -> Bool {
-        var n = current.load(ordering: .relaxed)
-        while n < limit {
-            let (exchanged, original) = current.compareExchange(expected: n, desired: n + 1, ordering: .relaxed)
-            if exchanged {
-                record(n + 1)
-                return true
-            }
-            n = original
-        }
-        return false
-    }
-
-    private func record(_ value: Int) { Gauge(label: "vigil_live_clients").record(value) }
-}

@@ -1,22 +1,33 @@
 import Foundation
 import Hummingbird
 
-/// The page: `GET /` and its script and style under `/static/`. Plain files (Sources/WebServer/Page,
+/// The page: `GET /` and its script and style under `/static/`, and the API's description
+/// (`/api/v1/openapi.yaml`). Plain files (Sources/WebServer/Page,
 /// no build step), read once when the server starts and served from memory.
 struct PageRoutes: Sendable {
     let files: PageFiles
 
     func add(to router: Router<WebRequestContext>) {
         router.get("/") { _, _ in try files.response("index.html") }
+        router.get("/api/v1/openapi.yaml") { _, _ in try files.response("openapi.yaml") }
         router.get("/static/{name}") { _, context in
             try files.response(context.parameters.require("name"))
+        }
+        // HEAD: the headers a GET would get (link checkers and monitors ask it), no body.
+        router.head("/") { _, _ in try files.response("index.html").withoutBody() }
+        router.head("/static/{name}") { _, context in
+            try files.response(context.parameters.require("name")).withoutBody()
         }
     }
 }
 
 /// The page's files by name, with their content types.
 struct PageFiles: Sendable {
-    static let types = ["index.html": "text/html; charset=utf-8", "app.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8"]
+    static let types = [
+        "index.html": "text/html; charset=utf-8", "app.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8",
+        // The API's OpenAPI description (docs/openapi.yaml is a link to it), also at /api/v1/openapi.yaml.
+        "openapi.yaml": "application/yaml; charset=utf-8",
+    ]
 
     /// Where the files were looked for, for the error when they are missing.
     let searched: [String]
@@ -43,7 +54,7 @@ struct PageFiles: Sendable {
     }
 
     func response(_ name: String) throws(APIError) -> Response {
-        guard let type = Self.types[name] else { throw APIError(.notFound, "no such file: /static/\(name)") }
+        guard let type = Self.types[name] else { throw APIError(.notFound, "no such file: /static/\(name.prefix(64))") }
         guard let body = contents[name] else {
             throw APIError(.internalServerError, "the web page's files are missing (looked in \(searched.joined(separator: " and "))); "
                 + "install them as the README says (Sources/WebServer/Page to /usr/local/share/vigil/page). The API works without them.")
@@ -57,5 +68,15 @@ struct PageFiles: Sendable {
                 .xContentTypeOptions: "nosniff", .init("Referrer-Policy")!: "no-referrer",
             ],
             body: .init(byteBuffer: body))
+    }
+}
+
+extension Response {
+    /// The same status and headers with no body, for HEAD (Content-Length stays the GET's).
+    func withoutBody() -> Response {
+        var head = self
+        let length = headers[.contentLength].flatMap { Int($0) } ?? body.contentLength
+        head.body = ResponseBody(contentLength: length) { writer in try await writer.finish(nil) }
+        return head
     }
 }

@@ -1,3 +1,4 @@
+import Capture
 import Foundation
 import Hummingbird
 import Recorder
@@ -55,7 +56,7 @@ struct APITime: Sendable {
     let timeZone: TimeZone
     private var style: Date.ISO8601FormatStyle { Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: timeZone) }
 
-    func string(_ nanos: Int64) -> String { string(Date(timeIntervalSince1970: Double(nanos) / 1e9)) }
+    func string(_ nanos: Int64) -> String { string(WallTime.date(nanos)) }
     func string(_ date: Date) -> String { date.formatted(style) }
 
     /// `from`/`to` of a query: RFC 3339 or the command line's forms (`TimeArgument`: its
@@ -64,9 +65,12 @@ struct APITime: Sendable {
     func range(_ request: Request, now: Date = Date()) throws(APIError) -> (from: Int64, to: Int64) {
         let query = request.uri.queryParameters
         func parse(_ key: String, end: Bool, default fallback: Date) throws(APIError) -> Int64 {
-            guard let text = query[Substring(key)].map(String.init) else { return Int64(fallback.timeIntervalSince1970 * 1e9) }
-            guard let date = TimeArgument.parse(text, end: end, timeZone: timeZone, now: now) else { throw APIError(.badRequest, "\(key)=\(text) is not a time; use RFC 3339 or \(TimeArgument.forms)") }
-            return Int64(date.timeIntervalSince1970 * 1e9)
+            guard let text = query[Substring(key)].map(String.init) else { return WallTime.clamped(fallback) }
+            do {
+                return try TimeArgument.nanos(text, end: end, timeZone: timeZone, now: now)
+            } catch {
+                throw APIError(.badRequest, error.message("\(key)=\(text)"))
+            }
         }
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = timeZone

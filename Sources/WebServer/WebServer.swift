@@ -1,7 +1,9 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
+import NIOCore
 import Prometheus
 import Recorder
 import ServiceLifecycle
@@ -12,7 +14,12 @@ public struct WebRequestContext: RequestContext, WebSocketRequestContext {
     public var coreContext: CoreRequestContextStorage
     /// The WebSocket handler a route chose (live view's fMP4 stream).
     public let webSocket = WebSocketHandlerReference<Self>()
-    public init(source: ApplicationRequestContextSource) { coreContext = .init(source: source) }
+    /// The request's connection (live view sizes its send buffer; a refused upgrade is answered on it).
+    public let channel: any Channel
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        channel = source.channel
+    }
 }
 
 /// The web server of `vigil run`/`demo`: a service in the recorder's tree, added by the `vigil`
@@ -27,7 +34,9 @@ public struct WebServer: Service {
     /// Counters and gauges for `/metrics` (nil: the executable bootstrapped no registry).
     let metrics: RecorderMetrics?
     /// Live viewers connected now, against `max_live_clients` (`vigil_live_clients`).
-    public let liveClients: LiveClients
+    public let liveClients: Places
+    /// Clips being built, against `max_clips`, and the bytes they reserve.
+    let clips: ClipBudget
     private let logger = Logger(label: "vigil.http")
 
     /// `metrics`: the registry the executable bootstrapped swift-metrics with, served at
@@ -36,7 +45,8 @@ public struct WebServer: Service {
         self.settings = settings
         self.recorder = recorder
         self.metrics = metrics.map { RecorderMetrics(registry: $0, recorder: recorder) }
-        liveClients = LiveClients(limit: settings.maxLiveClients)
+        liveClients = Places(limit: settings.maxLiveClients, gauge: "vigil_live_clients")
+        clips = ClipBudget(limit: settings.maxClips)
     }
 
     /// The services to add to the recorder's tree for this configuration: none when `listen` is "".
@@ -65,11 +75,15 @@ public struct WebServer: Service {
     /// The server with every route group. Each concern adds its routes in its own function:
     /// `ApiRoutes` (cameras, recordings, stills), `FileRoutes` (files by id), `ClipRoutes`,
     /// `RecorderMetrics` (`/metrics`); live view (`LiveRoutes`) and the page (`PageRoutes`, `/` and `/static`)
-    /// are added here the same way.
+    /// are added here the same way. In front of the routes: the request count, a refused
+    /// WebSocket's answer, JSON errors, the Host check, the token.
     func application(page: PageFiles = .load()) -> some ApplicationProtocol {
         let router = Router(context: WebRequestContext.self)
         if metrics != nil { router.add(middleware: RequestCountingMiddleware()) }
+        router.add(middleware: UpgradeRefusalMiddleware())
         router.add(middleware: JSONErrorMiddleware())
+        let hosts = AllowedHosts(settings: settings)
+        router.add(middleware: HostCheckMiddleware(hosts: hosts))
         if let token = settings.token {
             router.add(middleware: AuthMiddleware(token: token))
             LoginRoutes.add(to: router, token: token)
@@ -78,15 +92,21 @@ public struct WebServer: Service {
         let api = ApiRoutes(recorder: recorder, time: time)
         api.add(to: router)
         FileRoutes(recorder: recorder).add(to: router)
-        ClipRoutes(api: api).add(to: router)
+        ClipRoutes(api: api, budget: clips).add(to: router)
         metrics?.add(to: router)
-        LiveRoutes(feeds: recorder.liveFeeds, clients: liveClients).add(to: router)
+        LiveRoutes(feeds: recorder.liveFeeds, clients: liveClients, origins: hosts).add(to: router)
         PageRoutes(files: page).add(to: router)
         let address = settings.address ?? (host: "127.0.0.1", port: 8080)
+        let limits = ConnectionLimits(settings: settings, openFiles: OpenFileLimit.current)
+        if limits.connections < settings.maxConnections {
+            logger.notice("the open-file limit (\(limits.openFiles)) leaves the web server \(limits.connections) connections of max_connections = \(settings.maxConnections), keeping \(OpenFileLimit.reserve(limit: limits.openFiles)) for recording; raise LimitNOFILE (ulimit -n) for more")
+        }
         return Application(
             router: router,
-            server: .http1WebSocketUpgrade(webSocketRouter: router),
-            configuration: .init(address: .hostname(address.host, port: address.port), serverName: nil),
+            server: limits.server(webSocketRouter: router),
+            configuration: .init(
+                address: .hostname(address.host, port: address.port), serverName: nil,
+                availableConnectionsDelegate: MaximumAvailableConnections(limits.connections, logger: logger)),
             services: metrics.map { [$0] } ?? [],
             onServerRunning: { [settings] channel in
                 let bound = channel.localAddress?.port ?? address.port

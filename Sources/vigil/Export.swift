@@ -43,8 +43,8 @@ struct Export: ParsableCommand {
     func run() throws {
         global.bootstrap()
         let root = try storage.root()
-        let start = Int64(try timeOption("--from", from, end: false).timeIntervalSince1970 * 1e9)
-        let end = Int64(try timeOption("--to", to, end: true).timeIntervalSince1970 * 1e9)
+        let start = try timeOption("--from", from, end: false)
+        let end = try timeOption("--to", to, end: true)
         do {
             let index = try RecordingIndex(root: root)
             let segments = try index.entries(camera: camera, kind: .segment, from: start, to: end)

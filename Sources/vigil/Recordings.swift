@@ -58,7 +58,7 @@ struct IndexListingOptions: ParsableArguments {
 
     /// Opens the index under `root` and prints what `list` makes of it for the range; a missing
     /// index or a failure is said on standard error and exits 1.
-    func print(root: String, _ list: (RecordingIndex, (from: Date?, to: Date?)) throws -> String) throws {
+    func print(root: String, _ list: (RecordingIndex, (from: Int64?, to: Int64?)) throws -> String) throws {
         guard FileManager.default.fileExists(atPath: StorageLayout(root: root).indexPath) else {
             Console.error("vigil: no recordings index in \(root) (\(StorageLayout.indexFileName)); pass the recordings directory with --data DIR or --config FILE\n")
             throw ExitCode.failure

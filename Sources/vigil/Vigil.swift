@@ -36,12 +36,14 @@ struct GlobalOptions: ParsableArguments {
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
 
-/// The time in a --from or --to option, or a usage error that lists the forms accepted.
-func timeOption(_ option: String, _ text: String, end: Bool) throws -> Date {
-    guard let date = TimeArgument.parse(text, end: end) else {
-        throw ValidationError("\(option) \(text) is not a time: use \(TimeArgument.forms)")
+/// The instant (Vigil's nanoseconds) of a --from or --to option, or a usage error that lists the
+/// forms accepted or says the time is outside what Vigil can hold.
+func timeOption(_ option: String, _ text: String, end: Bool) throws -> Int64 {
+    do {
+        return try TimeArgument.nanos(text, end: end)
+    } catch {
+        throw ValidationError(error.message("\(option) \(text)"))
     }
-    return date
 }
 
 /// A number option outside `range` is a usage error, checked before any arithmetic (seconds to

@@ -81,7 +81,7 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
             try Data([0xFF, 0xD8]).write(to: URL(fileURLWithPath: path))
         }
         let found = TimelapseBuilder.stills(
-            root: dir.path, camera: camera, from: Date(timeIntervalSince1970: 1_795_330_600), to: Date(timeIntervalSince1970: 1_795_330_800))
+            root: dir.path, camera: camera, from: 1_795_330_600 * second, to: 1_795_330_800 * second)
         #expect(found.count == 3)
     }
 }

@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 import Testing
 
-/// A listening socket on a free loopback port, held until `close()`.
+/// A listening socket on a free loopback port, held until `close()` (closed at once: a port that was free a moment ago).
 struct Listener {
     let fd: Int32
     let port: Int

@@ -9,14 +9,19 @@ import Testing
 @Suite(.timeLimit(.minutes(2))) struct AuthTests {
     static let token = "s3cret-token-0123456789abcdef"
 
+    /// A server that needs `token` (read from no file: the settings hold it).
+    static func settings(listen: String = HTTPSettings.defaultListen) -> HTTPSettings {
+        var http = HTTPSettings()
+        http.listen = listen
+        http.tokenFile = "/unused"
+        http.token = token
+        return http
+    }
+
     private func withTokenServer(_ body: @escaping @Sendable (any TestClientProtocol) async throws -> Void) async throws {
         let recording = try await Recording.start(segments: 0)
         defer { recording.remove() }
-        var http = HTTPSettings()
-        http.listen = "0.0.0.0:0"
-        http.tokenFile = "/unused"
-        http.token = Self.token
-        try await recording.stopping { try await recording.server(http).application().test(.router, body) }
+        try await recording.stopping { try await recording.server(Self.settings(listen: "0.0.0.0:0")).application().test(.router, body) }
     }
 
     @Test func withATokenEveryRequestNeedsItAsBearerOrCookie() async throws {
@@ -36,6 +41,15 @@ import Testing
             try await client.execute(uri: "/api/v1/cameras", method: .get, headers: [.authorization: "Bearer \(Self.token)"]) { response in
                 #expect(response.status == .ok)
                 #expect((response.json()["cameras"] as? [Any])?.count == 1)
+            }
+            // The scheme's name is case-insensitive (RFC 9110): curl and some libraries send "bearer".
+            for scheme in ["bearer", "BEARER", "bEaReR"] {
+                try await client.execute(uri: "/api/v1/cameras", method: .get, headers: [.authorization: "\(scheme) \(Self.token)"]) { response in
+                    #expect(response.status == .ok, "\(scheme)")
+                }
+            }
+            try await client.execute(uri: "/api/v1/cameras", method: .get, headers: [.authorization: "Basic \(Self.token)"]) { response in
+                #expect(response.status == .unauthorized)
             }
             // Unknown routes say 401 too: nothing about what exists is told without the token.
             try await client.execute(uri: "/api/v1/nothing", method: .get) { response in
@@ -82,5 +96,27 @@ import Testing
         #expect(!AuthMiddleware<WebRequestContext>.equal("abc", "abd"))
         #expect(!AuthMiddleware<WebRequestContext>.equal("abc", "abcd"))
         #expect(!AuthMiddleware<WebRequestContext>.equal("", "a"))
+    }
+
+    /// A WebSocket upgrade without the token is refused like any request: 401 and the JSON error
+    /// (SwiftNIO's upgrader alone answers a bare 400).
+    @Test func aWebSocketWithoutTheTokenIs401JSON() async throws {
+        let recording = try await Recording.start(segments: 0)
+        defer { recording.remove() }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        try await recording.stopping {
+            try await recording.server(Self.settings()).application().test(.live) { client in
+                let url = "http://127.0.0.1:\(client.port!)/api/v1/cameras/\(Recording.camera)/live"
+                let upgrade = ["-H", "Connection: Upgrade", "-H", "Upgrade: websocket", "-H", "Sec-WebSocket-Version: 13",
+                               "-H", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "--max-time", "3", "-w", "%{http_code}"]
+                let refused = try await curl(upgrade + [url], output: "\(dir.path)/refused")
+                #expect(refused.written == "401")
+                let body = try String(contentsOfFile: "\(dir.path)/refused", encoding: .utf8)
+                #expect(body.contains("\"error\"") && body.contains("token"), "\(body)")
+                let allowed = try await curl(upgrade + ["-H", "Authorization: Bearer \(Self.token)", url], output: "\(dir.path)/allowed")
+                #expect(allowed.written == "101")
+            }
+        }
     }
 }

@@ -65,14 +65,69 @@ import Testing
     }
 
     @Test func aClipThatWouldPushTheDiskUnderTheFreeSpaceFloorIsRefused() throws {
-        #expect(throws: Never.self) { try ClipRoutes.checkRoom(needed: 10 << 20, room: 11 << 20) }
-        #expect(throws: Never.self) { try ClipRoutes.checkRoom(needed: 10 << 20, room: nil) }
+        let budget = ClipBudget(limit: 2)
+        #expect(throws: Never.self) { _ = try budget.reserve(needed: 10 << 20, room: 11 << 20) }
+        #expect(throws: Never.self) { _ = try budget.reserve(needed: 10 << 20, room: nil) }
         do {
-            try ClipRoutes.checkRoom(needed: 10 << 20, room: -(5 << 20))
+            _ = try budget.reserve(needed: 10 << 20, room: -(5 << 20))
             Issue.record("a clip larger than the room above the floor was let through")
         } catch {
             #expect(error.status.code == 507)
             #expect(error.message.contains("needs about 10 MiB") && error.message.contains("has 0 MiB above its free-space floor"))
+        }
+        #expect(budget.reserved.clips == 0 && budget.reserved.bytes == 0, "refused or dropped clips hold nothing")
+    }
+
+    /// Two clips that each fit above the floor but not together: the second is refused while
+    /// the first is built, and fits once it is done. They used to be checked one by one.
+    @Test func clipsBeingBuiltReserveTheirBytesAndTheirPlaces() throws {
+        let budget = ClipBudget(limit: 2)
+        var first: ClipBudget.Ticket? = try budget.reserve(needed: 60 << 20, room: 100 << 20)
+        #expect(budget.reserved.clips == 1 && budget.reserved.bytes == 60 << 20)
+        do {
+            _ = try budget.reserve(needed: 60 << 20, room: 100 << 20)
+            Issue.record("two clips together crossed the floor")
+        } catch {
+            #expect(error.status.code == 507 && error.message.contains("beside the 1 clip(s) being built"), "\(error.message)")
+        }
+        let second = try budget.reserve(needed: 30 << 20, room: 100 << 20)
+        // max_clips: a third at once is told to come back.
+        do {
+            _ = try budget.reserve(needed: 1, room: nil)
+            Issue.record("a third clip was built at once with max_clips = 2")
+        } catch {
+            #expect(error.status == .serviceUnavailable && error.message.contains("max_clips = 2"))
+        }
+        withExtendedLifetime(first) {}
+        first = nil
+        #expect(budget.reserved.clips == 1 && budget.reserved.bytes == 30 << 20)
+        #expect(throws: Never.self) { _ = try budget.reserve(needed: 60 << 20, room: 100 << 20) }
+        withExtendedLifetime(second) {}
+    }
+
+    /// Over HTTP: a clip's place is given back once it is sent (one after another with
+    /// max_clips = 1), and with no place free a clip is 503 JSON.
+    @Test func maxClipsIsAppliedAndEachClipGivesItsPlaceBack() async throws {
+        let recording = try await Recording.start(segments: 2)
+        await recording.stop()
+        defer { recording.remove() }
+        var http = HTTPSettings()
+        http.maxClips = 1
+        let server = recording.server(http)
+        try await server.application().test(.router) { client in
+            for _ in 0..<2 {
+                try await client.execute(uri: "/api/v1/cameras/synthetic-0/clip.mp4?from=today", method: .get) { response in
+                    #expect(response.status == .ok)
+                }
+            }
+        }
+        #expect(server.clips.reserved.clips == 0 && server.clips.reserved.bytes == 0)
+        http.maxClips = 0
+        try await recording.server(http).application().test(.router) { client in
+            try await client.execute(uri: "/api/v1/cameras/synthetic-0/clip.mp4?from=today", method: .get) { response in
+                #expect(response.status == .serviceUnavailable)
+                #expect(response.errorMessage?.contains("max_clips = 0") == true)
+            }
         }
     }
 }

@@ -19,6 +19,12 @@ import Testing
         }
     }
 
+    /// A token file as the README says to make one: readable by its owner only.
+    private func writeToken(_ text: String, to path: String, mode: mode_t = 0o600) throws {
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        chmod(path, mode)
+    }
+
     @Test func theDefaultIsLoopbackPort8080With16LiveClients() throws {
         let c = try parse("")
         #expect(c.http.listen == "127.0.0.1:8080" && c.http.isEnabled)
@@ -40,7 +46,7 @@ import Testing
         let dir = try TemporaryDirectory("vigil-token")
         defer { dir.remove() }
         let path = dir.path + "/token"
-        try "0123456789abcdefXYZ\n".write(toFile: path, atomically: true, encoding: .utf8)
+        try writeToken("0123456789abcdefXYZ\n", to: path)
         let c = try parse("[http]\nlisten = \"0.0.0.0:8443\"\ntoken_file = \"\(path)\"\nmax_live_clients = 4")
         #expect(c.http.token == "0123456789abcdefXYZ")
         #expect(c.http.address?.host == "0.0.0.0" && c.http.address?.port == 8443)
@@ -52,12 +58,53 @@ import Testing
     @Test func anEmptyMissingOrShortTokenFileIsAnErrorAtItsLine() throws {
         let dir = try TemporaryDirectory("vigil-token")
         defer { dir.remove() }
-        try "\n".write(toFile: dir.path + "/empty", atomically: true, encoding: .utf8)
-        try "short\n".write(toFile: dir.path + "/short", atomically: true, encoding: .utf8)
+        try writeToken("\n", to: dir.path + "/empty")
+        try writeToken("short\n", to: dir.path + "/short")
         for (file, says) in [("empty", "is empty"), ("missing", "No such file"), ("short", "too short")] {
             let message = errors("[http]\ntoken_file = \"\(dir.path)/\(file)\"")
             #expect(message.contains("vigil.toml:2") && message.contains(says), "\(message)")
             #expect(message.contains("head -c 32 /dev/urandom"), "\(message)")
+        }
+    }
+
+    /// Like OpenSSH with a private key: a token others on the machine can read (or change) is
+    /// refused, not used with a warning. Its group may read it (root:vigil, 0640).
+    @Test func aTokenFileOthersCanReadIsRefused() throws {
+        let dir = try TemporaryDirectory("vigil-token")
+        defer { dir.remove() }
+        let path = dir.path + "/token"
+        for mode: mode_t in [0o644, 0o604, 0o602, 0o620] {
+            try writeToken("0123456789abcdefXYZ\n", to: path, mode: mode)
+            let message = errors("[http]\ntoken_file = \"\(path)\"")
+            #expect(message.contains("vigil.toml:2") && message.contains("can be read or changed by other users"), "\(String(mode, radix: 8)): \(message)")
+            #expect(message.contains("chmod 600 \(path)"), "\(message)")
+        }
+        try writeToken("0123456789abcdefXYZ\n", to: path, mode: 0o640)
+        #expect(try parse("[http]\ntoken_file = \"\(path)\"").http.token == "0123456789abcdefXYZ")
+    }
+
+    @Test func limitsAndAllowedHostsAreReadAndChecked() throws {
+        let c = try parse("""
+            [http]
+            max_clips = 1
+            max_connections = 100
+            max_connections_per_client = 8
+            idle_timeout_seconds = 5
+            header_timeout_seconds = 2
+            allowed_hosts = ["Vigil.Local", "192.168.1.5", "[fe80::1]"]
+            """)
+        #expect(c.http.maxClips == 1 && c.http.maxConnections == 100 && c.http.maxConnectionsPerClient == 8)
+        #expect(c.http.idleTimeoutSeconds == 5 && c.http.headerTimeoutSeconds == 2)
+        #expect(c.http.allowedHosts == ["vigil.local", "192.168.1.5", "fe80::1"])
+        let d = try parse("")
+        #expect(d.http.maxClips == 2 && d.http.maxConnections == 512 && d.http.maxConnectionsPerClient == 64)
+        #expect(d.http.idleTimeoutSeconds == 30 && d.http.headerTimeoutSeconds == 10 && d.http.allowedHosts.isEmpty)
+        for (text, says) in [("max_clips = 65", "out of range"), ("max_connections = 3", "out of range"), ("idle_timeout_seconds = 0", "out of range"),
+                             ("header_timeout_seconds = \"10\"", "whole number"), ("allowed_hosts = \"vigil.local\"", "list of host names"),
+                             ("allowed_hosts = [\"vigil.local:8080\"]", "is not a host name"), ("allowed_hosts = [\"http://vigil.local\"]", "is not a host name"),
+                             ("allowed_hosts = [3]", "host names in quotes")] {
+            let message = errors("[http]\n\(text)")
+            #expect(message.contains("vigil.toml:2") && message.contains(says), "\(text): \(message)")
         }
     }
 

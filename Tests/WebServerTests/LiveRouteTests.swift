@@ -11,23 +11,6 @@ import Testing
 
 /// The live endpoints over a real socket, read by real clients (curl, a WebSocket client).
 @Suite(.timeLimit(.minutes(2))) struct LiveRouteTests {
-    /// Runs curl off Swift's cooperative pool; the body goes to `output`. Returns curl's exit
-    /// status and what `--write-out` printed.
-    private func curl(_ arguments: [String], output: String) async throws -> (status: Int32, written: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        process.arguments = ["-s", "-o", output] + arguments
-        let out = Pipe()
-        process.standardOutput = out
-        return try await withCheckedThrowingContinuation { c in
-            process.terminationHandler = { p in
-                let written = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                c.resume(returning: (p.terminationStatus, written))
-            }
-            do { try process.run() } catch { c.resume(throwing: error) }
-        }
-    }
-
     /// The JPEG parts of a multipart/x-mixed-replace body (the last one may be cut off).
     private func jpegParts(_ body: Data) -> [Data] {
         var parts: [Data] = []
@@ -153,17 +136,22 @@ import Testing
             try await recording.server().application().test(.live) { client in
                 let url = "http://127.0.0.1:\(client.port!)/api/v1/cameras/\(Recording.camera)/live"
                 let upgrade = ["-H", "Connection: Upgrade", "-H", "Upgrade: websocket", "-H", "Sec-WebSocket-Version: 13",
-                               "-H", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "--max-time", "3", "-w", "%{http_code}"]
-                // SwiftNIO's upgrader answers a refused upgrade with 400; without upgrade headers the
-                // route itself answers 403 with the JSON error.
-                let evil = try await curl(upgrade + ["-H", "Origin: http://evil.example", url], output: "\(dir.path)/evil")
-                #expect(evil.written == "400")
+                               "-H", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "--max-time", "3"]
+                // A refused upgrade is answered like any request (SwiftNIO's upgrader alone would
+                // say a bare 400), and so is the same request without upgrade headers.
+                let evil = try await curl(upgrade + ["-w", "%{http_code}", "-H", "Origin: http://evil.example", url], output: "\(dir.path)/evil")
+                #expect(evil.written == "403")
+                let refusal = try String(contentsOfFile: "\(dir.path)/evil", encoding: .utf8)
+                #expect(refusal.contains("\"error\"") && refusal.contains("evil.example"), "\(refusal)")
                 let plain = try await curl(["-H", "Origin: http://evil.example", "-w", "%{http_code}", url], output: "\(dir.path)/plain")
                 #expect(plain.written == "403")
                 let body = try String(contentsOfFile: "\(dir.path)/plain", encoding: .utf8)
                 #expect(body.contains("\"error\"") && body.contains("evil.example"))
-                let own = try await curl(upgrade + ["-H", "Origin: http://127.0.0.1:\(client.port!)", url], output: "\(dir.path)/own")
+                let own = try await curl(upgrade + ["-w", "%{http_code}", "-H", "Origin: http://127.0.0.1:\(client.port!)", url], output: "\(dir.path)/own")
                 #expect(own.written == "101")
+                // Under DNS rebinding the page's origin is the attacker's name, whatever the address.
+                let rebound = try await curl(upgrade + ["-w", "%{http_code}", "-H", "Origin: http://evil.example:\(client.port!)", "-H", "Host: evil.example:\(client.port!)", url], output: "\(dir.path)/rebound")
+                #expect(rebound.written == "421" || rebound.written == "403", "\(rebound.written)")
             }
         }
     }
@@ -211,14 +199,50 @@ import Testing
             }
         }
     }
-}
 
-/// Polls `condition` every 50 ms until it holds or `seconds` pass.
-private func waitUntil(seconds: Double, _ condition: () -> Bool) async -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(50))
+    /// A GET of the WebSocket's path without an upgrade is no viewer: it is told 426 and takes no
+    /// place. Such requests used to take a place for good (16 of them and every viewer got 503).
+    @Test func aPlainGetOfTheWebSocketTakesNoPlace() async throws {
+        let recording = try await Recording.start(segments: 0)
+        defer { recording.remove() }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        var http = HTTPSettings()
+        http.maxLiveClients = 2
+        let server = recording.server(http)
+        try await recording.stopping {
+            try await server.application().test(.live) { client in
+                let base = "http://127.0.0.1:\(client.port!)/api/v1/cameras/\(Recording.camera)"
+                for i in 0..<6 {
+                    let plain = try await curl(["-w", "%{http_code}", "--max-time", "5", base + "/live"], output: "\(dir.path)/plain\(i)")
+                    #expect(plain.written == "426", "\(i): \(plain.written)")
+                }
+                #expect(try String(contentsOfFile: "\(dir.path)/plain0", encoding: .utf8).contains("is a WebSocket"))
+                #expect(server.liveClients.count == 0)
+                let viewer = try await curl(["-w", "%{http_code}", "--max-time", "2", base + "/live.mjpeg"], output: "\(dir.path)/viewer")
+                #expect(viewer.written == "200", "a viewer after the plain GETs: \(viewer.written)")
+                #expect(await waitUntil(seconds: 5) { server.liveClients.count == 0 })
+            }
+        }
     }
-    return condition()
+
+    /// A viewer that stops reading is disconnected after idle_timeout_seconds once its socket is
+    /// full (kept small for live viewers, so that takes seconds), and its place is given back.
+    /// It used to stay connected for good with megabytes queued.
+    @Test func aViewerThatTakesNothingIsDisconnected() async throws {
+        let recording = try await Recording.start(segments: 0)
+        defer { recording.remove() }
+        var http = HTTPSettings()
+        http.idleTimeoutSeconds = 2
+        let server = recording.server(http)
+        try await recording.stopping {
+            try await server.application().test(.live) { client in
+                let stuck = try RawConnection(port: client.port!, receiveBuffer: 4096)
+                defer { stuck.close() }
+                await stuck.send("GET /api/v1/cameras/\(Recording.camera)/live.mjpeg HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                #expect(await waitUntil(seconds: 5) { server.liveClients.count == 1 })
+                #expect(await waitUntil(seconds: 60) { server.liveClients.count == 0 }, "a viewer that reads nothing still holds its place")
+            }
+        }
+    }
 }

@@ -16,12 +16,12 @@ import Testing
         defer { recording.remove() }
         let server = recording.server(metrics: metricsRegistry)
         try await recording.stopping { try await scrapeAfterTwoSegments(recording, server) }
-        server.liveClients.opened()
-        server.liveClients.opened()
-        server.liveClients.closed()
+        var places = [server.liveClients.take(), server.liveClients.take()]
+        places.removeLast()
         #expect(server.liveClients.count == 1)
         #expect(value(metricsRegistry.emitToString(), "vigil_live_clients") == 1)
-        server.liveClients.closed()
+        places.removeAll()
+        #expect(server.liveClients.count == 0)
     }
 
     private func scrapeAfterTwoSegments(_ recording: Recording, _ server: WebServer) async throws {

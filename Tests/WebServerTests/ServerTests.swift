@@ -54,4 +54,18 @@ import Testing
             }
         } }
     }
+
+    /// HEAD asks what a GET would get (monitors, link checkers); it used to be 404 for the page.
+    @Test func headOfThePageAnswersLikeGetWithoutABody() async throws {
+        let recording = try await Recording.start(segments: 0)
+        defer { recording.remove() }
+        try await recording.stopping { try await recording.server().application().test(.router) { client in
+            let get = try await client.execute(uri: "/", method: .get) { ($0.status, $0.body.readableBytes) }
+            try await client.execute(uri: "/", method: .head) { response in
+                #expect(response.status == get.0 && response.status != .notFound)
+                #expect(response.body.readableBytes == 0)
+                #expect(response.headers[.contentLength] == String(get.1))
+            }
+        } }
+    }
 }

@@ -122,8 +122,14 @@ public struct StorageLayout: Sendable {
     }
 
     /// The UTC instant of a `YYYYMMDDTHHMMSSZ` stamp, or of the UTC midnight of a `YYYY-MM-DD`
-    /// day; nil if `text` is neither or names no real date.
+    /// day; nil if `text` is neither, names no real date, or one outside `WallTime.range`.
     static func wallNanos(stamp text: Substring) -> Int64? {
+        stampSeconds(text).flatMap(WallTime.nanos(wholeSeconds:))
+    }
+
+    /// The seconds since 1970 of a stamp (as `wallNanos(stamp:)` reads it), whatever the year:
+    /// nil if `text` is not a stamp of a real date.
+    static func stampSeconds(_ text: Substring) -> Int64? {
         let chars = Array(text.utf8)
         let isStamp = chars.count == 16 && chars[8] == UInt8(ascii: "T") && chars[15] == UInt8(ascii: "Z")
         let isDay = chars.count == 10 && chars[4] == UInt8(ascii: "-") && chars[7] == UInt8(ascii: "-")
@@ -142,8 +148,8 @@ public struct StorageLayout: Sendable {
         let wanted = (t.tm_year, t.tm_mon, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec)
         let seconds = timegm(&t)
         // timegm normalises 2026-02-30 into March: such a name is not one Vigil wrote.
-        guard seconds >= 0, wanted == (t.tm_year, t.tm_mon, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec) else { return nil }
-        return Int64(seconds) * 1_000_000_000
+        guard wanted == (t.tm_year, t.tm_mon, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec) else { return nil }
+        return Int64(seconds)
     }
 
     /// ("2026-11-22", "20261122T065700Z") for an instant.
@@ -176,11 +182,23 @@ public struct RecordingFileName: Sendable, Equatable {
     public let isDaily: Bool
 
     public init?(_ name: String) {
+        guard let parts = Self.parse(name), let wall = WallTime.nanos(wholeSeconds: parts.seconds) else { return nil }
+        (camera, wallNanos, sequence, fileExtension, isPartial, isDaily) = (parts.camera, wall, parts.sequence, parts.fileExtension, parts.isPartial, parts.isDaily)
+    }
+
+    /// True when `name` is shaped like a recording's and names a real date, but one outside
+    /// `WallTime.range` (a file named for 2263): Vigil did not write it and cannot index it.
+    public static func namesATimeOutOfRange(_ name: String) -> Bool {
+        guard let parts = parse(name) else { return false }
+        return WallTime.nanos(wholeSeconds: parts.seconds) == nil
+    }
+
+    private static func parse(_ name: String) -> (camera: String, seconds: Int64, sequence: Int, fileExtension: String, isPartial: Bool, isDaily: Bool)? {
         var rest = Substring(name)
-        isPartial = rest.hasSuffix(StorageLayout.partialSuffix)
+        let isPartial = rest.hasSuffix(StorageLayout.partialSuffix)
         if isPartial { rest = rest.dropLast(StorageLayout.partialSuffix.count) }
         guard let dot = rest.lastIndex(of: ".") else { return nil }
-        fileExtension = String(rest[rest.index(after: dot)...])
+        let fileExtension = String(rest[rest.index(after: dot)...])
         guard !fileExtension.isEmpty, fileExtension.allSatisfy({ $0.isLetter || $0.isNumber }) else { return nil }
         rest = rest[..<dot]
         var sequence = 1
@@ -190,16 +208,12 @@ public struct RecordingFileName: Sendable, Equatable {
             sequence = n
             rest = rest[..<underscore]
         }
-        self.sequence = sequence
         for length in [16, 10] where rest.count > length + 1 {
             let stamp = rest.suffix(length)
             let camera = rest.dropLast(length)
-            guard camera.hasSuffix("-"), let wall = StorageLayout.wallNanos(stamp: stamp) else { continue }
+            guard camera.hasSuffix("-"), let seconds = StorageLayout.stampSeconds(stamp) else { continue }
             guard length == 16 || sequence == 1 else { return nil }
-            self.camera = String(camera.dropLast())
-            self.wallNanos = wall
-            self.isDaily = length == 10
-            return
+            return (String(camera.dropLast()), seconds, sequence, fileExtension, isPartial, length == 10)
         }
         return nil
     }

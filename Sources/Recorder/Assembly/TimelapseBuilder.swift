@@ -19,10 +19,10 @@ public struct TimelapseSummary: Sendable, Equatable {
 /// order. Missing shots are simply absent; a corrupt still is skipped and counted; stills of
 /// another size are scaled to the first one's.
 public enum TimelapseBuilder {
-    /// A camera's stills captured in [from, to], ordered by capture time (from their UTC names).
-    public static func stills(root: String, camera: String, from: Date, to: Date) -> [String] {
+    /// A camera's stills captured in [from, to] (instants as `WallTime` holds them), ordered by
+    /// capture time (from their UTC names).
+    public static func stills(root: String, camera: String, from fromNanos: Int64, to toNanos: Int64) -> [String] {
         let directory = StorageLayout(root: root).stillsDirectory(camera: camera)
-        let fromNanos = Int64(from.timeIntervalSince1970 * 1e9), toNanos = Int64(to.timeIntervalSince1970 * 1e9)
         let firstDay = StorageLayout.utcStamp(fromNanos).day, lastDay = StorageLayout.utcStamp(toNanos).day
         let days = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0 >= firstDay && $0 <= lastDay }
         var found: [(Int64, String)] = []

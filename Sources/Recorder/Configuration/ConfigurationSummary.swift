@@ -50,7 +50,8 @@ extension Configuration {
         for hook in hooks { lines.append("hook \(hook.event): \(hook.command)") }
         if http.isEnabled {
             lines.append("http: \(http.pageAddress), " + (http.tokenFile.map { "token from \($0)" } ?? "no token (loopback only)")
-                + ", at most \(http.maxLiveClients) live viewer(s)")
+                + ", at most \(http.maxLiveClients) live viewer(s), \(http.maxClips) clip(s) at once, \(http.maxConnections) connection(s)"
+                + " (\(http.maxConnectionsPerClient) per client)" + (http.allowedHosts.isEmpty ? "" : ", also answers to \(http.allowedHosts.joined(separator: ", "))"))
         } else {
             lines.append("http: off")
         }

@@ -11,8 +11,39 @@ public struct HTTPSettings: Sendable, Equatable {
     public var token: String?
     /// Live viewers at once; one more is told 503.
     public var maxLiveClients = 16
+    /// Clips built at once (`GET …/clip.mp4`); one more is told 503.
+    public var maxClips = 2
+    /// Host names (besides loopback's) that a server without a token answers to: a defence
+    /// against DNS rebinding, where another site's page reaches 127.0.0.1 under its own name.
+    public var allowedHosts: [String] = []
+    /// Open connections at once, for the whole server (also bounded by the open-file limit).
+    public var maxConnections = 512
+    /// Open connections at once from one client address; one more is refused with 503.
+    public var maxConnectionsPerClient = 64
+    /// A connection on which nothing moves this long is closed: no new request, no more of a
+    /// request's body, or a client that takes none of its answer (a live viewer that stopped).
+    public var idleTimeoutSeconds = 30
+    /// A new connection's first request head, and every request's body, must have arrived
+    /// this long after they began.
+    public var headerTimeoutSeconds = 10
 
     public static let defaultListen = "127.0.0.1:8080"
+    /// The keys of `[http]`.
+    static let keys = ["listen", "token_file", "max_live_clients", "max_clips", "allowed_hosts", "max_connections",
+                       "max_connections_per_client", "idle_timeout_seconds", "header_timeout_seconds"]
+
+    /// A host name or address as `Host` carries it, lower-cased, without brackets; nil when
+    /// `text` holds anything else (a scheme, a port, a path, spaces).
+    public static func hostName(_ text: String) -> String? {
+        var host = text.lowercased()
+        let bracketed = host.hasPrefix("[") && host.hasSuffix("]")
+        if bracketed { host = String(host.dropFirst().dropLast()) }
+        let colons = host.filter { $0 == ":" }.count
+        // An IPv6 address has at least two colons; one colon is HOST:PORT, which is not a host.
+        guard !host.isEmpty, host.count <= 253, colons == 0 ? !bracketed : colons >= 2,
+              host.allSatisfy({ ($0.isASCII && ($0.isLetter || $0.isNumber)) || $0 == "." || $0 == "-" || $0 == ":" }) else { return nil }
+        return host
+    }
     public static let tokenRecipe = "head -c 32 /dev/urandom | base64 > /etc/vigil/token && chmod 600 /etc/vigil/token"
 
     public init() {}
@@ -32,9 +63,17 @@ public struct HTTPSettings: Sendable, Equatable {
         return (host, port)
     }
 
-    /// True for 127.0.0.0/8, ::1 and "localhost": only this machine can connect.
-    static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    /// True for 127.0.0.0/8, ::1 and "localhost": only this machine can connect. Addresses are
+    /// read as addresses (`127.0.0.1.example.com` is a name, and not loopback).
+    public static func isLoopback(_ host: String) -> Bool {
+        let host = host.lowercased()
+        if host == "localhost" { return true }
+        var v4 = in_addr(), v6 = in6_addr()
+        if inet_pton(AF_INET, host, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
+        if inet_pton(AF_INET6, host, &v6) == 1 {
+            return withUnsafeBytes(of: &v6) { $0.prefix(15).allSatisfy { $0 == 0 } && $0[15] == 1 }
+        }
+        return false
     }
 
     /// What is wrong with `listen` for a server without a token (`vigil demo --listen`); nil: nothing.
@@ -47,12 +86,20 @@ public struct HTTPSettings: Sendable, Equatable {
     /// The address a person opens ("http://127.0.0.1:8080"); 0.0.0.0 and :: are shown as is.
     public var pageAddress: String { "http://\(listen)" }
 
-    /// Reads a token file: its first line, at least 16 characters. Throws a message that says
-    /// what is wrong and how to make one.
+    /// Reads a token file: its first line, at least 16 characters, in a file that other users
+    /// can neither read nor write (its group may read it: `root:vigil`, mode 0640). Like OpenSSH
+    /// with a private key, Vigil refuses a token others can read rather than warn: anyone on the
+    /// machine who reads it can watch every camera. Throws a message that says what is wrong and
+    /// how to make one.
     public static func readToken(_ path: String) throws(TokenError) -> String {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             throw TokenError(description: "cannot read token_file \(path): \(String(cString: strerror(errno)))")
+        }
+        var st = stat()
+        if fstat(fd, &st) == 0, st.st_mode & (S_IROTH | S_IWOTH | S_IWGRP) != 0 {
+            close(fd)
+            throw TokenError(description: "token_file \(path) can be read or changed by other users (mode \(String(st.st_mode & 0o777, radix: 8))); anyone who reads it can watch every camera")
         }
         let data = FileHandle(fileDescriptor: fd, closeOnDealloc: true).readDataToEndOfFile()
         let token = String(decoding: data.prefix(4096), as: UTF8.self).split(separator: "\n").first
@@ -69,8 +116,8 @@ public struct HTTPSettings: Sendable, Equatable {
 }
 
 extension ConfigurationDecoder {
-    /// `[http]`: listen, token_file, max_live_clients; a non-loopback address without a token is
-    /// an error, as is a token file that cannot be read.
+    /// `[http]`: listen, token_file, the limits and allowed_hosts; a non-loopback address
+    /// without a token is an error, as is a token file that cannot be read or that others can.
     mutating func decodeHTTP(_ top: inout Reader) -> HTTPSettings {
         var settings = HTTPSettings()
         guard var http = table(&top, "http") else { return settings }
@@ -87,17 +134,46 @@ extension ConfigurationDecoder {
             do {
                 settings.token = try HTTPSettings.readToken(file.value)
             } catch {
-                report(file.line, error.description, fix: "make one: \(HTTPSettings.tokenRecipe)")
+                report(file.line, error.description, fix: "chmod 600 \(file.value) (or 640 with the group vigil runs as), or make one: \(HTTPSettings.tokenRecipe)")
             }
         }
         if let n = integer(&http, "max_live_clients", in: 0...10_000) { settings.maxLiveClients = n }
+        if let n = integer(&http, "max_clips", in: 0...64) { settings.maxClips = n }
+        if let n = integer(&http, "max_connections", in: 16...1_000_000) { settings.maxConnections = n }
+        if let n = integer(&http, "max_connections_per_client", in: 1...1_000_000) { settings.maxConnectionsPerClient = n }
+        if let n = integer(&http, "idle_timeout_seconds", in: 1...3600) { settings.idleTimeoutSeconds = n }
+        if let n = integer(&http, "header_timeout_seconds", in: 1...600) { settings.headerTimeoutSeconds = n }
+        if let hosts = hostList(&http, "allowed_hosts") { settings.allowedHosts = hosts }
         if let address = settings.address, !HTTPSettings.isLoopback(address.host), settings.tokenFile == nil {
             report(listen?.line ?? http.line,
                    "listen \"\(settings.listen)\" is reachable from other machines, and without a token anyone there could watch every camera and download every recording",
                    fix: "add token_file = \"/etc/vigil/token\" to [http] and make the token: \(HTTPSettings.tokenRecipe); or listen on 127.0.0.1")
         }
-        unknown(http, ["listen", "token_file", "max_live_clients"])
+        unknown(http, HTTPSettings.keys)
         return settings
+    }
+
+    /// `allowed_hosts`: host names as a browser sends them in `Host` (no port, no scheme).
+    private mutating func hostList(_ r: inout Reader, _ key: String) -> [String]? {
+        guard let node = r.take(key) else { return nil }
+        let fix = "write \(key) = [\"vigil.local\", \"192.168.1.5\"]: names or addresses, without http:// or a port"
+        guard case .array(let items) = node.value else {
+            report(node.line, "\(key) must be a list of host names, got \(node.typeName)", fix: fix)
+            return nil
+        }
+        var hosts: [String] = []
+        for item in items {
+            guard case .string(let text) = item.value else {
+                report(item.line, "\(key) must hold host names in quotes, got \(item.typeName)", fix: fix)
+                continue
+            }
+            guard let host = HTTPSettings.hostName(text) else {
+                report(item.line, "\(key): \"\(ConfigurationDecoder.shortened(text))\" is not a host name", fix: fix)
+                continue
+            }
+            hosts.append(host)
+        }
+        return hosts
     }
 }
 

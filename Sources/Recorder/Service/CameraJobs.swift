@@ -163,6 +163,6 @@ extension Schedule: OutputSchedule {
     public func state(atWallNanos wallNanos: Int64) -> (isActive: Bool, untilWallNanos: Int64) {
         let date = Date(timeIntervalSince1970: Double(wallNanos) / 1e9)
         guard let next = nextChange(after: date) else { return (isActive(at: date), .max) }
-        return (isActive(at: date), Int64((next.timeIntervalSince1970 * 1e9).rounded(.up)))
+        return (isActive(at: date), WallTime.clamped(next))
     }
 }

@@ -92,7 +92,7 @@ final class DailyVideos: Service {
 
     /// Builds the video of one local day and returns its index entry; nil when the day has no stills.
     static func build(_ job: Job, day: LocalDay, root: String) throws -> RecordingIndex.Entry? {
-        let stills = TimelapseBuilder.stills(root: root, camera: job.camera, from: day.start, to: day.end.addingTimeInterval(-0.001))
+        let stills = TimelapseBuilder.stills(root: root, camera: job.camera, from: WallTime.clamped(day.start), to: WallTime.clamped(day.end) - 1)
         guard !stills.isEmpty else { return nil }
         let path = try StorageLayout(root: root).dailyVideo(camera: job.camera, day: day.label)
         let summary = try TimelapseBuilder.build(stills: stills, output: path, framesPerSecond: job.video.framesPerSecond) { _ in }
@@ -100,7 +100,7 @@ final class DailyVideos: Service {
         stat(path, &st)
         return RecordingIndex.Entry(
             kind: .timelapse, camera: job.camera, path: String(path.dropFirst(root.count + 1)),
-            startNanos: Int64(day.start.timeIntervalSince1970 * 1e9), endNanos: Int64(day.end.timeIntervalSince1970 * 1e9),
+            startNanos: WallTime.clamped(day.start), endNanos: WallTime.clamped(day.end),
             frames: summary.frames, bytes: Int64(st.st_size), codec: "h264", width: 0, height: 0, state: .complete)
     }
 

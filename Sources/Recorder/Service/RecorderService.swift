@@ -27,7 +27,8 @@ import UnixSignals
 ///
 /// More services are more entries in that list.
 ///
-/// SIGINT/SIGTERM (through `stop()`, also for a signal during start-up), or the end of
+/// Signals are trapped first, before recovery: SIGHUP or SIGUSR1 during start-up is acted on
+/// once start-up is done. SIGINT/SIGTERM (through `stop()`, also during start-up), or the end of
 /// `--duration`, shut the group down gracefully, in the reverse of that order, each service once
 /// the one after it has returned: systemd is told,
 /// every camera stops at once (each finalizing its open segment), the index takes what they
@@ -137,14 +138,20 @@ public final class RecorderService: Sendable {
 
     /// Records until stopped or the duration ends; throws only when nothing could start.
     public func run() async throws {
-        // SIGINT/SIGTERM are trapped before anything else: one during start-up (a long recovery
-        // scan) stops the recorder as soon as its group runs, cleanly, like one that comes later.
+        // Every signal Vigil answers is trapped before anything else: SIGINT/SIGTERM during
+        // start-up (a long recovery scan) stop the recorder as soon as its group runs, cleanly,
+        // like one that comes later; SIGHUP and SIGUSR1 wait in their sequence until the control
+        // service reads it once start-up is done (until then their default action would kill Vigil).
         let stopSignals = options.handlesSignals ? await UnixSignalsSequence(trapping: .sigterm, .sigint) : nil
-        let stopOnSignal = stopSignals.map { signals in
-            Task { [self] in for await _ in signals { await stop() } }
+        let signals = options.handlesSignals ? await UnixSignalsSequence(trapping: .sighup, .sigusr1) : nil
+        let stopOnSignal = stopSignals.map { stopping in
+            Task { [self] in for await _ in stopping { await stop() } }
         }
         defer { stopOnSignal?.cancel() }
         let io = Self.controlIO
+        // Debian's default soft limit (1024) is small beside what cameras and web clients need;
+        // the web server's share of the limit is computed from this (`OpenFileLimit`).
+        OpenFileLimit.raiseToHard()
         configuration.fileMode.apply()
         try await io.run { [root] in try StorageCheck.ensureWritable(root) }
         let synthetic = await io.run { [self] in SyntheticDeviceSource(count: syntheticCount()) }
@@ -181,7 +188,6 @@ public final class RecorderService: Sendable {
         let supervisor = Supervisor(
             plans: plans, source: source, events: events, watchdogSeconds: configuration.watchdogSeconds,
             deviceChanges: monitor.changes())
-        let signals = options.handlesSignals ? await UnixSignalsSequence(trapping: .sighup, .sigusr1) : nil
         await control.attach(supervisor: supervisor, storage: storage, signals: signals, deviceChanges: monitor.changes())
         let outputs = await control.displayOutputs
         let display = StatusDisplay(outputs: outputs, root: root)

@@ -7,9 +7,9 @@ public struct MotionEventsListing: Sendable {
     public let root: String
     public let timeZone: TimeZone
 
-    public init(index: RecordingIndex, camera: String?, from: Date?, to: Date?, timeZone: TimeZone = .current) throws {
-        events = try index.motionEvents(
-            camera: camera, from: from.map { Int64($0.timeIntervalSince1970 * 1e9) }, to: to.map { Int64($0.timeIntervalSince1970 * 1e9) })
+    /// `from`, `to`: instants as `WallTime` holds them (nil: no limit).
+    public init(index: RecordingIndex, camera: String?, from: Int64?, to: Int64?, timeZone: TimeZone = .current) throws {
+        events = try index.motionEvents(camera: camera, from: from, to: to)
         root = index.root
         self.timeZone = timeZone
     }

@@ -11,10 +11,10 @@ public struct RecordingsListing: Sendable {
 
     /// `kind` `.segment` lists video segments; any other kind lists stills, snapshots and daily
     /// timelapse videos together.
-    public init(index: RecordingIndex, camera: String?, kind: RecordingIndex.Kind, from: Date?, to: Date?, timeZone: TimeZone = .current) throws {
+    /// `from`, `to`: instants as `WallTime` holds them (nil: no limit).
+    public init(index: RecordingIndex, camera: String?, kind: RecordingIndex.Kind, from: Int64?, to: Int64?, timeZone: TimeZone = .current) throws {
         entries = try index.entries(
-            camera: camera, kinds: kind == .segment ? StorageKeeper.videoKinds : StorageKeeper.stillKinds, from: from.map { Int64($0.timeIntervalSince1970 * 1e9) },
-            to: to.map { Int64($0.timeIntervalSince1970 * 1e9) })
+            camera: camera, kinds: kind == .segment ? StorageKeeper.videoKinds : StorageKeeper.stillKinds, from: from, to: to)
         self.timeZone = timeZone
     }
 

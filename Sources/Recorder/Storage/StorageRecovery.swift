@@ -40,7 +40,7 @@ enum StorageRecovery {
             if let folder = entry.path.split(separator: "/").first, folder != StorageLayout.quarantineFolder { cameraOfFolder[String(folder)] = entry.camera }
         }
         var seen = Set<String>()
-        let walk = Walk(root: root)
+        let walk = Walk(root: root, logger: logger)
         try index.transaction {
             let cameraFolders = walk.folders(in: "").filter { !$0.hasPrefix(".") }
             for folder in cameraFolders {
@@ -52,6 +52,17 @@ enum StorageRecovery {
                     for directory in directories {
                         for name in walk.files(in: directory) {
                             let relative = "\(directory)/\(name)"
+                            // Shaped like a recording but dated past what an index row can hold (2262):
+                            // not Vigil's, and no instant can be computed from it.
+                            if RecordingFileName.namesATimeOutOfRange(name) {
+                                logger.warning("recovery: \(relative) is named for a time outside \(WallTime.rangeText); moving it to \(StorageLayout.quarantineFolder)")
+                                if let entry = moveAside(relative, kind: kind, camera: camera, root: root, logger: logger) {
+                                    try index.put(entry)
+                                    seen.insert(entry.path)
+                                    summary.quarantined += 1
+                                }
+                                continue
+                            }
                             // Someone else's file (an export saved here, notes): neither ours to index nor to move.
                             guard RecordingFileName(name) != nil else {
                                 logger.notice("recovery: \(relative) is not named like a Vigil recording; left alone")
@@ -99,7 +110,7 @@ enum StorageRecovery {
             for relative in walk.files(under: StorageLayout.quarantineFolder) where !seen.contains(relative) {
                 seen.insert(relative)
                 if indexed[relative]?.state == .quarantined { continue }
-                let entry = quarantined(relative, root: root, cameraFolders: cameraFolders, cameraOfFolder: cameraOfFolder)
+                let entry = quarantined(relative, root: root, cameraFolders: cameraFolders, cameraOfFolder: cameraOfFolder, logger: logger)
                 try index.put(entry)
             }
             for (path, entry) in indexed where !seen.contains(path) {
@@ -115,10 +126,13 @@ enum StorageRecovery {
         return summary
     }
 
-    /// Directory listings that skip what cannot be read, with regular files and folders apart
-    /// (symbolic links followed: a camera folder may live on another disk).
+    /// Directory listings that skip what cannot be read, with regular files and folders apart.
+    /// Symbolic links are not followed (two `ln -s . x` would make the walk endless), except a
+    /// camera's folder directly under the root, which may be a link to another disk: below it
+    /// the walk has a fixed depth.
     private struct Walk {
         let root: String
+        let logger: Logger
 
         func folders(in relative: String) -> [String] { entries(in: relative, folders: true) }
         func files(in relative: String) -> [String] { entries(in: relative, folders: false) }
@@ -132,8 +146,16 @@ enum StorageRecovery {
             let directory = relative.isEmpty ? root : StorageLayout(root: root).absolute(relative)
             guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
             return names.sorted().filter { name in
+                let path = "\(directory)/\(name)"
                 var st = stat()
-                guard stat("\(directory)/\(name)", &st) == 0 else { return false }
+                guard lstat(path, &st) == 0 else { return false }
+                if (st.st_mode & S_IFMT) == S_IFLNK {
+                    if relative.isEmpty && folders && !name.hasPrefix(".") && stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR { return true }
+                    if !relative.isEmpty || !folders {
+                        logger.notice("recovery: \(relative.isEmpty ? name : "\(relative)/\(name)") is a symbolic link; not followed")
+                    }
+                    return false
+                }
                 return (st.st_mode & S_IFMT) == (folders ? S_IFDIR : S_IFREG)
             }
         }
@@ -200,11 +222,14 @@ enum StorageRecovery {
             frames += 1
             lastPTS = max(lastPTS, packet.pts)
         }
-        guard frames > 0 else { return nil }
+        // The file's own timestamps (90 kHz) are outside input too: a span past what the index
+        // can hold makes it unplayable here, not a trap.
+        let (scaled, overflow) = lastPTS.multipliedReportingOverflow(by: 100_000)
+        guard frames > 0, !overflow, case let end = start + scaled / 9, WallTime.range.contains(end) else { return nil }
         var st = stat()
         stat(path, &st)
         return RecordingIndex.Entry(
-            kind: .segment, camera: camera, path: relative, startNanos: start, endNanos: start + lastPTS * 100_000 / 9,
+            kind: .segment, camera: camera, path: relative, startNanos: start, endNanos: end,
             frames: frames, bytes: Int64(st.st_size), codec: reader.stream.codecName, width: reader.stream.width,
             height: reader.stream.height, state: .complete)
     }
@@ -227,13 +252,13 @@ enum StorageRecovery {
             return nil
         }
         logger.warning("recovery: \(relative) is not playable; moved to \(root)/\(target)")
-        return quarantinedEntry(target, kind: kind, camera: camera, root: root)
+        return quarantinedEntry(target, kind: kind, camera: camera, root: root, logger: logger)
     }
 
     /// A file found in `.quarantine/`: `.quarantine/CAMERA/FOLDER/…` since quarantined files keep
     /// their path, or a flat `CAMERA_FOLDER_DAY_NAME` from older versions.
     private static func quarantined(
-        _ relative: String, root: String, cameraFolders: [String], cameraOfFolder: [String: String]
+        _ relative: String, root: String, cameraFolders: [String], cameraOfFolder: [String: String], logger: Logger
     ) -> RecordingIndex.Entry {
         let parts = relative.split(separator: "/").dropFirst().map(String.init)
         let name = parts.last ?? relative
@@ -241,15 +266,18 @@ enum StorageRecovery {
         let kinds = RecordingIndex.Kind.allCases
         let kind = parts.count > 2 ? kinds.first { $0.folder == parts[1] } ?? .segment
             : kinds.first { kind in folder.map { name.hasPrefix("\($0)_\(kind.folder)_") } ?? false } ?? .segment
-        return quarantinedEntry(relative, kind: kind, camera: folder.map { cameraOfFolder[$0] ?? $0 } ?? StorageLayout.quarantineFolder, root: root)
+        return quarantinedEntry(relative, kind: kind, camera: folder.map { cameraOfFolder[$0] ?? $0 } ?? StorageLayout.quarantineFolder, root: root, logger: logger)
     }
 
-    private static func quarantinedEntry(_ relative: String, kind: RecordingIndex.Kind, camera: String, root: String) -> RecordingIndex.Entry {
+    private static func quarantinedEntry(_ relative: String, kind: RecordingIndex.Kind, camera: String, root: String, logger: Logger) -> RecordingIndex.Entry {
         var st = stat()
-        stat(StorageLayout(root: root).absolute(relative), &st)
-        // Named by when it was recorded if the name says so, else by when it was last written.
-        let start = StorageLayout.wallNanos(fromFileName: (relative as NSString).lastPathComponent)
-            ?? Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+        lstat(StorageLayout(root: root).absolute(relative), &st)
+        // Named by when it was recorded if the name says so, else by when it was last written,
+        // else (a name and a modification time past 2262) by now.
+        let start = StorageLayout.wallNanos(fromFileName: (relative as NSString).lastPathComponent) ?? WallTime.nanos(st.st_mtim) ?? {
+            logger.warning("recovery: \(relative) has neither a name nor a modification time within \(WallTime.rangeText); listed in the quarantine as of now")
+            return SystemClocks.wallNanos()
+        }()
         return RecordingIndex.Entry(
             kind: kind, camera: camera, path: relative, startNanos: start, endNanos: start, frames: 0, bytes: Int64(st.st_size),
             codec: "", width: 0, height: 0, state: .quarantined)
