@@ -9,6 +9,7 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     _ = AnnexB.isKeyframe(bytes, hevc: hevc)
     var sets: [UInt8] = []
     AnnexB.parameterSets(bytes, hevc: hevc, into: &sets)
+    _ = sets.withUnsafeBytes { AnnexB.hasEveryParameterSet($0, hevc: hevc) }
     precondition(sets.count <= 2 * bytes.count + 4)
     return 0
 }

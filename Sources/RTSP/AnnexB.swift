@@ -63,6 +63,17 @@ package enum AnnexB {
         close(at: bytes.count)
     }
 
+    /// Whether `sets` (Annex B) holds every kind of parameter set a decoder needs: SPS and PPS
+    /// (H.264), VPS, SPS and PPS (H.265).
+    package static func hasEveryParameterSet(_ sets: UnsafeRawBufferPointer, hevc: Bool) -> Bool {
+        var seen = Set<UInt8>()
+        var i = 0
+        while let header = nextUnit(sets, from: &i) {
+            seen.insert(hevc ? (sets[header] >> 1) & 0x3F : sets[header] & 0x1F)
+        }
+        return hevc ? seen.isSuperset(of: [32, 33, 34]) : seen.isSuperset(of: [7, 8])
+    }
+
     /// Whether `sets` already holds `unit` as a whole unit (start code, the bytes, then the end
     /// or the next start code).
     private static func contains(_ sets: [UInt8], _ unit: Slice<UnsafeRawBufferPointer>) -> Bool {

@@ -32,7 +32,8 @@ public struct NetworkProbe: Sendable, CustomStringConvertible {
         do {
             source = try PictureConnections.open(url: url, settings: settings, interrupt: interrupt, needsDemuxer: &needsDemuxer)
         } catch {
-            throw interrupt.hasGivenUp ? NetworkError(address: error.address, failure: .timeout) : error
+            // Given up while a client said no more than "stopped": the deadline, said as such.
+            throw interrupt.hasGivenUp && error.failure == .aborted ? NetworkError(address: error.address, failure: .timeout) : error
         }
         address = source.address
         codec = source.stream.codecName

@@ -29,6 +29,7 @@ final class RTSPClient: PictureConnection {
     private let target: RTSPAddress
     private let socket: RTSPSocket
     private let timeoutNanos: Int64
+    private let interrupt: NetworkInterrupt
     private var authorization: RTSPAuthorization?
     private var cseq = 0
     private var session: String?
@@ -69,6 +70,7 @@ final class RTSPClient: PictureConnection {
     init(_ target: RTSPAddress, address: String, timeoutNanos: Int64, interrupt: NetworkInterrupt) throws(RTSPClientError) {
         self.target = target
         self.timeoutNanos = timeoutNanos
+        self.interrupt = interrupt
         self.address = address
         let deadline = SystemClocks.monotonicNanos() + timeoutNanos
         do {
@@ -274,9 +276,14 @@ final class RTSPClient: PictureConnection {
     private func readFirstKeyframe(parameterSets: [UInt8], deadlineNanos: Int64) throws(NetworkFailure) {
         var bytes: [UInt8] = []
         var picture: (pts: Int64, keyframe: Bool)
+        var others = 0
         repeat {
             bytes.removeAll(keepingCapacity: true)
             picture = try readAccessUnit(until: deadlineNanos) { bytes.append(contentsOf: $0) } restart: { bytes.removeAll(keepingCapacity: true) }
+            if !picture.keyframe {
+                others += 1
+                step = "the first keyframe (\(others) pictures arrived, none a keyframe)"
+            }
         } while !picture.keyframe
         var keyframeSets: [UInt8] = []
         bytes.withUnsafeBytes { AnnexB.parameterSets($0, hevc: format == .hevc, into: &keyframeSets) }
@@ -285,14 +292,13 @@ final class RTSPClient: PictureConnection {
         }
         // A size that cannot be read or cannot be a camera's would only make every segment's header fail.
         func plausible(_ s: StreamDescription) -> Bool { (16...16384).contains(s.width) && (16...16384).contains(s.height) }
-        stream = described(by: parameterSets.isEmpty ? keyframeSets : parameterSets)
-        if !plausible(stream), !parameterSets.isEmpty, !keyframeSets.isEmpty, parameterSets != keyframeSets {
-            let inBand = described(by: keyframeSets)
-            if plausible(inBand) {
-                logger.warning("\(address): the parameter sets in the camera's SDP give no picture size (\(stream.width)x\(stream.height)); those of its first keyframe are used")
-                stream = inBand
-            }
+        // The sets the stream itself carries are the ones its pictures were coded with: they win
+        // over the SDP's (which may be stale, truncated or malformed), said when they differ.
+        let inBand = keyframeSets.withUnsafeBytes { AnnexB.hasEveryParameterSet($0, hevc: format == .hevc) }
+        if inBand, !parameterSets.isEmpty, keyframeSets != parameterSets {
+            logger.notice("\(address): the parameter sets (SPS/PPS) in the camera's SDP differ from those in its stream; the stream's are used")
         }
+        stream = described(by: inBand || parameterSets.isEmpty ? keyframeSets : parameterSets)
         guard plausible(stream) else {
             throw .badStream(RTSPViolation.badPictureSize(width: stream.width, height: stream.height).description)
         }
@@ -389,7 +395,7 @@ final class RTSPClient: PictureConnection {
                 socket.consume(length)
                 guard response.status != 0 else { continue }
                 guard let value = response.header("cseq") else { throw .badStream(RTSPViolation.missingCSeq.description) }
-                if let received = Int(value), received < cseq { continue }  // a late answer to an earlier request
+                if let received = Int(value), received >= 1, received < cseq { continue }  // a late answer to an earlier request
                 guard Int(value) == cseq else {
                     throw .badStream(RTSPViolation.wrongCSeq(expected: cseq, received: CameraText.quoted(value, limit: 24)).description)
                 }
@@ -417,6 +423,8 @@ final class RTSPClient: PictureConnection {
         switch failure {
         case .ended: return .other("the camera closed the connection while Vigil waited for \(step)")
         case .timeout: return .other("timed out waiting for \(step) (\(timeoutNanos / 1_000_000_000) s)")
+        // A probe's one deadline for everything (`vigil devices --url`) ends waits as an abort.
+        case .aborted where interrupt.hasGivenUp: return .other("timed out waiting for \(step)")
         default: return failure
         }
     }
