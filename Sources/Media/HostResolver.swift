@@ -47,6 +47,8 @@ public enum HostResolver {
     /// `.aborted` on `interrupt`, `.timeout` at `deadlineNanos` (monotonic), `.other` with the
     /// resolver's reason when the name does not resolve.
     public static func resolve(_ host: String, port: Int, until deadlineNanos: Int64, interrupt: NetworkInterrupt) throws(NetworkFailure) -> [ResolvedAddress] {
+        // Stopped already (or given up): no lookup, no thread.
+        if interrupt.isAborted { throw .aborted }
         if let numeric = try lookUp(host, port: port, numericOnly: true) { return numeric }
         let key = "\(port) \(host)"
         let lookup: Lookup = try running.withLock { (lookups: inout [String: Lookup]) throws(NetworkFailure) -> Lookup in

@@ -235,7 +235,9 @@ struct ResolvedURL {
         let name = String(cString: host), proto = String(cString: scheme).lowercased()
         guard !name.isEmpty, let defaultPort = ["rtsp": 554, "rtsps": 322, "http": 80, "https": 443][proto] else { return }
         let resolved = try HostResolver.resolve(name, port: port > 0 ? Int(port) : defaultPort, until: deadlineNanos, interrupt: interrupt)
-        let digits = resolved.first?.numericHost ?? ""
+        // libavformat would try every address; it gets one, so IPv4 first: a camera whose name
+        // also has an IPv6 address is far more often unreachable over it than over IPv4.
+        let digits = (resolved.first { $0.family == AF_INET } ?? resolved.first)?.numericHost ?? ""
         // Already in digits (no lookup was made), or nothing usable: libavformat gets it as it is.
         guard !digits.isEmpty, digits != name else { return }
         let user = String(cString: credentials)

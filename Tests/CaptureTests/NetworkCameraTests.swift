@@ -342,6 +342,25 @@ import Testing
         #expect(segments.map(\.frameCount).reduce(0, +) == movie.receivedFrameCount)
     }
 
+    /// A camera named by its host rather than its address records through each way in: Vigil's
+    /// client (the name looked up on a thread of its own), and libavformat (RTSP over UDP, HTTP
+    /// MJPEG), which is handed the address looked up first, an HTTP camera its name as Host.
+    @Test(arguments: ["rtsp", "rtsp-udp", "http"]) func aCameraNamedByItsHostRecords(_ way: String) async throws {
+        let jpegDir = try TemporaryDirectory()
+        defer { jpegDir.remove() }
+        let server = way == "http" ? try LoopbackCameraServer.mjpeg(jpegs: makeJPEGs(in: jpegDir)) : try LoopbackCameraServer.rtsp()
+        defer { server.stop() }
+        let url = (way == "http" ? server.mjpegURL : server.url()).replacingOccurrences(of: "127.0.0.1", with: "localhost")
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        var settings = Self.fast
+        if way == "rtsp-udp" { settings.transport = .udp }
+        let (session, log, _) = try record(url, settings: settings, into: dir)
+        #expect(await waitUntil(seconds: 30) { log.segments.count >= 2 }, "\(log.interruptions)")
+        await stopAndDrain(session, log)
+        try expectPlayableAndContiguous(log, codec: way == "http" ? "mjpeg" : "h264")
+    }
+
     @Test func mjpegConnectionClosedMidFrame() async throws {
         let jpegDir = try TemporaryDirectory()
         defer { jpegDir.remove() }
