@@ -111,8 +111,9 @@ import Testing
         defer { hostile.stop() }
         let root = dir.path + "/data", file = dir.path + "/vigil.toml"
         var configuration = "[storage]\nroot = \"\(root)\"\n\n[cameras.good]\nurl = \"\(good.url())\"\n\n[[record]]\ncamera = \"good\"\nsegment_seconds = 2\n"
+        // A hostile camera's sessions last seconds: one file each (fewer files to probe).
         for i in 0..<Self.hostileCameras {
-            configuration += "\n[cameras.h\(i)]\nurl = \"\(hostile.url(seed: firstSeed + i, password: Self.password))\"\n\n[[record]]\ncamera = \"h\(i)\"\nsegment_seconds = 2\n"
+            configuration += "\n[cameras.h\(i)]\nurl = \"\(hostile.url(seed: firstSeed + i, password: Self.password))\"\n\n[[record]]\ncamera = \"h\(i)\"\nsegment_seconds = 60\n"
         }
         try configuration.write(toFile: file, atomically: true, encoding: .utf8)
 
@@ -236,7 +237,8 @@ import Testing
 
     /// The matching itself: a line names a session only if it is the client's, about that
     /// session's camera alone (not one whose path merely starts the same, nor several), falls
-    /// within the session, matches its pattern, and named no other session.
+    /// within the session (not into the camera's next one), matches its pattern, and named no
+    /// other session.
     @Test func aLogLineNamesOnlyOneSessionOfItsOwnCameraWhileItLasts() throws {
         func session(_ path: String, _ behaviour: String, _ expect: String, _ start: Double, _ end: Double) throws -> HostileSession {
             let json = """
@@ -249,25 +251,33 @@ import Testing
         let log = VigilLog([
             (t + 1.5, "2027-01-15T08:00:01+0000 debug vigil.network: rtsp://***@127.0.0.1:5/hostile/12: bad Content-Length; next attempt in 1.0 s"),
             (t + 2.5, "2027-01-15T08:00:02+0000 debug vigil.network: rtsp://***@127.0.0.1:5/hostile/1: the SDP has no video; next attempt in 1.0 s"),
-            (t + 30.2, "2027-01-15T08:00:30+0000 debug vigil.network: rtsp://***@127.0.0.1:5/hostile/1: bad Content-Length; next attempt in 1.0 s"),
-            (t + 30.4, "2027-01-15T08:00:30+0000 notice vigil.events: h1: camera lost: rtsp://***@127.0.0.1:5/hostile/1: the RTSP status line is garbage"),
-            (t + 30.5, "2027-01-15T08:00:30+0000 debug vigil.services: cameras rtsp://***@127.0.0.1:5/hostile/1 rtsp://***@127.0.0.1:5/hostile/2 Content-Length"),
+            (t + 29.7, "2027-01-15T08:00:29+0000 notice vigil.events: h1: camera lost: rtsp://***@127.0.0.1:5/hostile/1: the RTSP status line is garbage"),
+            (t + 30.6, "2027-01-15T08:00:30+0000 debug vigil.network: rtsp://***@127.0.0.1:5/hostile/1: bad Content-Length; next attempt in 1.0 s"),
+            (t + 31.2, "2027-01-15T08:00:31+0000 debug vigil.services: cameras rtsp://***@127.0.0.1:5/hostile/1 rtsp://***@127.0.0.1:5/hostile/2 Content-Length"),
             (t + 40.5, "2027-01-15T08:00:40+0000 error vigil.supervisor: camera h1: recording failed (write header of /tmp/h1.mp4.partial)"),
             (t + 50.5, "2027-01-15T08:00:50+0000 debug vigil.network: rtsp://***@127.0.0.1:5/hostile/1: a redirect to rtsp://127.0.0.1:5/hostile/1"),
+            (t + 71.5, "2027-01-15T08:01:11+0000 warning vigil.rtsp: rtsp://***@127.0.0.1:5/hostile/1: a session timeout of 0 s"),
+            (t + 81.05, "2027-01-15T08:01:21+0000 debug vigil.network: rtsp://***@127.0.0.1:5/hostile/1: bad Content-Length"),
         ])
         let sessions = [
             try session("/hostile/1", "content-length-negative", "Content-Length", t, t + 5),  // only h12's line says so then
             try session("/hostile/1", "sdp-malformed", "SDP", t + 1, t + 3),
-            try session("/hostile/1", "bad-status-line", "status", t + 29, t + 30),
-            try session("/hostile/1", "content-length-int64-max", "Content-Length", t + 29.5, t + 30),
-            try session("/hostile/1", "content-length-unparseable", "Content-Length", t + 29.6, t + 30),  // taken, or of two cameras
+            try session("/hostile/1", "bad-status-line", "status", t + 29, t + 29.5),
+            try session("/hostile/1", "content-length-int64-max", "Content-Length", t + 30, t + 30.5),
+            try session("/hostile/1", "content-length-unparseable", "Content-Length", t + 31, t + 31.5),  // a line of two cameras
             try session("/hostile/1", "header-flood", "header", t + 40, t + 41),  // the recorder's line, not the client's
             try session("/hostile/1", "redirect", "redirect", t + 50, t + 51),  // its camera twice is still one camera
             try session("/hostile/1", "redirect", "redirect|Content-Length", t + 60, t + 61),  // the line is before it
+            try session("/hostile/1", "one-byte-a-second", "timed out|timeout", t + 70, t + 70.5),  // the line is the next one's
+            try session("/hostile/1", "session-timeout-absurd", "timeout", t + 71, t + 72),
+            try session("/hostile/1", "content-length-int64-max", "Content-Length", t + 80, t + 80.2),
+            try session("/hostile/1", "content-length-negative", "Content-Length", t + 81, t + 81.2),  // the line is taken
         ]
         let camera: (HostileSession) -> String? = { $0.path == "/hostile/1" ? "h1" : nil }
         let unnamed = log.unnamed(sessions, camera: camera).map(\.session.behaviour)
-        #expect(unnamed == ["content-length-negative", "content-length-unparseable", "header-flood", "redirect"])
+        #expect(unnamed == [
+            "content-length-negative", "content-length-unparseable", "header-flood", "redirect", "one-byte-a-second", "content-length-negative",
+        ])
         #expect(log.all.first?.message.hasPrefix("<address> bad Content-Length") == true)
     }
 }
@@ -282,14 +292,19 @@ struct VigilLog {
         /// The message, network addresses taken out (their paths must not match a pattern).
         let message: String
         let raw: String
+        /// The hostile cameras it names (`/hostile/SEED`, each once: a redirect names its own
+        /// camera twice, a configuration dump all of them).
+        let cameras: Set<String>
     }
 
+    /// In the order they were seen, so by `second`.
     let all: [Line]
 
     init(_ lines: [(second: Double, text: String)]) {
         all = lines.enumerated().map { index, line in
             let message = line.text.split(separator: ": ", maxSplits: 1).dropFirst().first.map(String.init) ?? ""
-            return Line(index: index, second: line.second, message: withoutAddresses(message), raw: line.text)
+            let cameras = line.text.contains("/hostile/") ? Set(line.text.matches(of: /\/hostile\/[0-9]+/).map { String(line.text[$0.range]) }) : []
+            return Line(index: index, second: line.second, message: withoutAddresses(message), raw: line.text, cameras: cameras)
         }
     }
 
@@ -316,9 +331,13 @@ struct VigilLog {
     /// The lines about camera `name` alone (at `path` on its server) seen from `from` to `to`
     /// (Unix seconds). A line about several cameras (a configuration dump) is about none.
     func lines(about name: String, address path: String, from: Double, to: Double) -> [Line] {
-        all.filter { line in
-            line.second >= from && line.second <= to && Self.cameraPaths(in: line.raw).count <= 1
-                && (Self.mentions(line.raw, path) || line.raw.contains("camera \(name) ") || line.raw.contains(" \(name): "))
+        var low = 0, high = all.count
+        while low < high {
+            let middle = (low + high) / 2
+            if all[middle].second < from { low = middle + 1 } else { high = middle }
+        }
+        return all[low...].prefix { $0.second <= to }.filter { line in
+            line.cameras.count <= 1 && (line.cameras.contains(path) || line.raw.contains("camera \(name) ") || line.raw.contains(" \(name): "))
         }
     }
 
@@ -330,34 +349,21 @@ struct VigilLog {
     func unnamed(_ sessions: [HostileSession], camera: (HostileSession) -> String?) -> [(session: HostileSession, said: [Line])] {
         var used = Set<Int>()
         var unnamed: [(session: HostileSession, said: [Line])] = []
-        for session in sessions.sorted(by: { $0.start < $1.start }) {
+        let ordered = sessions.sorted { $0.start < $1.start }
+        for (k, session) in ordered.enumerated() {
             guard let name = camera(session) else { continue }
-            let about = lines(about: name, address: session.path, from: session.start - 0.1, to: session.end + 2.5)
+            // Not into the camera's next session: its lines are its own.
+            let next = ordered[(k + 1)...].first { $0.path == session.path }.map { $0.start + 0.3 } ?? .infinity
+            let about = lines(about: name, address: session.path, from: session.start - 0.1, to: min(session.end + 2.5, next))
             // Only the client's own lines (they carry the camera's address) name what it met: a
             // line naming the camera alone is the recorder's ("write header of …" is no header).
-            if let line = about.first(where: { !used.contains($0.index) && Self.mentions($0.raw, session.path) && session.isNamed(in: $0.message) }) {
+            if let line = about.first(where: { !used.contains($0.index) && $0.cameras.contains(session.path) && session.isNamed(in: $0.message) }) {
                 used.insert(line.index)
             } else {
                 unnamed.append((session, about.filter { $0.second <= session.end + 1 }))
             }
         }
         return unnamed
-    }
-
-    /// The distinct hostile cameras a line names (`/hostile/SEED`): a redirect names its own
-    /// camera twice, a configuration dump all of them.
-    private static func cameraPaths(in line: String) -> Set<Substring> {
-        Set(line.matches(of: /\/hostile\/[0-9]+/).map { line[$0.range] })
-    }
-
-    /// Whether `line` holds `path` not followed by more of a longer path (`/hostile/1`, not `/hostile/12`).
-    private static func mentions(_ line: String, _ path: String) -> Bool {
-        var rest = line[...]
-        while let range = rest.range(of: path) {
-            guard let next = rest[range.upperBound...].first, next.isNumber || next.isLetter || next == "-" else { return true }
-            rest = rest[range.upperBound...]
-        }
-        return false
     }
 }
 

@@ -744,8 +744,10 @@ def rtp_bad_header(s):
                 header[0] |= 0x10
                 header[12:12] = b"\xBE\xDE\xFF\xFF"
             elif kind == "padding past the payload":
+                # Cut to 52 bytes first: padding of 255 within a longer packet would be valid
+                # RTP that removes real data, which no client could tell from a good packet.
                 header[0] |= 0x20
-                header.append(255)
+                header = header[:52] + b"\xff"
             elif kind == "padding 0":
                 header[0] |= 0x20
                 header.append(0)
