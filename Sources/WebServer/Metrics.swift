@@ -23,7 +23,7 @@ import Synchronization
 /// | `vigil_camera_reconnects_total{camera,reason}` | `camera_lost` events: unplugged, stalled, interrupted |
 /// | `vigil_last_frame_age_seconds{camera}` | status |
 /// | `vigil_storage_free_bytes` | the storage root's file system |
-/// | `vigil_live_clients` | `LiveClients` (live view counts its viewers) |
+/// | `vigil_live_clients` | `Places` of live view (a viewer holds one while it streams) |
 /// | `vigil_http_requests_total{code}` | every answered request |
 final class RecorderMetrics: Service, Sendable {
     let registry: PrometheusCollectorRegistry

@@ -55,8 +55,8 @@ enum StorageRecovery {
                             // Shaped like a recording but dated past what an index row can hold (2262):
                             // not Vigil's, and no instant can be computed from it.
                             if RecordingFileName.namesATimeOutOfRange(name) {
-                                logger.warning("recovery: \(relative) is named for a time outside \(WallTime.rangeText); moving it to \(StorageLayout.quarantineFolder)")
-                                if let entry = moveAside(relative, kind: kind, camera: camera, root: root, logger: logger) {
+                                let why = "is named for a time outside \(WallTime.rangeText)"
+                                if let entry = moveAside(relative, kind: kind, camera: camera, root: root, logger: logger, because: why) {
                                     try index.put(entry)
                                     seen.insert(entry.path)
                                     summary.quarantined += 1
@@ -237,7 +237,7 @@ enum StorageRecovery {
     /// Moves a leftover to `ROOT/.quarantine/`, at the same path below it: kept for a person to
     /// look at, and indexed as `quarantined`. Nil if it could not be moved.
     private static func moveAside(
-        _ relative: String, kind: RecordingIndex.Kind, camera: String, root: String, logger: Logger
+        _ relative: String, kind: RecordingIndex.Kind, camera: String, root: String, logger: Logger, because why: String = "is not playable"
     ) -> RecordingIndex.Entry? {
         let layout = StorageLayout(root: root)
         var target = StorageLayout.quarantined(relative)
@@ -248,10 +248,10 @@ enum StorageRecovery {
             n += 1
         }
         guard rename(StorageLayout(root: root).absolute(relative), StorageLayout(root: root).absolute(target)) == 0 else {
-            logger.error("recovery: \(relative) is not playable and could not be moved aside: \(String(cString: strerror(errno)))")
+            logger.error("recovery: \(relative) \(why) and could not be moved aside: \(String(cString: strerror(errno)))")
             return nil
         }
-        logger.warning("recovery: \(relative) is not playable; moved to \(root)/\(target)")
+        logger.warning("recovery: \(relative) \(why); moved to \(root)/\(target)")
         return quarantinedEntry(target, kind: kind, camera: camera, root: root, logger: logger)
     }
 
