@@ -79,7 +79,7 @@ package struct SessionDescription: Sendable {
                 let parts = value.split(separator: " ", maxSplits: 1)
                 guard parts.count == 2 else { break }
                 for parameter in parts[1].split(separator: ";") {
-                    let pair = parameter.trimmingSpaces.split(separator: "=", maxSplits: 1)
+                    let pair = parameter.trimmingSpaces.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
                     guard pair.count == 2 else { continue }
                     let slot: Int
                     switch pair[0].lowercased() {
@@ -88,6 +88,7 @@ package struct SessionDescription: Sendable {
                     case "sprop-pps": slot = 2
                     default: continue
                     }
+                    if pair[1].trimmingSpaces.isEmpty { problems.append("an empty \(pair[0]) (no parameter set; ignored)") }
                     for set in pair[1].split(separator: ",") {
                         guard let bytes = Base64.decode(set), !bytes.isEmpty else {
                             problems.append("a parameter set that is not base64: \(CameraText.quoted(set, limit: 24)) (ignored)")

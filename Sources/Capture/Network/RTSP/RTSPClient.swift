@@ -395,6 +395,8 @@ final class RTSPClient: PictureConnection {
                 socket.consume(length)
                 guard response.status != 0 else { continue }
                 guard let value = response.header("cseq") else { throw .badStream(RTSPViolation.missingCSeq.description) }
+                let cseqs = response.headers.filter { $0.name.lowercased() == "cseq" }.count
+                if cseqs > 1 { logger.notice("\(address): the camera's answer has \(cseqs) CSeq headers; the first is used") }
                 if let received = Int(value), received >= 1, received < cseq { continue }  // a late answer to an earlier request
                 guard Int(value) == cseq else {
                     throw .badStream(RTSPViolation.wrongCSeq(expected: cseq, received: CameraText.quoted(value, limit: 24)).description)
