@@ -88,7 +88,7 @@ package struct SessionDescription: Sendable {
                     case "sprop-pps": slot = 2
                     default: continue
                     }
-                    if pair[1].trimmingSpaces.isEmpty { problems.append("an empty \(pair[0]) (no parameter set; ignored)") }
+                    if pair[1].split(separator: ",").isEmpty { problems.append("an empty \(pair[0]) (no parameter set; ignored)") }
                     for set in pair[1].split(separator: ",") {
                         guard let bytes = Base64.decode(set), !bytes.isEmpty else {
                             problems.append("a parameter set that is not base64: \(CameraText.quoted(set, limit: 24)) (ignored)")

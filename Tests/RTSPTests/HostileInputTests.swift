@@ -104,6 +104,8 @@ import Testing
         #expect(bad.problems.first?.contains("base64") == true)
         let empty = SessionDescription("v=0\r\nm=video 0 RTP/AVP 96\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 packetization-mode=1;sprop-parameter-sets=\r\n")
         #expect(empty.video?.parameterSets.isEmpty == true && empty.problems.first?.contains("parameter set") == true)
+        let commas = SessionDescription("v=0\r\nm=video 0 RTP/AVP 96\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 sprop-parameter-sets=,\r\n")
+        #expect(commas.problems.first?.contains("parameter set") == true)
         let huge = "v=0\r\nm=video 0 RTP/AVP 96\r\na=fmtp:96 sprop-parameter-sets=" + String(repeating: "QUFB", count: 10_000) + "\r\n"
         #expect(SessionDescription(huge).video?.parameterSets.isEmpty == true)
     }

@@ -146,6 +146,8 @@ import Testing
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         try "tok-cret-0123456789\n".write(toFile: dir.path + "/token", atomically: true, encoding: .utf8)
+        // Only its owner may read a token file (one others can read is refused at start).
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: dir.path + "/token")
         let http = try Listener()
         http.close()
         let file = dir.path + "/vigil.toml"
