@@ -551,7 +551,8 @@ def sps_absurd(s):
     sps = s.pick(("65536x65536", make_sps(4096, 4096)), ("2^32 macroblocks wide", make_sps(1 << 32, 6)),
                  ("seq_parameter_set_id 9999", make_sps(sps_id=9999)), ("log2_max_frame_num 1004", make_sps(log2_frame_minus4=1000)),
                  ("chroma_format_idc 99", make_sps(profile=100, chroma=99)),
-                 ("30 KB", make_sps() + bytes(s.rng.getrandbits(8) | 1 for _ in range(30_000))))
+                 # The camera's own SPS and 30 KB more: only its size is wrong.
+                 ("30 KB", s.server.sps + bytes(s.rng.getrandbits(8) | 1 for _ in range(30_000))))
     s.units = [([sps if n[0] & 0x1F == 7 else n for n in nals], key) for nals, key in s.server.units]
     s.play_after("DESCRIBE", lambda r: s.described(r, s.sdp(sprop=b64(sps) + "," + b64(s.server.pps))), seconds=3)
 
