@@ -34,17 +34,17 @@ public final class LoopbackCameraServer: @unchecked Sendable {
 
     public static func rtsp(
         codec: String = "h264", port: Int = 0, gop: Int = 5, bframes: Int = 0, user: String? = nil, password: String? = nil,
-        digest: Bool = false, sessionTimeoutSeconds: Int = 0, audio: Bool = false, size: String = "160x120"
+        digest: Bool = false, sessionTimeoutSeconds: Int = 0, audio: Bool = false, size: String = "160x120", fps: Double = 15
     ) throws -> LoopbackCameraServer {
-        var arguments = ["--codec", codec, "--port", "\(port)", "--size", size, "--fps", "15", "--gop", "\(gop)", "--bframes", "\(bframes)"]
+        var arguments = ["--codec", codec, "--port", "\(port)", "--size", size, "--fps", "\(fps)", "--gop", "\(gop)", "--bframes", "\(bframes)"]
         if let user, let password { arguments += ["--user", user, "--password", password] + (digest ? ["--digest"] : []) }
         if sessionTimeoutSeconds > 0 { arguments += ["--session-timeout", "\(sessionTimeoutSeconds)"] }
         if audio { arguments.append("--audio") }
         return try LoopbackCameraServer("rtsp-server.py", arguments)
     }
 
-    public static func mjpeg(jpegs: [String], cutAfter: Int = 0) throws -> LoopbackCameraServer {
-        try LoopbackCameraServer("mjpeg-server.py", jpegs + ["--fps", "15", "--cut-after", "\(cutAfter)"])
+    public static func mjpeg(jpegs: [String], cutAfter: Int = 0, fps: Double = 15) throws -> LoopbackCameraServer {
+        try LoopbackCameraServer("mjpeg-server.py", jpegs + ["--fps", "\(fps)", "--cut-after", "\(cutAfter)"])
     }
 
     public func url(user: String? = nil, password: String? = nil) -> String {

@@ -103,8 +103,13 @@ public final class NetworkSource: @unchecked Sendable {
     public let stream: StreamDescription
     /// What the camera sends, or nil for a codec Vigil cannot record without decoding.
     public let format: PixelFormat?
-    /// The camera's nominal frame rate, when it says.
+    /// The camera's nominal frame rate, when it says (nil for a stream without timestamps, whose
+    /// rate libavformat would only guess).
     public let frameRate: Double?
+    /// Whether the stream carries the camera's own times. A format without (HTTP multipart
+    /// MJPEG, a raw JPEG stream) gets times libavformat invents at a guessed 25 fps: those are
+    /// not the camera's and are never passed on.
+    public let carriesTimestamps: Bool
     /// The codec of the camera's audio, if it sends any (Vigil does not record it).
     public let audioCodec: String?
 
@@ -160,15 +165,16 @@ public final class NetworkSource: @unchecked Sendable {
         }
         let audio = av_find_best_stream(opened, AVMEDIA_TYPE_AUDIO, -1, -1, nil, 0)
         audioCodec = audio >= 0 ? String(cString: avcodec_get_name(opened.pointee.streams[Int(audio)]!.pointee.codecpar.pointee.codec_id)) : nil
+        carriesTimestamps = opened.pointee.iformat.map { $0.pointee.flags & AVFMT_NOTIMESTAMPS == 0 } ?? true
         let rate = st.pointee.avg_frame_rate.den > 0 ? st.pointee.avg_frame_rate : st.pointee.r_frame_rate
-        frameRate = rate.den > 0 && rate.num > 0 ? Double(rate.num) / Double(rate.den) : nil
+        frameRate = carriesTimestamps && rate.den > 0 && rate.num > 0 ? Double(rate.num) / Double(rate.den) : nil
     }
 
     deinit { avformat_close_input(&context) }
 
     /// Reads the next video packet (other streams, e.g. audio, are skipped), waiting at most
     /// until `deadlineNanos` on the monotonic clock. Its times are rescaled to 1/90000 s (nil
-    /// when the camera sent none, as MJPEG over HTTP does).
+    /// when the camera sent none, as MJPEG over HTTP does: see `carriesTimestamps`).
     public func read(into packet: Packet, deadlineNanos: Int64) throws(NetworkError) -> (pts: Int64?, dts: Int64?) {
         guard let ctx = context else { throw NetworkError(address: address, failure: .ended) }
         interrupt.arm(until: deadlineNanos)
@@ -181,6 +187,7 @@ public final class NetworkSource: @unchecked Sendable {
             if interrupt.shouldStop { throw NetworkError(address: address, failure: Self.failure(cffmpeg_error_exit(), interrupt)) }
             let p = packet.packet
             guard p.pointee.stream_index == streamIndex else { continue }
+            guard carriesTimestamps else { return (nil, nil) }
             let target = VideoEncoder.timeBase.av
             let none = cffmpeg_nopts_value()
             // Times beyond ±2^62 ticks (about 1.6 million years) are no camera's: taken as none,

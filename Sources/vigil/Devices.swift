@@ -13,7 +13,8 @@ struct Devices: ParsableCommand {
             /dev/video number changes. Use it with `vigil demo --device`.
 
             With --url, connects to a network camera instead and says what it sends (codec,
-            size, frame rate, keyframe interval, audio), or why it cannot be reached (refused,
+            size, frame rate as measured, keyframe interval, audio; --json: as JSON), or why it
+            cannot be reached (refused,
             timed out, 401, 404, …), within --timeout seconds in all: resolving its name,
             connecting, every answer and its first pictures. The password is never printed.
             """
@@ -45,8 +46,9 @@ struct Devices: ParsableCommand {
                 throw ExitCode.failure
             }
             do {
-                Console.line(try NetworkProbe(url: url, timeoutNanos: Int64(timeout) * 1_000_000_000).description)
-            } catch {
+                let probe = try NetworkProbe(url: url, timeoutNanos: Int64(timeout) * 1_000_000_000)
+                Console.write(json ? try probeJSON(probe) : probe.description + "\n")
+            } catch let error as NetworkError {
                 Console.error("vigil: \(error)\n")
                 throw ExitCode.failure
             }
@@ -54,5 +56,11 @@ struct Devices: ParsableCommand {
         }
         let listing = DeviceListing(discovery: V4L2Discovery(system: LinuxV4L2(deviceDirectory: deviceDirectory)))
         Console.write((json ? try listing.json() : listing.text()))
+    }
+
+    private func probeJSON(_ probe: NetworkProbe) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(probe), as: UTF8.self) + "\n"
     }
 }

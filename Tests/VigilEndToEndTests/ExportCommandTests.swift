@@ -25,8 +25,9 @@ private func utcSecond(_ nanos: Int64) -> String {
         defer { dir.remove() }
         let data = dir.path + "/rec"
         demo(data, ["--duration", "2.5", "--segment-seconds", "1"])
-        // The pause the test is about (a stimulus, not a wait for a result).
-        Thread.sleep(forTimeInterval: 1.5)
+        // The pause the test is about (a stimulus, not a wait for a result): longer than the
+        // 2 s below which a pause is not a gap (`SegmentedMovieOutput.gapNanos`).
+        Thread.sleep(forTimeInterval: 3)
         demo(data, ["--duration", "2.5", "--segment-seconds", "1"])
 
         let (segments, gaps) = try indexedSegments(data, camera: "synthetic-0")
@@ -35,7 +36,7 @@ private func utcSecond(_ nanos: Int64) -> String {
         // The gap lies between two segments: where one run ended and the next began.
         if let gap = gaps.first {
             #expect(segments.contains { $0.endNanos == gap.from } && segments.contains { $0.startNanos == gap.to })
-            #expect(gap.to - gap.from >= 1_500_000_000)
+            #expect(gap.to - gap.from >= 3_000_000_000)
         }
         let text = VigilBinary.run(["recordings", "--data", data])
         #expect(text.output.contains("— gap of "), "\(text.output)")

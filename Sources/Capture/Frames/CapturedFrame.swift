@@ -26,8 +26,8 @@ public final class CapturedFrame: @unchecked Sendable {
     /// For H.264/H.265 packets: the stream they belong to (codec, size, parameter sets); a new
     /// object means new parameters (a reconnect or a changed camera setting).
     public internal(set) var stream: StreamDescription?
-    /// The camera's timing broke before this frame (timestamps went back, repeated or jumped):
-    /// a recording ends before it and the next one starts at a keyframe.
+    /// The camera's times broke before this frame so that it could not be placed after the one
+    /// before (see `CameraClock`): a recording ends before it and the next starts at a keyframe.
     public internal(set) var followsDiscontinuity = false
     /// Not a frame: the stream was lost here. Outputs close what they have open.
     public internal(set) var marksStreamLoss = false

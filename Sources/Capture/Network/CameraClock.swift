@@ -1,35 +1,108 @@
 import CheckedMath
 
-/// Places camera timestamps on Vigil's clocks: the first packet is anchored to its arrival
-/// time; later packets are spaced by the camera's timestamps. A timestamp that goes back,
-/// repeats, or drifts more than `jumpLimitNanos` from its arrival re-anchors and is flagged,
-/// so a recording ends there. Packets without timestamps (MJPEG over HTTP) take their arrival.
-/// Camera times are 90 kHz ticks of any value: every step is computed with checked arithmetic,
-/// and one that does not fit is a jump like any other.
+/// Places a network camera's frames on Vigil's clocks, one model for every kind of stream, so
+/// that a file's timeline is the scene's and a file is cut only where the scene was not seen:
+///
+/// - Frames with camera timestamps (RTP's 90 kHz) are spaced by the camera's clock, slewed
+///   towards their arrival by at most `cameraSlewPerMille` ‰ of each step: a camera clock that
+///   runs up to 1 % fast or slow is followed for good, without a jump.
+/// - Frames without (HTTP MJPEG; libavformat's invented times never get here, see
+///   `NetworkSource`) are spaced by the frame interval learnt from their arrivals (their mean
+///   spacing over the first `warmupFrames`, then an alpha-beta tracker), slewed towards the
+///   arrivals by up to `arrivalSlewPerMille` ‰ of a step, so network jitter does not reach the
+///   file. One that comes later than `lateLimit` is placed at its arrival: a pause stays a pause.
+/// - A timestamp that repeats, goes back, or strays more than `jumpLimitNanos` from its arrival
+///   re-anchors (`jumped`, said in the log) and the file goes on. Only when the file's timeline
+///   could not stay increasing is the frame flagged `discontinuity`, which ends the file.
+///
+/// Camera times are 90 kHz ticks of any 64-bit value: every step is computed with checked
+/// arithmetic, and one that does not fit is a jump like any other.
 struct CameraClock {
-    static let jumpLimitNanos: Int64 = 3_000_000_000
-    private var anchor: (ticks: Int64, monotonic: Int64, wall: Int64)?
-    private var lastTicks: Int64?
-
-    mutating func place(cameraTicks: Int64?, arrivalMonotonic: Int64, arrivalWall: Int64) -> (monotonic: Int64, wall: Int64, discontinuity: Bool) {
-        guard let cameraTicks else { return (arrivalMonotonic, arrivalWall, false) }
+    struct Placed: Equatable {
+        var monotonic: Int64
+        var wall: Int64
+        /// The camera's timestamps jumped here; the clock re-anchored (the file goes on).
+        var jumped = false
+        /// The frame could not be placed after the one before: the file must end before it.
         var discontinuity = false
-        if let a = anchor, let last = lastTicks {
-            discontinuity = cameraTicks <= last || Self.placed(cameraTicks, after: a, within: arrivalMonotonic) == nil
-        }
-        if anchor == nil || discontinuity { anchor = (cameraTicks, arrivalMonotonic, arrivalWall) }
-        lastTicks = cameraTicks
-        let a = anchor!
-        // Within the jump limit of the arrival (or the anchor itself): the sums fit.
-        let offset = Self.nanos(from: a.ticks, to: cameraTicks) ?? 0
-        return (a.monotonic &+ offset, a.wall &+ offset, discontinuity)
     }
 
-    /// Where `ticks` falls on the monotonic clock, if within the jump limit of `arrival`.
-    private static func placed(_ ticks: Int64, after anchor: (ticks: Int64, monotonic: Int64, wall: Int64), within arrival: Int64) -> Int64? {
-        guard let offset = nanos(from: anchor.ticks, to: ticks), let mapped = anchor.monotonic.adding(offset),
-              let drift = mapped.subtracting(arrival), drift.magnitude <= UInt64(jumpLimitNanos) else { return nil }
-        return mapped
+    /// A camera time further than this from its arrival is a jump.
+    static let jumpLimitNanos: Int64 = 3_000_000_000
+    /// How much of each step camera times are bent towards arrivals: 1 % fast or slow is followed.
+    static let cameraSlewPerMille: Int64 = 10
+    /// How much of each step arrival-spaced times are bent towards arrivals.
+    static let arrivalSlewPerMille: Int64 = 100
+    /// The share of the distance to the arrival closed at each frame (1/8), within the slew.
+    static let followDivisor: Int64 = 8
+    /// The share of that distance by which the learnt interval changes (1/128): an alpha-beta
+    /// tracker, critically damped, so the interval settles on the camera's without an offset.
+    static let learnDivisor: Int64 = 128
+    /// Frames over which the interval is first learnt as the mean spacing of the arrivals.
+    static let warmupFrames: Int64 = 32
+
+    /// The frame interval: learnt from arrivals, or the camera's own steps when it sends times.
+    private(set) var intervalNanos: Int64?
+    /// While warming up: the arrival the mean spacing is measured from, and frames since.
+    private var warmup: (start: Int64, frames: Int64)?
+    private var last: Int64?
+    private var lastTicks: Int64?
+
+    /// Frames per second by the learnt interval, rounded to a hundredth.
+    var framesPerSecond: Double? { intervalNanos.map { (1e11 / Double($0)).rounded() / 100 } }
+
+    /// A frame without camera time that comes later than this after where it was expected is
+    /// placed at its arrival (the camera paused); earlier ones are smoothed.
+    static func lateLimit(step: Int64) -> Int64 { max(500_000_000, 4 * step) }
+
+    mutating func place(cameraTicks: Int64?, arrivalMonotonic arrival: Int64, arrivalWall: Int64) -> Placed {
+        let wallOffset = arrivalWall.subtracting(arrival) ?? 0
+        func placed(_ monotonic: Int64, jumped: Bool = false, discontinuity: Bool = false) -> Placed {
+            last = monotonic
+            return Placed(monotonic: monotonic, wall: monotonic.adding(wallOffset) ?? arrivalWall, jumped: jumped, discontinuity: discontinuity)
+        }
+        guard let last else {
+            lastTicks = cameraTicks
+            warmup = (arrival, 0)
+            return placed(arrival)
+        }
+        var jumped = false
+        var cameraStep: Int64?
+        if let cameraTicks {
+            if let previous = lastTicks, let s = Self.nanos(from: previous, to: cameraTicks), s > 0, s <= Self.jumpLimitNanos {
+                cameraStep = s
+            } else if lastTicks != nil {
+                jumped = true
+            }
+            lastTicks = cameraTicks
+        }
+        if let w = warmup {
+            // The mean spacing since the warm-up began: exact within a jitter ÷ frames.
+            let frames = w.frames + 1
+            warmup = frames < Self.warmupFrames ? (w.start, frames) : nil
+            if cameraStep == nil, let span = arrival.subtracting(w.start), FrameInterval.range.contains(span / frames) { intervalNanos = span / frames }
+        }
+        let step = cameraStep ?? intervalNanos ?? FrameInterval.range.lowerBound
+        // `last` follows the arrivals within the jump limit and `step` is at most 3 s: these fit.
+        guard let predicted = last.adding(step), let error = arrival.subtracting(predicted) else {
+            return placed(arrival, jumped: true, discontinuity: arrival <= last)
+        }
+        let late = cameraStep != nil ? Self.jumpLimitNanos : Self.lateLimit(step: step)
+        if error > late || error < -Self.jumpLimitNanos {
+            // Late: the camera paused (or its clock fell behind by seconds); ahead by seconds:
+            // its clock ran away. Either way the arrival is the truth from here on.
+            let ranAway = error < -Self.jumpLimitNanos || cameraStep != nil
+            warmup = (arrival, 0)
+            return placed(arrival, jumped: jumped || ranAway, discontinuity: arrival <= last)
+        }
+        if let cameraStep {
+            intervalNanos = intervalNanos.map { $0 + (cameraStep - $0) / 16 } ?? cameraStep
+        } else if warmup == nil, let interval = intervalNanos {
+            intervalNanos = min(max(interval + error / Self.learnDivisor, FrameInterval.range.lowerBound), FrameInterval.range.upperBound)
+        }
+        let bound = step / 1000 * (cameraStep != nil ? Self.cameraSlewPerMille : Self.arrivalSlewPerMille)
+        let correction = min(max(error / Self.followDivisor, -bound), bound)
+        return placed(max(predicted + correction, last + 1), jumped: jumped)
     }
 
     private static func nanos(from start: Int64, to end: Int64) -> Int64? {

@@ -85,7 +85,7 @@ final class NetworkStream: CaptureStream {
         // make presentation times go back and forth. The first frames of a connection may come
         // without one (the demuxer learns the reordering depth first): stamped on arrival.
         let time = clock.place(cameraTicks: picture.dts, arrivalMonotonic: arrival, arrivalWall: arrivalWall)
-        if time.discontinuity { noteTimestampJump() }
+        if time.jumped { noteTimestampJump() }
         frame.setContents(
             byteCount: picture.byteCount, format: format, width: stream?.width ?? 0, height: stream?.height ?? 0,
             sequence: sequence, monotonicNanos: time.monotonic, wallNanos: time.wall,
@@ -107,7 +107,7 @@ final class NetworkStream: CaptureStream {
 
     private func noteTimestampJump() {
         timestampJumps += 1
-        let text = "\(address): the camera's timestamps jumped (back, repeated, or more than \(CameraClock.jumpLimitNanos / 1_000_000_000) s from their arrival); Vigil's clock for it starts again there (\(timestampJumps) so far on this connection)"
+        let text = "\(address): the camera's timestamps jumped (back, repeated, or more than \(CameraClock.jumpLimitNanos / 1_000_000_000) s from their arrival); Vigil's times for it follow their arrival again from there, the recording goes on (\(timestampJumps) so far on this connection)"
         if timestampJumps == 1 { logger.warning("\(text)") } else { logger.debug("\(text)") }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import CheckedMath
 import Logging
 import Media
 import Synchronization
@@ -78,6 +79,11 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
 
     public let settings: Settings
 
+    /// Frames further apart than this are a gap in the recording: the file ends before it, and
+    /// `vigil recordings` reports gaps by the same bound. Shorter pauses stay inside the file,
+    /// which keeps their true times.
+    public static let gapNanos: Int64 = 2_000_000_000
+
     // Worker-thread state.
     private let converter = PictureConverter(range: .video)
     private var encoder: VideoEncoder?
@@ -89,6 +95,8 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     private var currentSlot: Int64 = .min
     private var lastPTS: Int64 = .min
     private var originMonotonic: Int64?
+    /// The capture time of the last frame recorded (to find gaps).
+    private var lastFrameMonotonic: Int64?
     private var restartAfterFailureAt: Int64?
     private var lastFailureReport: Int64?
     private let status = StatusBox()
@@ -175,12 +183,14 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
             startsSegment = true
         }
         currentSlot = slot
+        let followsGap = lastFrameMonotonic.map { frame.monotonicNanos.subtracting($0).map { $0 > Self.gapNanos } ?? true } ?? false
+        lastFrameMonotonic = frame.monotonicNanos
         do {
             switch settings.encoding {
             case .streamCopy:
-                try copy(frame, startsSegment: startsSegment)
+                try copy(frame, startsSegment: startsSegment, breaks: frame.followsDiscontinuity || followsGap)
             case .h264(let encoderSettings):
-                try encode(frame, connection, encoderSettings, startsSegment: startsSegment)
+                try encode(frame, connection, encoderSettings, startsSegment: startsSegment || followsGap)
             }
         } catch let error as MediaError where error.operation == "decode frame" {
             logger.warning("camera \(context?.cameraID ?? "?"): dropped a corrupt frame: \(error.message)")
@@ -208,6 +218,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         currentSlot = .min
         lastPTS = .min
         originMonotonic = nil
+        lastFrameMonotonic = nil
         cutPending = false
         // An idle output keeps no pictures either (they come back with the next frame).
         converter.releaseBuffers()
@@ -225,10 +236,11 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     // MARK: - Stream copy
 
     /// Copies a compressed frame as it is. A segment starts only at a keyframe: when a new
-    /// segment is due (a wall-clock boundary, new stream parameters, a break in the camera's
-    /// timing) frames go on into the old segment until the next keyframe, which opens the new
-    /// one, so no frame is lost or repeated at a boundary.
-    private func copy(_ frame: CapturedFrame, startsSegment: Bool) throws {
+    /// segment is due (a wall-clock boundary, new stream parameters) frames go on into the old
+    /// segment until the next keyframe, which opens the new one, so no frame is lost or repeated
+    /// at a boundary. A frame that `breaks` the timeline (a gap, or camera times that could not
+    /// stay increasing) ends the segment before it.
+    private func copy(_ frame: CapturedFrame, startsSegment: Bool, breaks: Bool) throws {
         if frame.format == .mjpeg && !JPEGCheck.looksComplete(frame.bytes) {
             logger.warning("camera \(context?.cameraID ?? "?"): dropped a truncated or corrupt MJPEG frame (\(frame.byteCount) bytes)")
             return
@@ -249,14 +261,14 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         let stream = frame.stream ?? mjpegDescription(width: frame.width, height: frame.height)
         if let preroll {
             // Motion only: held back; segments are opened and cut when it is released.
-            if frame.followsDiscontinuity {
+            if breaks {
                 originMonotonic = nil
                 lastPTS = .min
             }
             preroll.hold(
                 frame.bytes, pts: nextPTS(for: frame), presentationDelay: frame.presentationDelayNanos * 9 / 100_000,
                 keyframe: frame.isKeyframe, wallNanos: frame.wallNanos, stream: stream,
-                container: settings.container(for: frame.format), breaksBefore: frame.followsDiscontinuity)
+                container: settings.container(for: frame.format), breaksBefore: breaks)
             releaseHeld(now: frame.wallNanos)
             return
         }
@@ -265,13 +277,13 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
             closeSegment()
             cutPending = true
         }
-        if frame.followsDiscontinuity {
-            // The camera's timestamps broke: end here, and time the next segment afresh.
+        if breaks {
+            // A gap, or the camera's times broke: end here, and time the next segment afresh.
             closeSegment()
             originMonotonic = nil
             lastPTS = .min
         }
-        if startsSegment || frame.followsDiscontinuity { cutPending = true }
+        if startsSegment || breaks { cutPending = true }
         if cutPending && frame.isKeyframe {
             cutPending = false
             let pts = nextPTS(for: frame)

@@ -48,7 +48,10 @@ public final class CaptureSession: Sendable {
     public var device: CaptureDevice? { state.withLock { $0.active.device } }
     /// The format the camera is delivering (after a successful commit).
     public var activeFormat: DeviceFormat? { state.withLock { $0.activeFormat } }
+    /// The frame rate asked of the camera (a network camera sends what it sends).
     public var frameRate: Double { state.withLock { $0.active.frameRate } }
+    /// The frame rate the camera delivers, measured from its frames' times (nil before two).
+    public var measuredFrameRate: Double? { capturedFrames.measuredFrameRate }
     /// Frames read from the camera since the session was created.
     public var capturedFrameCount: Int { capturedFrames.current }
     /// When this session's last frame was captured (monotonic clock); nil before its first.

@@ -1,14 +1,24 @@
+import CheckedMath
 import Foundation
 import Logging
 import Synchronization
 import SystemPackage
 
-/// A counter shared between threads.
+/// A session's frame count, last frame time and measured frame rate, written by its capture
+/// thread (the only writer) and read by status displays on other threads.
 final class SharedCounter: Sendable {
     private let value = Atomic<Int>(0)
     private let lastMonotonic = Atomic<Int64>(0)
-    /// Counts a frame captured at `monotonicNanos` (for "how long since the last frame").
+    private let intervalNanos = Atomic<Int64>(0)
+    /// Counts a frame captured at `monotonicNanos` (for "how long since the last frame") and
+    /// learns the frame interval from its distance to the one before.
     func increment(at monotonicNanos: Int64) {
+        let previous = lastMonotonic.load(ordering: .relaxed)
+        if previous != 0, let step = monotonicNanos.subtracting(previous) {
+            var interval = FrameInterval(storedNanos: intervalNanos.load(ordering: .relaxed))
+            interval.learn(step)
+            intervalNanos.store(interval.nanos ?? 0, ordering: .relaxed)
+        }
         lastMonotonic.store(monotonicNanos, ordering: .relaxed)
         value.add(1, ordering: .relaxed)
     }
@@ -18,6 +28,8 @@ final class SharedCounter: Sendable {
         let n = lastMonotonic.load(ordering: .relaxed)
         return n == 0 ? nil : n
     }
+    /// Frames per second, measured from the frames' times (nil before two frames).
+    var measuredFrameRate: Double? { FrameInterval(storedNanos: intervalNanos.load(ordering: .relaxed)).framesPerSecond }
 }
 
 /// The one thread that reads a session's camera and fans frames out to its outputs.

@@ -6,7 +6,7 @@ Run with Debian's /usr/bin/python3 (it has `gi`). Prints "PORT <n>" once it list
                  [--user U --password P [--digest]] [--session-timeout S] [--audio] [--mounts N]
 The stream is at rtsp://127.0.0.1:PORT/cam (every client shares one live encoder); with
 --mounts N, at /cam0 … /camN-1 as well, each its own camera (its own encoder)."""
-import argparse, sys, time
+import argparse, fractions, sys, time
 import gi
 gi.require_version("Gst", "1.0")
 gi.require_version("GstRtspServer", "1.0")
@@ -17,7 +17,7 @@ p = argparse.ArgumentParser()
 p.add_argument("--port", type=int, default=0)
 p.add_argument("--codec", choices=["h264", "h265", "mjpeg"], default="h264")
 p.add_argument("--size", default="320x240")
-p.add_argument("--fps", type=int, default=15)
+p.add_argument("--fps", type=float, default=15, help="frames per second, e.g. 12.5")
 p.add_argument("--gop", type=int, default=15, help="keyframe interval in frames")
 p.add_argument("--bframes", type=int, default=0, help="B-frames between references (H.264): frames arrive out of presentation order")
 p.add_argument("--user")
@@ -29,6 +29,7 @@ p.add_argument("--audio", action="store_true", help="send G.711 A-law audio besi
 p.add_argument("--mounts", type=int, default=0)
 a = p.parse_args()
 w, h = a.size.split("x")
+rate = fractions.Fraction(a.fps).limit_denominator(1001)
 Gst.init(None)
 if a.codec == "h264":
     # zerolatency and the ultrafast preset would both switch B-frames off.
@@ -41,7 +42,7 @@ elif a.codec == "mjpeg":
     enc = "videoconvert ! video/x-raw,format=I420 ! jpegenc quality=70 ! rtpjpegpay name=pay0 pt=26"
 else:
     enc = f"x265enc tune=zerolatency speed-preset=ultrafast key-int-max={a.gop} ! rtph265pay name=pay0 pt=96 config-interval=-1"
-launch = (f"( videotestsrc is-live=true pattern=ball ! video/x-raw,width={w},height={h},framerate={a.fps}/1 "
+launch = (f"( videotestsrc is-live=true pattern=ball ! video/x-raw,width={w},height={h},framerate={rate.numerator}/{rate.denominator} "
           f"! {enc} "
           + ("audiotestsrc is-live=true ! audio/x-raw,rate=8000,channels=1 ! alawenc ! rtppcmapay name=pay1 pt=8 " if a.audio else "")
           + ")")

@@ -97,7 +97,7 @@ public enum SegmentJoiner {
         }
 
         mutating func begin(_ entry: RecordingIndex.Entry, width: Int, height: Int) throws {
-            if let end = previousEnd, entry.startNanos - end > 1_000_000_000 { gaps.append((end, entry.startNanos)) }
+            if let end = previousEnd, RecordingsListing.isGap(from: end, to: entry.startNanos) { gaps.append((end, entry.startNanos)) }
             previousEnd = entry.endNanos
             if let size, size != (width, height) {
                 throw RecorderError.export("the picture size changes to \(width)x\(height) at \(entry.path): export the parts before and after it separately")

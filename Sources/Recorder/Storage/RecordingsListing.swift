@@ -1,3 +1,5 @@
+import Capture
+import CheckedMath
 import Foundation
 
 /// What `vigil recordings` prints: a camera's segments (or stills, snapshots and daily timelapse
@@ -6,8 +8,15 @@ import Foundation
 public struct RecordingsListing: Sendable {
     public let entries: [RecordingIndex.Entry]
     public let timeZone: TimeZone
-    /// A pause longer than this between two segments is shown as a gap.
-    public static let gapNanos: Int64 = 1_000_000_000
+    /// A pause longer than this between two segments is shown as a gap: the bound at which the
+    /// recorder itself ends a file, so that a cut on the wall-clock grid is never called a gap.
+    public static let gapNanos = SegmentedMovieOutput.gapNanos
+
+    /// Whether `later` starts more than `gapNanos` after `earlier` ends (index times are any
+    /// 64-bit values a file on disk held: a difference that does not fit is a gap).
+    static func isGap(from earlier: Int64, to later: Int64) -> Bool {
+        later.subtracting(earlier).map { $0 > gapNanos } ?? true
+    }
 
     /// `kind` `.segment` lists video segments; any other kind lists stills, snapshots and daily
     /// timelapse videos together.
@@ -22,7 +31,7 @@ public struct RecordingsListing: Sendable {
     public var gaps: [(camera: String, from: Int64, to: Int64)] {
         var result: [(String, Int64, Int64)] = []
         for (camera, list) in Dictionary(grouping: entries.filter { $0.kind == .segment && $0.state != .missing && $0.state != .quarantined }, by: \.camera).sorted(by: { $0.key < $1.key }) {
-            for (a, b) in zip(list, list.dropFirst()) where b.startNanos - a.endNanos > Self.gapNanos {
+            for (a, b) in zip(list, list.dropFirst()) where Self.isGap(from: a.endNanos, to: b.startNanos) {
                 result.append((camera, a.endNanos, b.startNanos))
             }
         }
@@ -37,8 +46,8 @@ public struct RecordingsListing: Sendable {
             lines.append("\(camera): \(list.count) \(list[0].kind == .segment ? "segment" : "still")(s), \(Self.size(bytes))")
             var previous: RecordingIndex.Entry?
             for entry in list {
-                if let previous, entry.kind == .segment, previous.state != .missing, previous.state != .quarantined, entry.state != .quarantined, entry.startNanos - previous.endNanos > Self.gapNanos {
-                    lines.append("  — gap of \(Self.duration(entry.startNanos - previous.endNanos)) —")
+                if let previous, entry.kind == .segment, previous.state != .missing, previous.state != .quarantined, entry.state != .quarantined, Self.isGap(from: previous.endNanos, to: entry.startNanos) {
+                    lines.append("  — gap of \(Self.duration(entry.startNanos.subtracting(previous.endNanos) ?? .max)) —")
                 }
                 if entry.kind == .segment {
                     lines.append("  \(time(entry.startNanos)) → \(time(entry.endNanos, roundingUp: true))  \(String(format: "%6d", entry.frames)) frames  "

@@ -31,6 +31,8 @@ public actor Supervisor: Service {
         public let state: State
         /// The camera's format while it is open.
         public let format: DeviceFormat?
+        /// Frames per second the camera delivers, measured (0 before it delivered two frames):
+        /// what a camera sends, not what was asked of it.
         public let frameRate: Double
         /// Frames its outputs dropped because they fell behind.
         public let droppedFrames: Int
@@ -132,7 +134,7 @@ public actor Supervisor: Service {
                 cameraID: c.plan.cameraID, isRecording: isRecording(c), node: c.node,
                 frames: c.framesBefore + (c.session?.capturedFrameCount ?? 0), session: c.session, lastProblem: c.lastProblem,
                 isScheduled: c.isScheduled, state: state(of: c), format: c.session?.activeFormat,
-                frameRate: c.session?.frameRate ?? c.plan.frameRate,
+                frameRate: c.session?.measuredFrameRate ?? 0,
                 droppedFrames: c.plan.outputs.reduce(0) { $0 + $1.0.droppedFrameCount }, recordedCodec: recordedCodec(c),
                 lastFrameMonotonicNanos: c.session?.lastFrameMonotonicNanos ?? c.lastFrameBefore)
         }
