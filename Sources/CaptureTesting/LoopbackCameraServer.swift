@@ -43,8 +43,9 @@ public final class LoopbackCameraServer: @unchecked Sendable {
         return try LoopbackCameraServer("rtsp-server.py", arguments)
     }
 
-    public static func mjpeg(jpegs: [String], cutAfter: Int = 0, fps: Double = 15) throws -> LoopbackCameraServer {
-        try LoopbackCameraServer("mjpeg-server.py", jpegs + ["--fps", "\(fps)", "--cut-after", "\(cutAfter)"])
+    /// `log`: a file the server appends "INDEX UNIX-SECONDS" to as it sends each frame.
+    public static func mjpeg(jpegs: [String], cutAfter: Int = 0, fps: Double = 15, log: String? = nil) throws -> LoopbackCameraServer {
+        try LoopbackCameraServer("mjpeg-server.py", jpegs + ["--fps", "\(fps)", "--cut-after", "\(cutAfter)"] + (log.map { ["--log", $0] } ?? []))
     }
 
     public func url(user: String? = nil, password: String? = nil) -> String {

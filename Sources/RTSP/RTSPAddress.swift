@@ -64,15 +64,35 @@ package struct RTSPAddress: Equatable, Sendable {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// `reference` (an SDP `a=control`, a `Content-Base`) made absolute against `base`.
+    /// `reference` (an SDP `a=control`, a `Content-Base`) made absolute against `base`, the
+    /// request's URL. Some cameras send a `Content-Base` without its scheme
+    /// (`192.168.1.5:554/stream0/`): a first segment that names a host (`host:port`, or an IPv4
+    /// address) is replaced by the request's scheme, host and port, so every later request goes
+    /// to an absolute URL on the host Vigil connected to (a strict camera refuses any other).
     package static func resolve(_ reference: String, against base: String) -> String {
         if reference.isEmpty || reference == "*" { return base }
-        if reference.lowercased().hasPrefix("rtsp://") { return reference }
+        let lowered = reference.lowercased()
+        if lowered.hasPrefix("rtsp://") || lowered.hasPrefix("rtsps://") { return reference }
+        let firstSegment = reference.prefix { $0 != "/" }
+        if namesAHost(firstSegment), let schemeEnd = base.firstRange(of: "://") {
+            let authorityEnd = base[schemeEnd.upperBound...].firstIndex(of: "/") ?? base.endIndex
+            return String(base[..<authorityEnd]) + reference.dropFirst(firstSegment.count)
+        }
         if reference.hasPrefix("/") {
             guard let schemeEnd = base.firstRange(of: "://") else { return reference }
             let authorityEnd = base[schemeEnd.upperBound...].firstIndex(of: "/") ?? base.endIndex
             return String(base[..<authorityEnd]) + reference
         }
         return base.hasSuffix("/") ? base + reference : base + "/" + reference
+    }
+
+    /// `host:port` (a port of digits) or a dotted IPv4 address: the start of a URL without its scheme.
+    private static func namesAHost(_ segment: Substring) -> Bool {
+        if let colon = segment.lastIndex(of: ":") {
+            let port = segment[segment.index(after: colon)...]
+            return colon != segment.startIndex && !port.isEmpty && port.count <= 5 && port.allSatisfy(\.isASCIIDigit)
+        }
+        let parts = segment.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts.allSatisfy { !$0.isEmpty && $0.count <= 3 && $0.allSatisfy(\.isASCIIDigit) }
     }
 }

@@ -19,6 +19,16 @@ import Testing
         #expect(RTSPAddress.resolve("/other/track", against: "rtsp://h:10/s/") == "rtsp://h:10/other/track")
         #expect(RTSPAddress.resolve("rtsp://x/y", against: "rtsp://h/s/") == "rtsp://x/y")
         #expect(RTSPAddress.resolve("*", against: "rtsp://h/s/") == "rtsp://h/s/")
+        // A Content-Base without its scheme (some Dahua and Foscam firmware): the request's
+        // scheme, host and port with the path it gives.
+        #expect(RTSPAddress.resolve("192.168.1.5:554/stream0/", against: "rtsp://10.0.0.9:8554/stream0") == "rtsp://10.0.0.9:8554/stream0/")
+        #expect(RTSPAddress.resolve("192.168.1.5/live/", against: "rtsp://cam:554/live") == "rtsp://cam:554/live/")
+        #expect(RTSPAddress.resolve("stream.sdp/trackID=0", against: "rtsp://h/live/") == "rtsp://h/live/stream.sdp/trackID=0")
+        #expect(RTSPAddress.resolve("trackID=1", against: RTSPAddress.resolve("192.168.1.5:554/stream0/", against: "rtsp://h:554/stream0"))
+            == "rtsp://h:554/stream0/trackID=1")
+        // A control that only looks like one (a dot or colon after an `=`) stays relative.
+        #expect(RTSPAddress.resolve("track=1.0", against: "rtsp://h/s/") == "rtsp://h/s/track=1.0")
+        #expect(RTSPAddress.resolve("rtsps://x/y", against: "rtsp://h/s/") == "rtsps://x/y")
     }
 
     @Test func anAnswerIsParsedOnlyOnceItArrivedWhole() throws {

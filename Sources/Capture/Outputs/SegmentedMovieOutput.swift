@@ -117,6 +117,9 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     /// Whether the worker has a segment or an encoder open (or packets held back); while it
     /// has, frames outside the schedule still go to the worker, whose first such frame closes them.
     private let isRecording = Atomic<Bool>(false)
+    /// Frames that reached a file, and writes that failed (read by summaries on other threads).
+    private let written = Atomic<Int>(0)
+    private let failures = Atomic<Int>(0)
     /// The camera's live view, which reuses this output's H.264 packets (no second encoder).
     private let live = Mutex<LiveMP4Feed?>(nil)
     /// The encoder's stream description, made once per encoder for the live feed.
@@ -149,6 +152,12 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
 
     /// Threads of the H.264 encoder opened last (0 before one was opened).
     public var encoderThreads: Int { status.threads }
+
+    /// Frames written into files: what was recorded, where `receivedFrameCount` is what arrived.
+    public var writtenFrameCount: Int { written.load(ordering: .relaxed) }
+    /// Times a file could not be started or written (disk full, a header the muxer refused);
+    /// each is in the log with its cause.
+    public var failedWriteCount: Int { failures.load(ordering: .relaxed) }
 
     /// The file being written now, if any (for status displays).
     public var currentSegmentPath: String? { status.path }
@@ -447,6 +456,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     private func write(_ packet: Packet, pts: Int64, presentationDelay: Int64 = 0, wallNanos: Int64) throws {
         guard let segment else { return }
         try segment.write(packet, pts: pts, presentationDelay: presentationDelay, wallNanos: wallNanos)
+        written.add(1, ordering: .relaxed)
         if lastFailureReport != nil {
             lastFailureReport = nil
             logger.notice("camera \(context?.cameraID ?? "?"): recording resumed in \(segment.finalPath)")
@@ -471,6 +481,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     /// A write failed (disk full, I/O error): keep what was written, say what to do, and start
     /// a new segment about a second later so recording resumes as soon as the disk allows.
     private func fail(_ error: Error) {
+        failures.add(1, ordering: .relaxed)
         closeSegment()
         restartAfterFailureAt = SystemClocks.wallNanos() + 1_000_000_000
         // Retries happen every second; say so once, then at most every 30 s while it lasts.

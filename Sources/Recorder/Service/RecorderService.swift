@@ -226,9 +226,17 @@ public final class RecorderService: Sendable {
         for s in await supervisor.status() {
             let o = outputs[s.cameraID]
             let drops = (o?.movie?.droppedFrameCount ?? 0) + (o?.timelapse?.droppedFrameCount ?? 0)
-            Console.line("\(s.cameraID): \(s.frames) frames, \(drops) dropped, \(o?.timelapse?.skippedShotCount ?? 0) stills skipped")
+            Console.line("\(s.cameraID): \(s.frames) frames" + (o?.movie.map { Self.recorded($0) } ?? "")
+                + ", \(drops) dropped, \(o?.timelapse?.skippedShotCount ?? 0) stills skipped")
         }
         Console.line("Recordings are in \(root). Play one with: ffplay FILE (or mpv/vlc)")
+    }
+
+    /// What a movie output put in files, for a closing summary: frames written (not frames
+    /// that arrived), and the writes that failed, which the log explains.
+    static func recorded(_ movie: SegmentedMovieOutput) -> String {
+        ", \(movie.writtenFrameCount) written to files"
+            + (movie.failedWriteCount > 0 ? " (\(movie.failedWriteCount) write(s) failed: see the log)" : "")
     }
 
     /// The network cameras a configuration names (`url = "rtsp://…"`, and `detect_url`

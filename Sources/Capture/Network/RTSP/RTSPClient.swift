@@ -87,7 +87,8 @@ final class RTSPClient: PictureConnection {
             let describe = try request("DESCRIBE", target.requestURL, headers: ["Accept: application/sdp"])
             try Self.check(describe)
             description = SessionDescription(describe.body)
-            describeBase = describe.header("content-base") ?? describe.header("content-location") ?? target.requestURL
+            // Made absolute: some cameras send a relative or scheme-less base.
+            describeBase = RTSPAddress.resolve(describe.header("content-base") ?? describe.header("content-location") ?? "", against: target.requestURL)
         } catch {
             throw .failed(during(error))
         }
