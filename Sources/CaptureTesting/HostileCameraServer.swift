@@ -56,7 +56,8 @@ public struct HostileSession: Sendable, Decodable {
 
 /// The hostile RTSP camera (`Servers/hostile-rtsp-server.py`, standard-library Python) on
 /// loopback: `/hostile/SEED` serves a seeded schedule of every misbehaviour, `/behaviour/NAME`
-/// one of them; each session is logged to `logPath` when it ends.
+/// one of them, `/dialect/NAME` a well-behaved camera answering in one of the forms real
+/// cameras use; each session is logged to `logPath` when it ends.
 public final class HostileCameraServer: Sendable {
     public let logPath: String
     private let server: LoopbackCameraServer
@@ -84,6 +85,12 @@ public final class HostileCameraServer: Sendable {
         "rtsp://\(user):\(password)@127.0.0.1:\(port)/behaviour/\(behaviour)"
     }
 
+    /// The address of a camera that behaves but answers in `dialect` (`--dialects`); the
+    /// `digest-without-qop` camera checks this user and password.
+    public func url(dialect: String, user: String = "viewer", password: String = "dialect-secret") -> String {
+        "rtsp://\(user):\(password)@127.0.0.1:\(port)/dialect/\(dialect)"
+    }
+
     /// The sessions that ended so far, in the order they ended.
     public func sessions() throws -> [HostileSession] {
         let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
@@ -93,8 +100,13 @@ public final class HostileCameraServer: Sendable {
     public func stop() { server.stop() }
 
     /// Every behaviour the server knows, read from its table.
-    public static let behaviours: [HostileBehaviour] = {
-        let table = RecordingInspector.run("/usr/bin/python3", ["\(LoopbackCameraServer.directory)/hostile-rtsp-server.py", "--table"])
+    public static let behaviours = table("--table")
+
+    /// Every dialect the server speaks, read from its table.
+    public static let dialects = table("--dialects")
+
+    private static func table(_ option: String) -> [HostileBehaviour] {
+        let table = RecordingInspector.run("/usr/bin/python3", ["\(LoopbackCameraServer.directory)/hostile-rtsp-server.py", option])
         return table.output.split(separator: "\n").compactMap { try? JSONDecoder().decode(HostileBehaviour.self, from: Data($0.utf8)) }
-    }()
+    }
 }

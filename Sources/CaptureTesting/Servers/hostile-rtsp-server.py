@@ -14,6 +14,10 @@ Paths (any user and password are accepted: the server never checks them):
                     SEED and the round; the variant is drawn from SEED and k
   /behaviour/NAME   every session follows NAME (to reproduce one); /behaviour/good streams on
                     until the client leaves, where a scheduled good session ends after 3 s
+  /dialect/NAME     a camera that behaves, in one of the forms real cameras answer in (DIALECTS:
+                    fmtp orders, control URLs, Content-Base forms, Session and SSRC spellings,
+                    audio and ONVIF tracks, Digest without qop, H.265 as Dahua sends it); it
+                    streams until the client leaves. `--dialects` prints them.
 Each session ends with one JSON line in FILE: path, seed, session, behaviour, variant, fails,
 expect, start and end (Unix seconds), sent (bytes) and outcome.
 
@@ -151,6 +155,45 @@ def payloads(nals, mtu=MTU):
     for n in nals:
         if n[0] & 0x1F not in (7, 8):
             out += fragments(n, mtu)
+    return out
+
+
+def canned_hevc(in_band):
+    """(vps, sps, pps, access units) of two seconds of H.265 (x265); with `in_band` false the
+    units carry no parameter sets (they are only in the SDP, as Dahua sends them)."""
+    hevc = subprocess.run(
+        ["ffmpeg", "-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i", f"testsrc=size=160x90:rate={FPS}",
+         "-frames:v", str(2 * FPS), "-c:v", "libx265", "-preset", "ultrafast", "-tune", "zerolatency",
+         "-x265-params", f"log-level=error:keyint={FPS}:repeat-headers=1", "-f", "hevc", "-"],
+        capture_output=True, check=True).stdout
+    sets, units, current = {}, [], []
+    for nal in annexb_units(hevc):
+        kind = (nal[0] >> 1) & 0x3F
+        if kind in (32, 33, 34):
+            sets.setdefault(kind, nal)
+        if kind >= 35:
+            continue  # access unit delimiters, SEI: cameras send none
+        starts = kind in (32, 33, 34) or (kind < 32 and nal[2] & 0x80)
+        if starts and any((n[0] >> 1) & 0x3F < 32 for n in current):
+            units.append((current, any(16 <= (n[0] >> 1) & 0x3F <= 21 for n in current)))
+            current = []
+        if in_band or kind not in (32, 33, 34):
+            current.append(nal)
+    units.append((current, any(16 <= (n[0] >> 1) & 0x3F <= 21 for n in current)))
+    return sets[32], sets[33], sets[34], units
+
+
+def hevc_payloads(nals, mtu=MTU):
+    """RFC 7798: small units as they are, big ones as fragmentation units (type 49)."""
+    out = []
+    for nal in nals:
+        if len(nal) <= mtu:
+            out.append(nal)
+            continue
+        kind, body, step = (nal[0] >> 1) & 0x3F, nal[2:], mtu - 3
+        head = bytes([(nal[0] & 0x81) | (49 << 1), nal[1]])
+        out += [head + bytes([(0x80 if i == 0 else 0) | (0x40 if i + step >= len(body) else 0) | kind]) + body[i:i + step]
+                for i in range(0, len(body), step)]
     return out
 
 
@@ -836,6 +879,153 @@ def good(s):
     s.play(seconds=3 if s.scheduled else None)
     s.end()
 
+# ---------------------------------------------------------------- dialects
+
+DIALECTS = {}
+
+
+def dialect(name, what):
+    def register(run):
+        DIALECTS[name] = {"name": name, "fails": "never", "expect": "", "what": what, "run": run}
+        return run
+    return register
+
+
+def h264_media(s, fmtp=None, control="a=control:trackID=0", extra=(), control_first=False):
+    """The video section of an H.264 camera's SDP; `fmtp` replaces its fmtp line."""
+    sps, pps = s.server.sps, s.server.pps
+    fmtp = fmtp if fmtp is not None else f"a=fmtp:{PT} packetization-mode=1;profile-level-id={sps[1:4].hex()};sprop-parameter-sets={b64(sps)},{b64(pps)}"
+    lines = [f"m=video 0 RTP/AVP {PT}", f"a=rtpmap:{PT} H264/90000", fmtp, *extra]
+    return [lines[0], control, *lines[1:]] if control_first else [*lines, control]
+
+
+def serve_dialect(s, media=None, base=None, setup_headers=None, split=None):
+    """The handshake answered as the dialect's camera does (`media`: the SDP's media sections;
+    `base`: the Content-Base; `setup_headers(request)`: SETUP's headers), then video until the
+    client leaves. Like a strict camera it refuses (400) a request whose URL is not an absolute
+    URL of this camera."""
+    while True:
+        request = s.next_request()
+        if not request.url.startswith(s.base):
+            s.send(s.answer(request, 400, "Bad Request"))
+        elif request.method == "DESCRIBE":
+            body = s.sdp(video=media if media is not None else h264_media(s))
+            s.send(s.answer(request, headers=["Content-Type: application/sdp", f"Content-Base: {base if base is not None else s.base + '/'}"], body=body))
+        elif request.method == "SETUP" and setup_headers:
+            s.send(s.answer(request, headers=setup_headers(request)))
+        elif request.method == "PLAY":
+            s.send(s.default_answer(request))
+            s.play(split=split)
+        else:
+            s.send(s.default_answer(request))
+
+
+@dialect("fmtp-order-and-spacing", "fmtp parameters in another order, with spaces around the semicolons")
+def fmtp_order_and_spacing(s):
+    sps, pps = s.server.sps, s.server.pps
+    serve_dialect(s, h264_media(s, fmtp=f"a=fmtp:{PT} sprop-parameter-sets={b64(sps)},{b64(pps)} ; packetization-mode=1;  profile-level-id={sps[1:4].hex().upper()}"))
+
+
+@dialect("sprop-only-in-sdp", "parameter sets only in the SDP's sprop-parameter-sets, none in the stream")
+def sprop_only_in_sdp(s):
+    s.units = [([n for n in nals if n[0] & 0x1F not in (7, 8)], key) for nals, key in s.server.units]
+    serve_dialect(s)
+
+
+@dialect("sprop-only-in-band", "no sprop-parameter-sets in the SDP: the parameter sets come with each keyframe")
+def sprop_only_in_band(s):
+    serve_dialect(s, h264_media(s, fmtp=f"a=fmtp:{PT} packetization-mode=1;profile-level-id={s.server.sps[1:4].hex()}"))
+
+
+@dialect("control-first", "a=control before a=rtpmap in the video section")
+def control_first(s):
+    serve_dialect(s, h264_media(s, control_first=True))
+
+
+@dialect("control-absolute", "an absolute control URL (rtsp://host:port/…/trackID=1)")
+def control_absolute(s):
+    serve_dialect(s, h264_media(s, control=f"a=control:{s.base}/trackID=1"))
+
+
+@dialect("control-star", "a=control:* in the video section (SETUP to the base itself)")
+def control_star(s):
+    serve_dialect(s, h264_media(s, control="a=control:*"))
+
+
+@dialect("base-without-slash", "a Content-Base without its trailing slash, a relative control")
+def base_without_slash(s):
+    serve_dialect(s, base=s.base)
+
+
+@dialect("base-without-scheme", "a Content-Base without rtsp:// (host:port/path/), as some firmware sends")
+def base_without_scheme(s):
+    serve_dialect(s, base=s.base.split("://", 1)[1] + "/")
+
+
+@dialect("session-spelling", "a Session header with spaces around its parts and a timeout")
+def session_spelling(s):
+    serve_dialect(s, setup_headers=lambda r: [f"Transport: RTP/AVP/TCP;unicast;interleaved=0-1", f"Session:   {s.session_id} ; timeout=60"])
+
+
+def ssrc_dialect(spelling):
+    def run(s):
+        serve_dialect(s, setup_headers=lambda r: [f"Transport: RTP/AVP/TCP;unicast;interleaved=0-1;ssrc={spelling}", f"Session: {s.session_id};timeout=60"])
+    return run
+
+
+dialect("ssrc-hex", "ssrc=5EED0001 in SETUP's Transport (8 hex digits, the RFC's form)")(ssrc_dialect("5EED0001"))
+dialect("ssrc-decimal", "ssrc=1592590337 (decimal) in SETUP's Transport")(ssrc_dialect("1592590337"))
+dialect("ssrc-0x", "ssrc=0x5EED0001 in SETUP's Transport")(ssrc_dialect("0x5EED0001"))
+dialect("ssrc-odd-width", "ssrc=5EED1 (5 hex digits) in SETUP's Transport")(ssrc_dialect("5EED1"))
+
+
+@dialect("audio-and-onvif-metadata", "an audio track before the video and an ONVIF metadata track after it")
+def audio_and_onvif_metadata(s):
+    audio = ["m=audio 0 RTP/AVP 8", "a=rtpmap:8 PCMA/8000", "a=control:trackID=1"]
+    metadata = ["m=application 0 RTP/AVP 107", "a=rtpmap:107 vnd.onvif.metadata/90000", "a=control:trackID=2"]
+    serve_dialect(s, audio + h264_media(s) + metadata)
+
+
+@dialect("dimensions-and-framerate", "a=x-dimensions, a=framerate:15.000000 and a=x-framerate lines")
+def dimensions_and_framerate(s):
+    serve_dialect(s, h264_media(s, extra=("a=x-dimensions:160,90", "a=framerate:15.000000", "a=x-framerate:15")))
+
+
+@dialect("digest-without-qop", "Digest authentication without qop (RFC 2069), checked: a wrong answer is 401 again")
+def digest_without_qop(s):
+    import hashlib
+    realm, nonce = "dialect camera", "%032x" % s.rng.getrandbits(128)
+    md5 = lambda text: hashlib.md5(text.encode()).hexdigest()
+    while True:
+        request = s.next_request()
+        fields = dict((k.strip(), v.strip().strip('"')) for k, _, v in
+                      (part.partition("=") for part in request.headers.get("authorization", "").removeprefix("Digest ").split(",")))
+        user, password = "viewer", "dialect-secret"
+        expected = md5(f"{md5(f'{user}:{realm}:{password}')}:{nonce}:{md5(request.method + ':' + fields.get('uri', ''))}")
+        if fields.get("username") != user or fields.get("response") != expected or "qop" in fields:
+            s.send(s.answer(request, 401, "Unauthorized", [f'WWW-Authenticate: Digest realm="{realm}", nonce="{nonce}"']))
+            continue
+        s.buf = first_request_bytes(request) + s.buf
+        break
+    # Authorized: the rest as any camera (each request keeps its Authorization, unchecked).
+    serve_dialect(s)
+
+
+def hevc_media(s, sprop):
+    return [f"m=video 0 RTP/AVP {PT}", f"a=rtpmap:{PT} H265/90000", f"a=fmtp:{PT} {sprop}", "a=control:trackID=0"]
+
+
+@dialect("h265-dahua", "H.265 with sprop-sps, sprop-pps, sprop-vps in that order in the SDP and no parameter sets in the stream")
+def h265_dahua(s):
+    vps, sps, pps, s.units = s.server.hevc(in_band=False)
+    serve_dialect(s, hevc_media(s, f"sprop-sps={b64(sps)};sprop-pps={b64(pps)};sprop-vps={b64(vps)}"), split=hevc_payloads)
+
+
+@dialect("h265-in-band", "H.265 with the parameter sets in the SDP (VPS, SPS, PPS) and before each keyframe")
+def h265_in_band(s):
+    vps, sps, pps, s.units = s.server.hevc(in_band=True)
+    serve_dialect(s, hevc_media(s, f"sprop-vps={b64(vps)}; sprop-sps={b64(sps)}; sprop-pps={b64(pps)}"), split=hevc_payloads)
+
 # ---------------------------------------------------------------- the server
 
 def schedule(seed, session, skip=()):
@@ -856,8 +1046,16 @@ class Server:
         self.log = open(args.log, "a") if args.log else None
         self.lock = threading.Lock()
         self.sessions = {}
+        self.hevc_streams = {}
         self.listener = socket.create_server(("127.0.0.1", args.port))
         self.port = self.listener.getsockname()[1]
+
+    def hevc(self, in_band):
+        """The canned H.265 stream (made at first use: only dialect sessions need it)."""
+        with self.lock:
+            if in_band not in self.hevc_streams:
+                self.hevc_streams[in_band] = canned_hevc(in_band)
+            return self.hevc_streams[in_band]
 
     def serve(self):
         while True:
@@ -873,7 +1071,7 @@ class Server:
             first = s.next_request()
             path = "/" + first.url.split("://", 1)[-1].split("/", 1)[-1] if "://" in first.url else first.url
             parts = path.strip("/").split("/")
-            if len(parts) < 2 or parts[0] not in ("hostile", "behaviour"):
+            if len(parts) < 2 or parts[0] not in ("hostile", "behaviour", "dialect"):
                 s.send(s.answer(first, 404, "Nope"))
                 raise Gone("no such path")
             key = "/" + parts[0] + "/" + parts[1]
@@ -888,11 +1086,12 @@ class Server:
                 record["seed"] = seed
             else:
                 name = parts[1]
-                if name not in BEHAVIOURS:
+                table = DIALECTS if parts[0] == "dialect" else BEHAVIOURS
+                if name not in table:
                     s.send(s.answer(first, 404, "Nope"))
                     raise Gone("no such behaviour")
                 s.rng = random.Random(f"variant {name} {number}")
-            entry = BEHAVIOURS[name]
+            entry = (DIALECTS if parts[0] == "dialect" else BEHAVIOURS)[name]
             record.update(path=key, session=number, behaviour=name, fails=entry["fails"], expect=entry["expect"])
             s.seq = s.rng.getrandbits(16)
             s.ts = s.rng.getrandbits(32)
@@ -931,9 +1130,10 @@ def main():
                    help="the longest a session stays silent waiting for the client to give up")
     p.add_argument("--skip", default="", help="behaviours (comma-separated) the /hostile/ schedules leave out")
     p.add_argument("--table", action="store_true", help="print the behaviours, one JSON object a line, and exit")
+    p.add_argument("--dialects", action="store_true", help="print the dialects, one JSON object a line, and exit")
     a = p.parse_args()
-    if a.table:
-        for entry in BEHAVIOURS.values():
+    if a.table or a.dialects:
+        for entry in (DIALECTS if a.dialects else BEHAVIOURS).values():
             print(json.dumps({k: v for k, v in entry.items() if k != "run"}))
         return
     server = Server(a)
