@@ -51,6 +51,9 @@ final class StatusDisplay: Sendable {
         let drops = (o?.movie?.droppedFrameCount ?? 0) + (o?.timelapse?.droppedFrameCount ?? 0)
         let segment = StorageLayout(root: root).relative(o?.movie?.currentSegmentPath ?? "-")
         let state = s.isRecording ? "segment \(segment)" : s.lastProblem.map { "WAITING: \($0)" } ?? "starting"
-        return "\(s.cameraID)  \(String(format: "%5.1f", fps)) fps  frames \(s.frames)  drops \(drops)  \(state)"
+        // Writes that failed (a disk full, a file the muxer refused) are said until the run ends.
+        let failed = o?.movie?.failedWriteCount ?? 0
+        return "\(s.cameraID)  \(String(format: "%5.1f", fps)) fps  frames \(s.frames)  drops \(drops)  "
+            + (failed > 0 ? "WRITE FAILURES \(failed)  " : "") + state
     }
 }

@@ -79,6 +79,26 @@ func waitForExit(_ process: Process, seconds: Double) async -> Bool {
         }
     }
 
+    /// Frames that reached no file are not called recorded (the summary said "374 frames, 0
+    /// dropped" of a camera whose every file was refused): it counts frames written to files,
+    /// and the writes that failed.
+    @Test func framesThatReachedNoFileAreNotCalledRecorded() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let out = dir.path + "/rec"
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        // The camera's folder is a file: no segment of it can be started.
+        #expect(FileManager.default.createFile(atPath: out + "/synthetic-0", contents: Data("not a folder".utf8)))
+        let result = VigilBinary.run(["demo", "--output", out, "--duration", "2.5", "--size", "160x120", "--fps", "15", "--segment-seconds", "1"])
+        let summary = result.output.split(separator: "\n").first { $0.hasPrefix("synthetic-0: ") }.map(String.init) ?? ""
+        #expect(summary.contains(", 0 written to files (") && summary.range(of: #"\([1-9][0-9]* write\(s\) failed: see the log\)"#, options: .regularExpression) != nil,
+                "\(result.output)\(result.errorOutput)")
+
+        let good = VigilBinary.run(["demo", "--output", dir.path + "/good", "--duration", "2.5", "--size", "160x120", "--fps", "15", "--segment-seconds", "1"])
+        let line = good.output.split(separator: "\n").first { $0.hasPrefix("synthetic-0: ") }.map(String.init) ?? ""
+        #expect(line.range(of: #"^synthetic-0: [1-9][0-9]* frames, [1-9][0-9]* written to files, "#, options: .regularExpression) != nil, "\(good.output)")
+    }
+
     @Test func sigtermFinalizesTheOpenSegmentAndExitsZero() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
