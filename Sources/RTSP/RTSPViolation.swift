@@ -27,7 +27,7 @@ package enum RTSPViolation: Error, Equatable, Sendable, CustomStringConvertible 
         case .wrongCSeq(let expected, let received): return "an RTSP answer with CSeq \(received) to request \(expected)"
         case .redirected(let status, let location): return "a redirect (\(status)) to \(location): put that address in the configuration"
         case .badSession(let value): return "a malformed Session header \(value)"
-        case .badTransport(let value): return "a Transport header without the interleaved TCP channels asked for: \(value)"
+        case .badTransport(let value): return "a Transport header without the interleaved TCP channels asked for: \(value) (a camera that streams only over UDP is recorded with transport = \"udp\")"
         case .pictureTooLarge(let limit): return "a picture larger than \(limit / (1024 * 1024)) MiB (no RTP marker bit to end it?)"
         case .tooManyPictures(let limit): return "more than \(limit) pictures a second (broken RTP timestamps or marker bits?)"
         case .badPictureSize(let width, let height): return "a picture size of \(width)x\(height) in its parameter sets (SPS)"

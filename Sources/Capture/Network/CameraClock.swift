@@ -3,9 +3,12 @@ import CheckedMath
 /// Places a network camera's frames on Vigil's clocks, one model for every kind of stream, so
 /// that a file's timeline is the scene's and a file is cut only where the scene was not seen:
 ///
-/// - Frames with camera timestamps (RTP's 90 kHz) are spaced by the camera's clock, slewed
-///   towards their arrival by at most `cameraSlewPerMille` ‰ of each step: a camera clock that
-///   runs up to 1 % fast or slow is followed for good, without a jump.
+/// - Frames with camera timestamps (RTP's 90 kHz) are spaced by the camera's clock. Only when
+///   their arrivals have drifted more than `driftBandNanos` from them (smoothed over many
+///   frames: network latency and batched reads move arrivals by tens of milliseconds, which
+///   must not bend a file's times) are they slewed towards the arrivals, by at most
+///   `cameraSlewPerMille` ‰ of each step: a camera clock up to 1 % fast or slow is followed for
+///   good, without a jump, and a steady one is copied exactly.
 /// - Frames without (HTTP MJPEG; libavformat's invented times never get here, see
 ///   `NetworkSource`) are spaced by the frame interval learnt from their arrivals (their mean
 ///   spacing over the first `warmupFrames`, then an alpha-beta tracker), slewed towards the
@@ -31,6 +34,10 @@ struct CameraClock {
     static let jumpLimitNanos: Int64 = 3_000_000_000
     /// How much of each step camera times are bent towards arrivals: 1 % fast or slow is followed.
     static let cameraSlewPerMille: Int64 = 10
+    /// How far arrivals may lie from camera times (smoothed) before the times are bent at all.
+    static let driftBandNanos: Int64 = 250_000_000
+    /// The smoothing of that distance (1/32 of each frame's).
+    static let driftDivisor: Int64 = 32
     /// How much of each step arrival-spaced times are bent towards arrivals.
     static let arrivalSlewPerMille: Int64 = 100
     /// The share of the distance to the arrival closed at each frame (1/8), within the slew.
@@ -47,6 +54,8 @@ struct CameraClock {
     private var warmup: (start: Int64, frames: Int64)?
     private var last: Int64?
     private var lastTicks: Int64?
+    /// Arrival minus camera-placed time, smoothed (camera times only).
+    private var drift: Int64 = 0
 
     /// Frames per second by the learnt interval, rounded to a hundredth.
     var framesPerSecond: Double? { intervalNanos.map { (1e11 / Double($0)).rounded() / 100 } }
@@ -93,6 +102,7 @@ struct CameraClock {
             // its clock ran away. Either way the arrival is the truth from here on.
             let ranAway = error < -Self.jumpLimitNanos || cameraStep != nil
             warmup = (arrival, 0)
+            drift = 0
             return placed(arrival, jumped: jumped || ranAway, discontinuity: arrival <= last)
         }
         if let cameraStep {
@@ -100,8 +110,16 @@ struct CameraClock {
         } else if warmup == nil, let interval = intervalNanos {
             intervalNanos = min(max(interval + error / Self.learnDivisor, FrameInterval.range.lowerBound), FrameInterval.range.upperBound)
         }
-        let bound = step / 1000 * (cameraStep != nil ? Self.cameraSlewPerMille : Self.arrivalSlewPerMille)
-        let correction = min(max(error / Self.followDivisor, -bound), bound)
+        let correction: Int64
+        if cameraStep != nil {
+            drift += (error - drift) / Self.driftDivisor
+            let beyond = drift > Self.driftBandNanos ? drift - Self.driftBandNanos : drift < -Self.driftBandNanos ? drift + Self.driftBandNanos : 0
+            let bound = step / 1000 * Self.cameraSlewPerMille
+            correction = min(max(beyond / Self.followDivisor, -bound), bound)
+        } else {
+            let bound = step / 1000 * Self.arrivalSlewPerMille
+            correction = min(max(error / Self.followDivisor, -bound), bound)
+        }
         return placed(max(predicted + correction, last + 1), jumped: jumped)
     }
 

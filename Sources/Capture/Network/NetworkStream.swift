@@ -72,10 +72,15 @@ final class NetworkStream: CaptureStream {
         } catch {
             return error.failure == .aborted ? .timeout : lose(stallOr(error.failure))
         }
-        let arrival = SystemClocks.monotonicNanos()
-        let arrivalWall = SystemClocks.wallNanos()
-        lastVideoArrival = arrival
-        noteFrame(at: arrival)
+        let now = SystemClocks.monotonicNanos()
+        let nowWall = SystemClocks.wallNanos()
+        lastVideoArrival = now
+        noteFrame(at: now)
+        // A picture the client held back (the first keyframe, while it looked ahead) is placed
+        // by when it arrived, not when it was handed over.
+        let heldNanos = picture.arrivalMonotonic.map { min(max(now - $0, 0), 10_000_000_000) } ?? 0
+        let arrival = now - heldNanos
+        let arrivalWall = nowWall - heldNanos
         if picture.keyframe && format != .mjpeg {
             if let last = lastKeyframeArrival { keyframeInterval = arrival - last }
             lastKeyframeArrival = arrival

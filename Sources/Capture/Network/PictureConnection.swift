@@ -10,6 +10,8 @@ struct NetworkPicture {
     var pts: Int64?
     var dts: Int64?
     var keyframe: Bool
+    /// When the picture arrived, if it was held back after that (monotonic); nil: just now.
+    var arrivalMonotonic: Int64? = nil
 }
 
 /// A connection to a network camera that delivers whole pictures into a frame's storage.

@@ -52,7 +52,11 @@ final class RTSPClient: PictureConnection {
     /// Kinds of problem already logged on this connection: each is said once, then counted.
     private var problemsSaid: [String: Int] = [:]
     /// The first keyframe, read while connecting (its size describes the stream), delivered first.
-    private var firstPicture: (bytes: [UInt8], pts: Int64)?
+    /// The first keyframe, read while connecting, and when it had arrived: the pictures looked
+    /// ahead at after it wait in the buffer and come out at once, so its own arrival is kept
+    /// (the camera clock is anchored on it; anchored at its delivery instead, every later time
+    /// was placed up to the look-ahead too late and slewed back over the first minutes).
+    private var firstPicture: (bytes: [UInt8], pts: Int64, arrival: Int64)?
     private let logger = Logger(label: "vigil.rtsp")
 
     /// Once streaming, the socket is read at most every 100 ms: a camera sends each RTP packet
@@ -144,7 +148,9 @@ final class RTSPClient: PictureConnection {
                 throw NetworkError(address: address, failure: .other("out of memory for a \(first.bytes.count)-byte picture"))
             }
             first.bytes.withUnsafeBytes { frame.storage.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
-            return NetworkPicture(byteCount: first.bytes.count, pts: first.pts, dts: decodeTimes.decodeTime(presentedAt: first.pts), keyframe: true)
+            return NetworkPicture(
+                byteCount: first.bytes.count, pts: first.pts, dts: decodeTimes.decodeTime(presentedAt: first.pts), keyframe: true,
+                arrivalMonotonic: first.arrival)
         }
         do throws(NetworkFailure) {
             try sendKeepaliveIfDue()
@@ -303,7 +309,7 @@ final class RTSPClient: PictureConnection {
         guard plausible(stream) else {
             throw .badStream(RTSPViolation.badPictureSize(width: stream.width, height: stream.height).description)
         }
-        firstPicture = (bytes, picture.pts)
+        firstPicture = (bytes, picture.pts, SystemClocks.monotonicNanos())
         let times = [picture.pts] + lookAhead(until: min(deadlineNanos, SystemClocks.monotonicNanos() + 1_000_000_000))
         let measuredTicks = DecodeTimeline.frameTicks(of: times)
         decodeTimes = DecodeTimeline(
