@@ -57,7 +57,7 @@ let package = Package(
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         .target(name: "Recorder", dependencies: [
-            "Capture", "Media", "CSQLite", "CSpawn",
+            "Capture", "Media", "CSQLite", "CSpawn", "CheckedMath",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),

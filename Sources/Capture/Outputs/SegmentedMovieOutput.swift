@@ -172,7 +172,10 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         let slot = frame.wallNanos / (Int64(settings.segmentSeconds) * 1_000_000_000)
         var startsSegment = slot != currentSlot
         if let retry = restartAfterFailureAt, frame.wallNanos >= retry {
+            // Only this frame starts the retry's segment: the encoder holds frames back, and each
+            // frame marked before the segment opened would open one more (a 1-frame file, then `_02`).
             startsSegment = true
+            restartAfterFailureAt = nil
         }
         currentSlot = slot
         do {
@@ -450,6 +453,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
                 if let cameraID = context?.cameraID { emit(.segmentFinished(camera: cameraID, info)) }
             } else {
                 logger.warning("camera \(context?.cameraID ?? "?"): removed \(current.partialPath): writing failed before any frame reached the disk")
+                if let cameraID = context?.cameraID { emit(.segmentDiscarded(camera: cameraID, path: current.finalPath)) }
             }
         } catch {
             report("could not finalize \(current.partialPath): \(error)")

@@ -32,6 +32,9 @@ public final class StorageKeeper: @unchecked Sendable {
     private var clockSuspect = false
     private var firstRetentionPass = true
     private var massDeletionReported: Set<String> = []
+    /// Files deleted whose entries the index could not remove (full, busy): retried before each
+    /// event is indexed and every 30 s until removed, so no deleted file stays listed as there.
+    private var unrecordedDeletions: Set<String> = []
 
     /// Opens the index under `root` and recovers what an interrupted run left behind. The files
     /// are the truth, so a bad index never stops recording: a damaged one is moved aside
@@ -141,6 +144,7 @@ public final class StorageKeeper: @unchecked Sendable {
     /// a recording) and the write tried once more, so a recording made just before the disk
     /// filled is not left out of the index.
     private func record(_ event: RecorderEvent) {
+        recordDeletions()
         defer {
             // Vigil's own writes are what fills the disk: the floor is looked at after each one.
             switch event {
@@ -172,6 +176,9 @@ public final class StorageKeeper: @unchecked Sendable {
                 kind: .segment, camera: camera, path: relative(info.path), startNanos: info.firstFrameWallNanos,
                 endNanos: info.lastFrameWallNanos, frames: info.frameCount, bytes: info.byteCount, codec: info.codec,
                 width: info.width, height: info.height, state: info.isIncomplete ? .interrupted : .complete))
+        case .segmentDiscarded(_, let path):
+            // Nothing of it reached the disk: no entry is left saying it is being written.
+            try index.remove(path: relative(path))
         case .stillSaved(let camera, let path, let shot):
             var st = stat()
             stat(path, &st)
@@ -201,6 +208,7 @@ public final class StorageKeeper: @unchecked Sendable {
     func tick() {
         let now = SystemClocks.monotonicNanos()
         noteClock(wall: SystemClocks.wallNanos(), sinceBoot: Self.nanosSinceBoot())
+        recordDeletions()
         checkFreeSpace(now)
         enforceRetention(nowWall: SystemClocks.wallNanos())
         if now >= nextDaysReport {
@@ -366,13 +374,28 @@ public final class StorageKeeper: @unchecked Sendable {
         do {
             try index.remove(path: entry.path)
         } catch {
-            // The entry stays and is dropped at the next sweep or start (its file is gone).
-            logger.warning("deleted \(path), but could not remove it from the index: \(error)")
+            unrecordedDeletions.insert(entry.path)
+            logger.warning("deleted \(path), but could not remove it from the index (tried again until it can be): \(error)")
         }
         // A file already gone (deleted by hand, or by a sweep whose index write failed) is no news.
         guard gone else { return }
         logger.notice("deleted \(path): \(reason)")
         events.emit(.recordingDeleted(camera: entry.camera, path: path, reason: reason))
+    }
+
+    /// Removes the entries of deleted files that the index could not remove when they were
+    /// deleted; those it still cannot remove wait for the next try.
+    private func recordDeletions() {
+        guard !unrecordedDeletions.isEmpty else { return }
+        for path in unrecordedDeletions.sorted() {
+            do {
+                try index.remove(path: path)
+                unrecordedDeletions.remove(path)
+                logger.notice("removed \(path) from the index, deleted earlier")
+            } catch {
+                return
+            }
+        }
     }
 
     static func space(_ path: String) -> (free: Int64, total: Int64)? {
