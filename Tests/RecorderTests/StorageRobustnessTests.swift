@@ -408,15 +408,15 @@ extension QuarantineTests {
     }
 }
 
-/// A 4 MiB tmpfs: a disk that fills in seconds. Mounting needs root (CI runs as root here).
+/// A 4 MiB tmpfs (or `size`): a disk that fills in seconds. Mounting needs root (CI runs as root here).
 struct SmallDisk {
     let path: String
     private let directory: TemporaryDirectory
 
-    init(_ prefix: String) throws {
+    init(_ prefix: String, size: String = "4m") throws {
         directory = try TemporaryDirectory(prefix)
         path = directory.path
-        let mount = RecordingInspector.run("/bin/mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", path])
+        let mount = RecordingInspector.run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(size)", "tmpfs", path])
         if mount.status != 0 {
             directory.remove()
             throw MountFailed(output: mount.errorOutput)
