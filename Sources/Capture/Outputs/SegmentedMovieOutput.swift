@@ -145,6 +145,10 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     /// The file being written now, if any (for status displays).
     public var currentSegmentPath: String? { status.path }
 
+    /// The picture size of the segments recorded, from their stream description: what a
+    /// network camera's format does not say (its frames carry their size in their stream).
+    public var recordedFrameSize: (width: Int, height: Int)? { status.frameSize }
+
     override func validate(format: DeviceFormat, settings connection: ConnectionSettings) throws(CaptureError) {
         if settings.encoding == .streamCopy {
             guard format.pixelFormat.isCompressed else {
@@ -430,6 +434,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         let path = try StorageLayout(root: settings.storageRoot).segment(camera: cameraID, startingAt: wallNanos, extension: container.fileExtension)
         segment = try SegmentFile(finalPath: path, container: container, stream: stream, startPTS: startPTS, firstFrameWallNanos: wallNanos)
         status.path = path + StorageLayout.partialSuffix
+        if stream.width > 0 && stream.height > 0 { status.frameSize = (stream.width, stream.height) }
         emit(.segmentStarted(camera: cameraID, path: path, startWallNanos: wallNanos))
     }
 
@@ -483,9 +488,9 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     }
 }
 
-/// The current file name and encoder threads, read by status displays on other threads.
+/// The current file name, encoder threads and picture size, read by status displays on other threads.
 final class StatusBox: Sendable {
-    private let value = Mutex<(path: String?, threads: Int)>((nil, 0))
+    private let value = Mutex<(path: String?, threads: Int, frameSize: (width: Int, height: Int)?)>((nil, 0, nil))
     var path: String? {
         get { value.withLock { $0.path } }
         set { value.withLock { $0.path = newValue } }
@@ -493,6 +498,10 @@ final class StatusBox: Sendable {
     var threads: Int {
         get { value.withLock { $0.threads } }
         set { value.withLock { $0.threads = newValue } }
+    }
+    var frameSize: (width: Int, height: Int)? {
+        get { value.withLock { $0.frameSize } }
+        set { value.withLock { $0.frameSize = newValue } }
     }
 }
 
