@@ -18,7 +18,9 @@ func verifyProblems(_ root: String) -> [String] {
         let camera, path, problem, detail: String
     }
 
-    /// A verify that cannot fail is worthless: each kind of damage is made once, and verify must
+    /// A verify that cannot fail is worthless: each kind of damage is made once (a file deleted,
+    /// one added, one truncated; in SQLite an entry's frames and end, another's state, another's
+    /// picture size), and verify must
     /// name each damaged file with what differs, and nothing else, in text and JSON, with and
     /// without --deep.
     @Test func verifyIsCleanAfterARecordingAndFindsEachKindOfDamage() throws {
@@ -38,7 +40,7 @@ func verifyProblems(_ root: String) -> [String] {
 
         let index = try RecordingIndex(root: root)
         let segments = try index.entries(kind: .segment)
-        try #require(segments.count >= 5, "\(segments.map(\.path))")
+        try #require(segments.count >= 6, "\(segments.map(\.path))")
         #expect(segments.allSatisfy { $0.state == .complete }, "\(segments.map(\.state))")
         func absolute(_ relative: String) -> String { "\(root)/\(relative)" }
         // 1. A file the index lists is deleted.
@@ -53,11 +55,19 @@ func verifyProblems(_ root: String) -> [String] {
         // 4. An entry whose frame count and end are changed in SQLite (the end 0.6 s late, as a
         //    full disk left them before).
         let altered = segments[3].path
-        let sql = "UPDATE recordings SET frames = frames + 8, end_ns = end_ns + 600000000 WHERE path = '\(altered)'"
+        // 5. An entry listed as missing whose file is there, and one with another picture size.
+        let stateless = segments[4].path, resized = segments[5].path
+        let sql = "UPDATE recordings SET frames = frames + 8, end_ns = end_ns + 600000000 WHERE path = '\(altered)';"
+            + "UPDATE recordings SET state = 'missing' WHERE path = '\(stateless)';"
+            + "UPDATE recordings SET width = 0, height = 0 WHERE path = '\(resized)'"
         let update = RecordingInspector.run("/usr/bin/sqlite3", [root + "/vigil-index.sqlite3", sql])
         try #require(update.status == 0, "\(update.errorOutput)")
 
-        let expected: Set<String> = ["\(deleted) missing", "\(unindexed) unindexed", "\(truncated) size", "\(altered) frames", "\(altered) times"]
+        let expected: Set<String> = [
+            "\(deleted) missing", "\(unindexed) unindexed", "\(truncated) size", "\(altered) frames", "\(altered) times",
+            "\(stateless) state", "\(resized) description",
+        ]
+        let damaged: Set<String> = [deleted, unindexed, truncated, altered, stateless, resized]
         for deep in [false, true] {
             let text = VigilBinary.run(["verify", "--data", root] + (deep ? ["--deep"] : []))
             #expect(text.status == 1, "\(text.errorOutput)")
@@ -68,7 +78,7 @@ func verifyProblems(_ root: String) -> [String] {
             }
             // Nothing else is named: the truncated file may also hold fewer frames or not read at all.
             let named = Set(lines.map { String($0.prefix { $0 != ":" }) })
-            #expect(named == [deleted, unindexed, truncated, altered], "deep \(deep): \(text.output)")
+            #expect(named == damaged, "deep \(deep): \(text.output)")
             #expect(text.output.split(separator: "\n").last?.contains("problem(s) among") == true, "\(text.output)")
 
             let json = VigilBinary.run(["verify", "--data", root, "--json"] + (deep ? ["--deep"] : []))
@@ -76,7 +86,7 @@ func verifyProblems(_ root: String) -> [String] {
             let problems = try JSONDecoder().decode([Problem].self, from: Data(json.output.utf8))
             let found = Set(problems.map { "\($0.path) \($0.problem)" })
             #expect(found.isSuperset(of: expected), "deep \(deep): \(found)")
-            #expect(Set(problems.map(\.path)) == [deleted, unindexed, truncated, altered])
+            #expect(Set(problems.map(\.path)) == damaged)
             #expect(problems.allSatisfy { $0.camera == "synthetic-0" && !$0.detail.isEmpty })
             let frames = try #require(problems.first { $0.path == altered && $0.problem == "frames" })
             #expect(frames.detail.contains("\(segments[3].frames + 8) frames") && frames.detail.contains("\(segments[3].frames)"), "\(frames.detail)")
