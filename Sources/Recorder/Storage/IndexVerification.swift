@@ -193,7 +193,7 @@ public struct IndexVerification: Sendable {
     public func json() throws -> String {
         guard !problems.isEmpty else { return "[]\n" }
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         return String(decoding: try encoder.encode(problems), as: UTF8.self) + "\n"
     }
 
