@@ -100,6 +100,29 @@ import Testing
         }
     }
 
+    /// An HTTP MJPEG camera (15 fps; its frames carry no times of their own): the index gives
+    /// each file the frames and span the file holds, as `vigil verify` reads and decodes them.
+    @Test func anHTTPMJPEGCameraLeavesAnIndexThatVerifyFindsTrue() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let pattern = dir.path + "/frame%d.jpg"
+        let made = RecordingInspector.run("/usr/bin/env", [
+            "ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=160x120:rate=15", "-frames:v", "15", "-q:v", "2", pattern])
+        try #require(made.status == 0, "\(made.errorOutput)")
+        let server = try LoopbackCameraServer.mjpeg(jpegs: (1...15).map { dir.path + "/frame\($0).jpg" })
+        defer { server.stop() }
+        let root = dir.path + "/data", file = dir.path + "/vigil.toml"
+        try configuration(root: root, url: server.mjpegURL, lostFile: dir.path + "/lost.txt")
+            .replacingOccurrences(of: "segment_seconds = 1", with: "segment_seconds = 2")
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let run = VigilBinary.run(["run", "--config", file, "--duration", "7"])
+        #expect(run.status == 0, "\(run.errorOutput)")
+        let segments = RecordingInspector.files(under: root + "/porch/video", endingWith: ".mkv")
+        #expect(segments.count >= 2, "\(segments)")
+        let disagreements = verifyProblems(root)
+        #expect(disagreements.isEmpty, "\(disagreements)")
+    }
+
     /// The API gives a network camera's picture size (its format has none: the stream's frames
     /// carry it), not 0x0.
     @Test func theAPISaysTheSizeANetworkCameraRecords() async throws {
