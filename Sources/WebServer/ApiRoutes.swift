@@ -147,7 +147,7 @@ struct ApiRoutes: Sendable {
             return CameraJSON(
                 name: name, state: s.state.rawValue, fps: s.frameRate, frames: s.frames, dropped: s.droppedFrames,
                 lastFrameAgeSeconds: s.lastFrameMonotonicNanos.map { Double(max(0, now - $0)) / 1e9 },
-                codec: s.recordedCodec, width: s.format?.width, height: s.format?.height,
+                codec: s.recordedCodec, width: s.frameSize?.width ?? s.format?.width, height: s.frameSize?.height ?? s.format?.height,
                 currentSegment: writing[name].map { CameraJSON.Segment(start: time.string($0)) },
                 kind: kind(of: name).rawValue, snapshot: base + "/snapshot.jpg", liveMjpeg: base + "/live.mjpeg",
                 liveMp4: h264 ? base + "/live" : nil)

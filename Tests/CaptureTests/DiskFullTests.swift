@@ -9,15 +9,10 @@ import Testing
 @Suite(.enabled(if: getuid() == 0, "needs root to mount a size-limited tmpfs"), .timeLimit(.minutes(2)))
 struct DiskFullTests {
     @Test func fullDiskIsReportedAndRecordingResumesWhileOtherCamerasGoOn() async throws {
-        let small = try TemporaryDirectory("vigil-full")
+        let small = try SmallDisk("vigil-full", size: "64k")
+        defer { small.remove() }
         let other = try TemporaryDirectory("vigil-other")
         defer { other.remove() }
-        let mount = RecordingInspector.run("/bin/mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", small.path])
-        try #require(mount.status == 0, "mount failed: \(mount.errorOutput)")
-        defer {
-            _ = RecordingInspector.run("/bin/umount", [small.path])
-            small.remove()
-        }
         // Nearly lossless, so the small disk fills within seconds.
         let heavy = EncoderSettings(preset: "ultrafast", rateControl: .crf(0))
         let full = try SegmentedMovieOutput(.init(storageRoot: small.path, segmentSeconds: 1, encoding: .h264(heavy)))
@@ -57,15 +52,34 @@ struct DiskFullTests {
         #expect(seqs.count == otherSession.capturedFrameCount)
     }
 
+    /// A resume after a full disk opens one segment. The default encoder holds frames back (its
+    /// lookahead), and the retry a second after the failure falls inside a 10 s slot: every frame
+    /// marked to start the retry's segment before the encoder gave out the first one opened one
+    /// more (a 1-frame file, then `_02` in the same second).
+    @Test func aResumeAfterAFullDiskOpensOneSegment() async throws {
+        let small = try SmallDisk("vigil-resume", size: "64k")
+        defer { small.remove() }
+        let movie = try SegmentedMovieOutput(.init(storageRoot: small.path, segmentSeconds: 10))
+        let (session, log) = try startSession(
+            format: .size(width: 320, height: 240, pixelFormat: .yuyv422), fps: 30, outputs: [(movie, .init())])
+        #expect(await waitUntil(seconds: 30) { log.errors.contains { $0.contains("disk is full") } })
+        // Room for the resumed segments: the files of before the failure go.
+        for f in RecordingInspector.files(under: small.path, endingWith: ".mp4") { try FileManager.default.removeItem(atPath: f) }
+        let started = { log.all.filter { if case .segmentStarted = $0 { true } else { false } }.count }
+        let before = started()
+        #expect(await waitUntil(seconds: 30) { started() >= before + 2 })
+        await session.stop()
+        let names = log.all.compactMap { if case .segmentStarted(_, let path, _) = $0 { (path as NSString).lastPathComponent } else { nil } }
+        #expect(!names.contains { $0.contains("Z_02.") }, "a second file in the same second: \(names)")
+        // (The last was open at the stop, which may have come one frame after it began.)
+        let oneFrame = log.segments.dropLast().filter { $0.frameCount == 1 && !$0.isIncomplete }
+        #expect(oneFrame.isEmpty, "1-frame segments: \(oneFrame.map(\.path))")
+    }
+
     /// A durable write (stills, snapshots) that meets a full disk throws a typed, disk-full error.
     @Test func aDurableWriteOnAFullDiskIsRecognisedAsFull() throws {
-        let small = try TemporaryDirectory("vigil-write-full")
-        let mount = RecordingInspector.run("/bin/mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", small.path])
-        try #require(mount.status == 0, "mount failed: \(mount.errorOutput)")
-        defer {
-            _ = RecordingInspector.run("/bin/umount", [small.path])
-            small.remove()
-        }
+        let small = try SmallDisk("vigil-write-full", size: "64k")
+        defer { small.remove() }
         let bytes = [UInt8](repeating: 7, count: 256 * 1024)
         let error = #expect(throws: CaptureError.self) {
             try bytes.withUnsafeBytes { try DurableFile.write($0, to: small.path + "/still.jpg") }

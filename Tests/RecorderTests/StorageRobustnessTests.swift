@@ -408,29 +408,6 @@ extension QuarantineTests {
     }
 }
 
-/// A 4 MiB tmpfs: a disk that fills in seconds. Mounting needs root (CI runs as root here).
-struct SmallDisk {
-    let path: String
-    private let directory: TemporaryDirectory
-
-    init(_ prefix: String) throws {
-        directory = try TemporaryDirectory(prefix)
-        path = directory.path
-        let mount = RecordingInspector.run("/bin/mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", path])
-        if mount.status != 0 {
-            directory.remove()
-            throw MountFailed(output: mount.errorOutput)
-        }
-    }
-
-    struct MountFailed: Error { let output: String }
-
-    func remove() {
-        _ = RecordingInspector.run("/bin/umount", [path])
-        directory.remove()
-    }
-}
-
 @Suite(.enabled(if: getuid() == 0, "needs root to mount a size-limited tmpfs"))
 struct DiskFullErrnoTests {
     /// A keeper with no free-space floor: only a report of a full disk can start a sweep.

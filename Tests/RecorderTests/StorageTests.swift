@@ -140,5 +140,10 @@ struct FullDiskSweepTests {
         #expect(zip(numbers, numbers.dropFirst()).allSatisfy { $1 == $0 + 1 }, "a gap in the surviving recording")
         #expect(log.all.filter { if case .error = $0 { return true } else { return false } }.isEmpty, "\(log.all.filter { $0.name == "error" })")
         #expect(Set(try keeper.index.entries(kind: .segment).map { "\(small.path)/\($0.path)" }) == Set(surviving))
+        // `vigil verify` finds the index and the files in agreement, packets read and decoded.
+        for deep in [false, true] {
+            let verification = try IndexVerification(index: keeper.index, selection: .init(deep: deep))
+            #expect(verification.problems.isEmpty, "\(verification.text())")
+        }
     }
 }

@@ -94,6 +94,8 @@ private func killAndRecover(afterFragments fragments: Int) async -> Trial {
     if entries.contains(where: { $0.state == .writing }) { trial.problems.append("entries left writing") }
     if entries.filter({ $0.state == .missing }).count > 1 { trial.problems.append("more than the open segment is missing") }
     for file in files where RecordingInspector.ffprobeProblem(file) != nil { trial.problems.append("\(file) does not play") }
+    // `vigil verify` agrees, reading the packets and decoding them.
+    trial.problems += verifyProblems(out)
 
     // The killed run's files, decoded after recovery, hold exactly what was on disk at the kill:
     // frames 0, 1, 2 … without a gap or a repeat.
@@ -163,6 +165,8 @@ private func killAndRecover(afterFragments fragments: Int) async -> Trial {
                     "cut at byte \(cut) in fragment \(kept): expected frames 0…\(expected.count - 1)")
             let entry = try RecordingIndex(root: root).entries().first { root + "/" + $0.path == recovered }
             #expect(entry?.state == .recovered && entry?.frames == expected.count, "cut at byte \(cut): index says \(String(describing: entry))")
+            let disagreements = verifyProblems(root)
+            #expect(disagreements.isEmpty, "cut at byte \(cut): \(disagreements)")
         }
     }
 }

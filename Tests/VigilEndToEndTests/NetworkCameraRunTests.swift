@@ -27,13 +27,16 @@ import Testing
         """
     }
 
-    /// `vigil run` of the server's camera as porch for `seconds`, without an error; the data folder.
+    /// `vigil run` of the server's camera as porch for `seconds`, without an error, leaving an
+    /// index that `vigil verify` finds true; the data folder.
     private func record(_ server: LoopbackCameraServer, seconds: Int, in dir: TemporaryDirectory) throws -> String {
         let root = dir.path + "/data", file = dir.path + "/vigil.toml"
         try configuration(root: root, url: server.url(), lostFile: dir.path + "/lost.txt").write(toFile: file, atomically: true, encoding: .utf8)
         let run = VigilBinary.run(["run", "--config", file, "--duration", "\(seconds)", "--log-level", "info"])
         #expect(run.status == 0, "\(run.errorOutput)")
         #expect(!run.errorOutput.contains(" error "), "\(run.errorOutput)")
+        let disagreements = verifyProblems(root)
+        #expect(disagreements.isEmpty, "the index and the files differ: \(disagreements)")
         return root
     }
 
@@ -86,12 +89,63 @@ import Testing
         #expect(!(run.output + run.errorOutput).contains("secret"))
         try expectPlayableSegments(root)
         #expect(RecordingInspector.files(under: root, endingWith: ".partial").isEmpty)
+        // The index says what the files hold (sizes, frames, times, codec and picture size).
+        let disagreements = verifyProblems(root)
+        #expect(disagreements.isEmpty, "\(disagreements)")
         let listing = VigilBinary.run(["recordings", "--data", root, "--json"])
         #expect(listing.status == 0 && listing.output.contains("porch") && !listing.output.contains("secret"))
         for name in ["vigil-index.sqlite3", "vigil-index.sqlite3-wal"] {
             guard let index = FileManager.default.contents(atPath: root + "/" + name) else { continue }
             #expect(index.range(of: Data("secret".utf8)) == nil, "\(name) holds the password")
         }
+    }
+
+    /// An HTTP MJPEG camera (15 fps; its frames carry no times of their own): the index gives
+    /// each file the frames and span the file holds, as `vigil verify` reads and decodes them.
+    @Test func anHTTPMJPEGCameraLeavesAnIndexThatVerifyFindsTrue() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let pattern = dir.path + "/frame%d.jpg"
+        let made = RecordingInspector.run("/usr/bin/env", [
+            "ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=160x120:rate=15", "-frames:v", "15", "-q:v", "2", pattern])
+        try #require(made.status == 0, "\(made.errorOutput)")
+        let server = try LoopbackCameraServer.mjpeg(jpegs: (1...15).map { dir.path + "/frame\($0).jpg" })
+        defer { server.stop() }
+        let root = dir.path + "/data", file = dir.path + "/vigil.toml"
+        try configuration(root: root, url: server.mjpegURL, lostFile: dir.path + "/lost.txt")
+            .replacingOccurrences(of: "segment_seconds = 1", with: "segment_seconds = 2")
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let run = VigilBinary.run(["run", "--config", file, "--duration", "7"])
+        #expect(run.status == 0, "\(run.errorOutput)")
+        let segments = RecordingInspector.files(under: root + "/porch/video", endingWith: ".mkv")
+        #expect(segments.count >= 2, "\(segments)")
+        let disagreements = verifyProblems(root)
+        #expect(disagreements.isEmpty, "\(disagreements)")
+    }
+
+    /// The API gives a network camera's picture size (its format has none: the stream's frames
+    /// carry it), not 0x0.
+    @Test func theAPISaysTheSizeANetworkCameraRecords() async throws {
+        let server = try LoopbackCameraServer.rtsp(user: "viewer", password: "right-secret")
+        defer { server.stop() }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let free = try Listener()
+        free.close()
+        let file = dir.path + "/vigil.toml"
+        try configuration(root: dir.path + "/data", url: server.url(user: "viewer", password: "right-secret"), lostFile: dir.path + "/lost.txt")
+            .replacingOccurrences(of: "listen = \"\"", with: "listen = \"127.0.0.1:\(free.port)\"")
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let process = try VigilBinary.start(["run", "--config", file], in: dir.path)
+        defer { if process.isRunning { process.terminate() } }
+        var cameras = ""
+        let sized = await waitUntil(seconds: 30) {
+            cameras = httpGet(port: free.port, "/api/v1/cameras") ?? ""
+            return cameras.contains(#""width":160"#)
+        }
+        #expect(sized && cameras.contains(#""height":120"#), "\(cameras)")
+        process.interrupt()
+        #expect(await waitForExit(process, seconds: 30))
     }
 
     /// What a user writes: `url`, the password in a file, RTP over UDP, and no codec (a network

@@ -1,3 +1,4 @@
+import CheckedMath
 import Glibc
 import Media
 
@@ -45,24 +46,42 @@ final class SegmentFile {
     /// Finishes the file and gives it its final name. After a write failure what reached the
     /// disk is kept: an MP4 is cut back to its last complete fragment so all of it plays, and no
     /// `.partial` is left behind. A failed file without one playable frame is removed (nil).
+    /// What it reports is what reached the disk: the frames and last frame of a cut-short file
+    /// are those of its kept part, the size is the finished file's (trailer and last fragment
+    /// included), and a picture size the stream did not know is read from the file.
     func finalize() throws -> SegmentInfo? {
         do { try muxer.finish() } catch { failed = true }
-        if failed && !keepPlayablePart() {
-            unlink(partialPath)
-            return nil
+        var frames = frameCount, lastFrame = lastFrameWallNanos
+        if failed {
+            guard let kept = keptPart() else {
+                unlink(partialPath)
+                return nil
+            }
+            frames = kept.frames
+            lastFrame = min(firstFrameWallNanos.adding(kept.spanNanos) ?? lastFrameWallNanos, lastFrameWallNanos)
         }
         try DurableFile.commit(partialPath, to: finalPath)
+        var size = (width: stream.width, height: stream.height)
+        if size.width == 0 || size.height == 0, let written = try? PacketReader(path: finalPath).stream {
+            size = (written.width, written.height)
+        }
+        var st = stat()
+        let bytes = stat(finalPath, &st) == 0 ? Int64(st.st_size) : byteCount
         return SegmentInfo(
-            path: finalPath, frameCount: frameCount, byteCount: byteCount,
-            firstFrameWallNanos: firstFrameWallNanos, lastFrameWallNanos: lastFrameWallNanos,
-            codec: stream.codecName, width: stream.width, height: stream.height, isIncomplete: failed)
+            path: finalPath, frameCount: frames, byteCount: bytes,
+            firstFrameWallNanos: firstFrameWallNanos, lastFrameWallNanos: lastFrame,
+            codec: stream.codecName, width: size.width, height: size.height, isIncomplete: failed)
     }
 
-    private func keepPlayablePart() -> Bool {
+    /// What of a failed file plays, counted from its packets: nil when not one frame does.
+    private func keptPart() -> VideoContents? {
         if container == .fragmentedMP4 {
-            return ((try? FragmentedMP4.trimToCompleteFragments(partialPath))?.completeFragments ?? 0) > 0
+            guard ((try? FragmentedMP4.trimToCompleteFragments(partialPath))?.completeFragments ?? 0) > 0 else { return nil }
+        } else {
+            // A Matroska file cut mid-cluster: at least its first frame must decode.
+            guard let reader = try? MovieReader(path: partialPath), (try? reader.nextFrame()) != nil else { return nil }
         }
-        guard let reader = try? MovieReader(path: partialPath) else { return false }
-        return (try? reader.nextFrame()) != nil
+        guard let contents = try? VideoContents.packets(partialPath), contents.frames > 0 else { return nil }
+        return contents
     }
 }

@@ -162,6 +162,10 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     /// The file being written now, if any (for status displays).
     public var currentSegmentPath: String? { status.path }
 
+    /// The picture size of the segments recorded, from their stream description: what a
+    /// network camera's format does not say (its frames carry their size in their stream).
+    public var recordedFrameSize: (width: Int, height: Int)? { status.frameSize }
+
     override func validate(format: DeviceFormat, settings connection: ConnectionSettings) throws(CaptureError) {
         if settings.encoding == .streamCopy {
             guard format.pixelFormat.isCompressed else {
@@ -189,7 +193,10 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         let slot = frame.wallNanos / (Int64(settings.segmentSeconds) * 1_000_000_000)
         var startsSegment = slot != currentSlot
         if let retry = restartAfterFailureAt, frame.wallNanos >= retry {
+            // Only this frame starts the retry's segment: the encoder holds frames back, and each
+            // frame marked before the segment opened would open one more (a 1-frame file, then `_02`).
             startsSegment = true
+            restartAfterFailureAt = nil
         }
         currentSlot = slot
         let followsGap = lastFrameMonotonic.map { frame.monotonicNanos.subtracting($0).map { $0 > Self.gapNanos } ?? true } ?? false
@@ -448,6 +455,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         let path = try StorageLayout(root: settings.storageRoot).segment(camera: cameraID, startingAt: wallNanos, extension: container.fileExtension)
         segment = try SegmentFile(finalPath: path, container: container, stream: stream, startPTS: startPTS, firstFrameWallNanos: wallNanos)
         status.path = path + StorageLayout.partialSuffix
+        if stream.width > 0 && stream.height > 0 { status.frameSize = (stream.width, stream.height) }
         emit(.segmentStarted(camera: cameraID, path: path, startWallNanos: wallNanos))
     }
 
@@ -472,6 +480,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
                 if let cameraID = context?.cameraID { emit(.segmentFinished(camera: cameraID, info)) }
             } else {
                 logger.warning("camera \(context?.cameraID ?? "?"): removed \(current.partialPath): writing failed before any frame reached the disk")
+                if let cameraID = context?.cameraID { emit(.segmentDiscarded(camera: cameraID, path: current.finalPath)) }
             }
         } catch {
             report("could not finalize \(current.partialPath): \(error)")
@@ -502,9 +511,9 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     }
 }
 
-/// The current file name and encoder threads, read by status displays on other threads.
+/// The current file name, encoder threads and picture size, read by status displays on other threads.
 final class StatusBox: Sendable {
-    private let value = Mutex<(path: String?, threads: Int)>((nil, 0))
+    private let value = Mutex<(path: String?, threads: Int, frameSize: (width: Int, height: Int)?)>((nil, 0, nil))
     var path: String? {
         get { value.withLock { $0.path } }
         set { value.withLock { $0.path = newValue } }
@@ -512,6 +521,10 @@ final class StatusBox: Sendable {
     var threads: Int {
         get { value.withLock { $0.threads } }
         set { value.withLock { $0.threads = newValue } }
+    }
+    var frameSize: (width: Int, height: Int)? {
+        get { value.withLock { $0.frameSize } }
+        set { value.withLock { $0.frameSize = newValue } }
     }
 }
 

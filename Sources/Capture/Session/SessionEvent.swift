@@ -17,6 +17,8 @@ public enum SessionEvent: Sendable, CustomStringConvertible {
     /// A segment file was created (as `path` + `.partial`); it is being written.
     case segmentStarted(camera: String, path: String, startWallNanos: Int64)
     case segmentFinished(camera: String, SegmentInfo)
+    /// A segment whose writing failed before any frame reached the disk was removed: it has no file.
+    case segmentDiscarded(camera: String, path: String)
     case stillSaved(camera: String, StillInfo)
     /// Motion detection saw an event begin (`startWallNanos`: when the motion began).
     case motionStarted(camera: String, startWallNanos: Int64)
@@ -32,6 +34,7 @@ public enum SessionEvent: Sendable, CustomStringConvertible {
         case .droppedFrames(let c, let o, let n): return "\(c): \(o) dropped \(n) late frame(s)"
         case .segmentStarted(let c, let p, _): return "\(c): writing \(p)"
         case .segmentFinished(let c, let s): return "\(c): segment \(s.path) (\(s.frameCount) frames)"
+        case .segmentDiscarded(let c, let p): return "\(c): removed \(p), no frame reached the disk"
         case .stillSaved(let c, let s): return "\(c): still \(s.path)"
         case .motionStarted(let c, _): return "\(c): motion"
         case .motionEnded(let c, let e): return "\(c): motion ended (peak \(Int(e.peakPercent.rounded())) % of the picture)"

@@ -32,6 +32,17 @@ public final class StorageKeeper: @unchecked Sendable {
     private var clockSuspect = false
     private var firstRetentionPass = true
     private var massDeletionReported: Set<String> = []
+    /// Index writes that failed (the disk full with nothing left to delete, the index locked by
+    /// another process), oldest first: tried again, in order, before each new event and every
+    /// 30 s until they succeed, so a finished segment is not left listed as being written, nor
+    /// a deleted file as there. A new event waits behind them, so no older write lands last.
+    private var pendingWrites: [PendingWrite] = []
+
+    private struct PendingWrite {
+        let what: String
+        let write: () throws -> Void
+        var reported = false
+    }
 
     /// Opens the index under `root` and recovers what an interrupted run left behind. The files
     /// are the truth, so a bad index never stops recording: a damaged one is moved aside
@@ -137,9 +148,7 @@ public final class StorageKeeper: @unchecked Sendable {
 
     private func relative(_ path: String) -> String { StorageLayout(root: root).relative(path) }
 
-    /// Indexes an event; when the index finds the disk full, room is made (as after ENOSPC from
-    /// a recording) and the write tried once more, so a recording made just before the disk
-    /// filled is not left out of the index.
+    /// Indexes an event, after the writes still waiting (`pendingWrites`).
     private func record(_ event: RecorderEvent) {
         defer {
             // Vigil's own writes are what fills the disk: the floor is looked at after each one.
@@ -148,15 +157,31 @@ public final class StorageKeeper: @unchecked Sendable {
             default: break
             }
         }
-        do {
+        pendingWrites.append(PendingWrite(what: "index \(event)") { try self.addToIndex(event) })
+        writePending()
+    }
+
+    /// Writes what waits for the index, in order, up to the first that still fails. When the
+    /// index finds the disk full, room is made (as after ENOSPC from a recording) and the write
+    /// tried once more, so a recording made just before the disk filled is not left out.
+    private func writePending() {
+        while let next = pendingWrites.first {
             do {
-                try addToIndex(event)
-            } catch let error as RecorderError where error.isDiskFull {
-                checkFreeSpace(SystemClocks.monotonicNanos(), emergency: true)
-                try addToIndex(event)
+                do {
+                    try next.write()
+                } catch let error as RecorderError where error.isDiskFull {
+                    checkFreeSpace(SystemClocks.monotonicNanos(), emergency: true)
+                    try next.write()
+                }
+                pendingWrites.removeFirst()
+                if next.reported { logger.notice("could \(next.what) at last") }
+            } catch {
+                if !next.reported {
+                    pendingWrites[0].reported = true
+                    logger.error("could not \(next.what) (tried again until it can be): \(error)")
+                }
+                return
             }
-        } catch {
-            logger.error("could not index \(event): \(error)")
         }
     }
 
@@ -172,6 +197,9 @@ public final class StorageKeeper: @unchecked Sendable {
                 kind: .segment, camera: camera, path: relative(info.path), startNanos: info.firstFrameWallNanos,
                 endNanos: info.lastFrameWallNanos, frames: info.frameCount, bytes: info.byteCount, codec: info.codec,
                 width: info.width, height: info.height, state: info.isIncomplete ? .interrupted : .complete))
+        case .segmentDiscarded(_, let path):
+            // Nothing of it reached the disk: no entry is left saying it is being written.
+            try index.remove(path: relative(path))
         case .stillSaved(let camera, let path, let shot):
             var st = stat()
             stat(path, &st)
@@ -201,6 +229,7 @@ public final class StorageKeeper: @unchecked Sendable {
     func tick() {
         let now = SystemClocks.monotonicNanos()
         noteClock(wall: SystemClocks.wallNanos(), sinceBoot: Self.nanosSinceBoot())
+        writePending()
         checkFreeSpace(now)
         enforceRetention(nowWall: SystemClocks.wallNanos())
         if now >= nextDaysReport {
@@ -366,8 +395,9 @@ public final class StorageKeeper: @unchecked Sendable {
         do {
             try index.remove(path: entry.path)
         } catch {
-            // The entry stays and is dropped at the next sweep or start (its file is gone).
-            logger.warning("deleted \(path), but could not remove it from the index: \(error)")
+            let relative = entry.path
+            pendingWrites.append(PendingWrite(what: "remove \(relative) (deleted) from the index", write: { try self.index.remove(path: relative) }, reported: true))
+            logger.warning("deleted \(path), but could not remove it from the index (tried again until it can be): \(error)")
         }
         // A file already gone (deleted by hand, or by a sweep whose index write failed) is no news.
         guard gone else { return }

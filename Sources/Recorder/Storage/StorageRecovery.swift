@@ -1,4 +1,5 @@
 import Capture
+import CheckedMath
 import Foundation
 import Glibc
 import Logging
@@ -33,75 +34,66 @@ enum StorageRecovery {
     static func run(root: String, index: RecordingIndex, logger: Logger) throws -> RecoverySummary {
         var summary = RecoverySummary()
         var indexed = Dictionary(try index.entries().map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
-        // A camera id may differ from its folder name (`v4l2:usb-…` → `v4l2-usb-…`): files adopted
-        // in a folder get the camera the index already uses for it.
-        var cameraOfFolder: [String: String] = [:]
-        for entry in indexed.values {
-            if let folder = entry.path.split(separator: "/").first, folder != StorageLayout.quarantineFolder { cameraOfFolder[String(folder)] = entry.camera }
-        }
+        // Files adopted in a folder get the camera the index already uses for it.
+        let cameraOfFolder = camerasByFolder(indexed.values)
         var seen = Set<String>()
-        let walk = Walk(root: root, logger: logger)
+        let walk = StorageWalk(root: root, logger: logger)
         try index.transaction {
-            let cameraFolders = walk.folders(in: "").filter { !$0.hasPrefix(".") }
+            let cameraFolders = walk.cameraFolders()
             for folder in cameraFolders {
                 let camera = cameraOfFolder[folder] ?? folder
-                for kind in RecordingIndex.Kind.allCases {
-                    let base = "\(folder)/\(kind.folder)"
-                    // Daily videos lie directly in their folder; the others in one folder per UTC day.
-                    let directories = kind == .timelapse ? [base] : walk.folders(in: base).map { "\(base)/\($0)" }
-                    for directory in directories {
-                        for name in walk.files(in: directory) {
-                            let relative = "\(directory)/\(name)"
-                            // Shaped like a recording but dated past what an index row can hold (2262):
-                            // not Vigil's, and no instant can be computed from it.
-                            if RecordingFileName.namesATimeOutOfRange(name) {
-                                let why = "is named for a time outside \(WallTime.rangeText)"
-                                if let entry = moveAside(relative, kind: kind, camera: camera, root: root, logger: logger, because: why) {
-                                    try index.put(entry)
-                                    seen.insert(entry.path)
-                                    summary.quarantined += 1
-                                }
-                                continue
-                            }
-                            // Someone else's file (an export saved here, notes): neither ours to index nor to move.
-                            guard RecordingFileName(name) != nil else {
-                                logger.notice("recovery: \(relative) is not named like a Vigil recording; left alone")
-                                continue
-                            }
-                            if name.hasSuffix(StorageLayout.partialSuffix) {
-                                let final = String(relative.dropLast(StorageLayout.partialSuffix.count))
-                                if kind == .segment, let entry = recoverSegment(relative, final: final, known: indexed[final], camera: camera, root: root, logger: logger) {
-                                    try index.put(entry)
-                                    indexed[final] = entry
-                                    seen.insert(final)
-                                    summary.recovered += 1
-                                } else if var entry = moveAside(relative, kind: kind, camera: camera, root: root, logger: logger) {
-                                    // The recording is in the quarantine, not missing: its entry moves there.
-                                    if let known = indexed.removeValue(forKey: final) {
-                                        try index.remove(path: final)
-                                        entry.startNanos = known.startNanos
-                                        entry.endNanos = max(known.endNanos, known.startNanos)
-                                    }
-                                    try index.put(entry)
-                                    seen.insert(entry.path)
-                                    summary.quarantined += 1
-                                }
-                                continue
-                            }
-                            seen.insert(relative)
-                            if let known = indexed[relative], known.state != .writing, known.state != .missing {
-                                summary.known += 1
-                                continue
-                            }
-                            if let entry = adopt(relative, kind: kind, camera: indexed[relative]?.camera ?? camera, root: root) {
-                                try index.put(entry)
-                                summary.adopted += 1
-                            } else if let entry = moveAside(relative, kind: kind, camera: camera, root: root, logger: logger) {
-                                seen.remove(relative)
+                for (kind, directory) in walk.recordingDirectories(of: folder) {
+                    for name in walk.files(in: directory) {
+                        let relative = "\(directory)/\(name)"
+                        // Shaped like a recording but dated past what an index row can hold (2262):
+                        // not Vigil's, and no instant can be computed from it.
+                        if RecordingFileName.namesATimeOutOfRange(name) {
+                            let why = "is named for a time outside \(WallTime.rangeText)"
+                            if let entry = moveAside(relative, kind: kind, camera: camera, root: root, logger: logger, because: why) {
                                 try index.put(entry)
                                 seen.insert(entry.path)
                                 summary.quarantined += 1
                             }
+                            continue
+                        }
+                        // Someone else's file (an export saved here, notes): neither ours to index nor to move.
+                        guard RecordingFileName(name) != nil else {
+                            logger.notice("recovery: \(relative) is not named like a Vigil recording; left alone")
+                            continue
+                        }
+                        if name.hasSuffix(StorageLayout.partialSuffix) {
+                            let final = String(relative.dropLast(StorageLayout.partialSuffix.count))
+                            if kind == .segment, let entry = recoverSegment(relative, final: final, known: indexed[final], camera: camera, root: root, logger: logger) {
+                                try index.put(entry)
+                                indexed[final] = entry
+                                seen.insert(final)
+                                summary.recovered += 1
+                            } else if var entry = moveAside(relative, kind: kind, camera: camera, root: root, logger: logger) {
+                                // The recording is in the quarantine, not missing: its entry moves there.
+                                if let known = indexed.removeValue(forKey: final) {
+                                    try index.remove(path: final)
+                                    entry.startNanos = known.startNanos
+                                    entry.endNanos = max(known.endNanos, known.startNanos)
+                                }
+                                try index.put(entry)
+                                seen.insert(entry.path)
+                                summary.quarantined += 1
+                            }
+                            continue
+                        }
+                        seen.insert(relative)
+                        if let known = indexed[relative], known.state != .writing, known.state != .missing {
+                            summary.known += 1
+                            continue
+                        }
+                        if let entry = adopt(relative, kind: kind, camera: indexed[relative]?.camera ?? camera, root: root) {
+                            try index.put(entry)
+                            summary.adopted += 1
+                        } else if let entry = moveAside(relative, kind: kind, camera: camera, root: root, logger: logger) {
+                            seen.remove(relative)
+                            try index.put(entry)
+                            seen.insert(entry.path)
+                            summary.quarantined += 1
                         }
                     }
                 }
@@ -126,39 +118,14 @@ enum StorageRecovery {
         return summary
     }
 
-    /// Directory listings that skip what cannot be read, with regular files and folders apart.
-    /// Symbolic links are not followed (two `ln -s . x` would make the walk endless), except a
-    /// camera's folder directly under the root, which may be a link to another disk: below it
-    /// the walk has a fixed depth.
-    private struct Walk {
-        let root: String
-        let logger: Logger
-
-        func folders(in relative: String) -> [String] { entries(in: relative, folders: true) }
-        func files(in relative: String) -> [String] { entries(in: relative, folders: false) }
-
-        /// Every regular file below `relative`, as paths relative to the root.
-        func files(under relative: String) -> [String] {
-            files(in: relative).map { "\(relative)/\($0)" } + folders(in: relative).flatMap { files(under: "\(relative)/\($0)") }
+    /// The camera each camera folder belongs to, as the index names it: a camera id may differ
+    /// from its folder name (`v4l2:usb-…` → `v4l2-usb-…`).
+    static func camerasByFolder(_ entries: some Sequence<RecordingIndex.Entry>) -> [String: String] {
+        var cameraOfFolder: [String: String] = [:]
+        for entry in entries {
+            if let folder = entry.path.split(separator: "/").first, folder != StorageLayout.quarantineFolder { cameraOfFolder[String(folder)] = entry.camera }
         }
-
-        private func entries(in relative: String, folders: Bool) -> [String] {
-            let directory = relative.isEmpty ? root : StorageLayout(root: root).absolute(relative)
-            guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
-            return names.sorted().filter { name in
-                let path = "\(directory)/\(name)"
-                var st = stat()
-                guard lstat(path, &st) == 0 else { return false }
-                if (st.st_mode & S_IFMT) == S_IFLNK {
-                    if relative.isEmpty && folders && !name.hasPrefix(".") && stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR { return true }
-                    if !relative.isEmpty || !folders {
-                        logger.notice("recovery: \(relative.isEmpty ? name : "\(relative)/\(name)") is a symbolic link; not followed")
-                    }
-                    return false
-                }
-                return (st.st_mode & S_IFMT) == (folders ? S_IFDIR : S_IFREG)
-            }
-        }
+        return cameraOfFolder
     }
 
     /// A `.partial` segment: cut to its last complete fragment, finalized, described by its packets.
@@ -214,24 +181,14 @@ enum StorageRecovery {
     /// Frame count and time span from the packets (nothing is decoded); nil if unplayable.
     private static func describe(_ path: String, relative: String, camera: String) -> RecordingIndex.Entry? {
         guard let start = StorageLayout.wallNanos(fromFileName: (relative as NSString).lastPathComponent),
-              let reader = try? PacketReader(path: path) else { return nil }
-        let packet = Packet()
-        var frames = 0
-        var lastPTS: Int64 = 0
-        while reader.next(into: packet) {
-            frames += 1
-            lastPTS = max(lastPTS, packet.pts)
-        }
-        // The file's own timestamps (90 kHz) are outside input too: a span past what the index
-        // can hold makes it unplayable here, not a trap.
-        let (scaled, overflow) = lastPTS.multipliedReportingOverflow(by: 100_000)
-        guard frames > 0, !overflow, case let end = start + scaled / 9, WallTime.range.contains(end) else { return nil }
+              let contents = try? VideoContents.packets(path), contents.frames > 0,
+              let end = start.adding(contents.spanNanos), WallTime.range.contains(end) else { return nil }
         var st = stat()
         stat(path, &st)
         return RecordingIndex.Entry(
             kind: .segment, camera: camera, path: relative, startNanos: start, endNanos: end,
-            frames: frames, bytes: Int64(st.st_size), codec: reader.stream.codecName, width: reader.stream.width,
-            height: reader.stream.height, state: .complete)
+            frames: contents.frames, bytes: Int64(st.st_size), codec: contents.codec, width: contents.width,
+            height: contents.height, state: .complete)
     }
 
     /// Moves a leftover to `ROOT/.quarantine/`, at the same path below it: kept for a person to

@@ -11,6 +11,9 @@ public enum RecorderEvent: Sendable, CustomStringConvertible {
     case sessionStopped(camera: String)
     case segmentStarted(camera: String, path: String, startWallNanos: Int64)
     case segmentFinalized(camera: String, SegmentInfo)
+    /// Writing failed before any frame of a segment reached the disk: its `.partial` was removed
+    /// and nothing of it is kept (nor indexed).
+    case segmentDiscarded(camera: String, path: String)
     /// A timelapse still (`shotWallNanos` is its aligned instant) or a snapshot (nil).
     case stillSaved(camera: String, path: String, shotWallNanos: Int64?)
     /// Retention or the free-space sweep deleted a recording.
@@ -32,6 +35,7 @@ public enum RecorderEvent: Sendable, CustomStringConvertible {
         case .sessionStopped: return "session_stopped"
         case .segmentStarted: return "segment_started"
         case .segmentFinalized: return "segment_finalized"
+        case .segmentDiscarded: return "segment_discarded"
         case .stillSaved: return "still_saved"
         case .framesDropped: return "frames_dropped"
         case .recordingDeleted: return "recording_deleted"
@@ -43,13 +47,13 @@ public enum RecorderEvent: Sendable, CustomStringConvertible {
     }
 
     public static let names = ["camera_lost", "camera_found", "session_started", "session_stopped", "segment_started",
-                               "segment_finalized", "still_saved", "frames_dropped", "recording_deleted", "motion_start", "motion_end",
+                               "segment_finalized", "segment_discarded", "still_saved", "frames_dropped", "recording_deleted", "motion_start", "motion_end",
                                "disk_low", "error"]
 
     public var camera: String? {
         switch self {
         case .cameraLost(let c, _), .cameraFound(let c, _, _), .sessionStarted(let c), .sessionStopped(let c),
-             .segmentStarted(let c, _, _), .segmentFinalized(let c, _), .stillSaved(let c, _, _), .framesDropped(let c, _, _),
+             .segmentStarted(let c, _, _), .segmentFinalized(let c, _), .segmentDiscarded(let c, _), .stillSaved(let c, _, _), .framesDropped(let c, _, _),
              .recordingDeleted(let c, _, _), .motionStarted(let c, _), .motionEnded(let c, _), .error(let c, _, _):
             return c
         case .diskLow: return nil
@@ -63,7 +67,7 @@ public enum RecorderEvent: Sendable, CustomStringConvertible {
         switch self {
         case .cameraLost(_, let reason): env["VIGIL_REASON"] = reason
         case .cameraFound(_, let node, _): env["VIGIL_NODE"] = node
-        case .segmentStarted(_, let path, _), .stillSaved(_, let path, _): env["VIGIL_FILE"] = path
+        case .segmentStarted(_, let path, _), .segmentDiscarded(_, let path), .stillSaved(_, let path, _): env["VIGIL_FILE"] = path
         case .segmentFinalized(_, let info): env["VIGIL_FILE"] = info.path
         case .recordingDeleted(_, let path, let reason):
             env["VIGIL_FILE"] = path
@@ -101,6 +105,7 @@ public enum RecorderEvent: Sendable, CustomStringConvertible {
         case .sessionStopped(let c): return "\(c): stopped"
         case .segmentStarted(let c, let p, _): return "\(c): writing \(p)"
         case .segmentFinalized(let c, let info): return "\(c): segment \(info.path) (\(info.frameCount) frames)"
+        case .segmentDiscarded(let c, let p): return "\(c): removed \(p): writing failed before any frame reached the disk"
         case .stillSaved(let c, let p, _): return "\(c): still \(p)"
         case .recordingDeleted(let c, let p, let r): return "\(c): deleted \(p) (\(r))"
         case .framesDropped(let c, let o, let n): return "\(c): \(o) dropped \(n) frame(s)"

@@ -40,6 +40,15 @@ public actor Supervisor: Service {
         public let recordedCodec: String?
         /// When its last frame was captured (monotonic clock, `SystemClocks.monotonicNanos`); nil: none yet.
         public let lastFrameMonotonicNanos: Int64?
+        /// The picture size its recordings hold (nil: none recorded yet): a network camera's
+        /// format has none, its frames carry it in their stream description.
+        public let recordedFrameSize: (width: Int, height: Int)?
+
+        /// Its picture size: the camera's format's, or when that says none, its recordings'.
+        public var frameSize: (width: Int, height: Int)? {
+            if let format, format.width > 0, format.height > 0 { return (format.width, format.height) }
+            return recordedFrameSize
+        }
 
         /// What a person (the web page, the API) is told about a camera.
         public enum State: String, Sendable {
@@ -136,7 +145,8 @@ public actor Supervisor: Service {
                 isScheduled: c.isScheduled, state: state(of: c), format: c.session?.activeFormat,
                 frameRate: c.session?.measuredFrameRate ?? 0,
                 droppedFrames: c.plan.outputs.reduce(0) { $0 + $1.0.droppedFrameCount }, recordedCodec: recordedCodec(c),
-                lastFrameMonotonicNanos: c.session?.lastFrameMonotonicNanos ?? c.lastFrameBefore)
+                lastFrameMonotonicNanos: c.session?.lastFrameMonotonicNanos ?? c.lastFrameBefore,
+                recordedFrameSize: movie(of: c)?.recordedFrameSize)
         }
     }
 
@@ -154,8 +164,12 @@ public actor Supervisor: Service {
         return c.lastProblem == nil ? .starting : .waiting
     }
 
+    private func movie(of c: Camera) -> SegmentedMovieOutput? {
+        c.plan.outputs.lazy.compactMap({ $0.0 as? SegmentedMovieOutput }).first
+    }
+
     private func recordedCodec(_ c: Camera) -> String? {
-        guard let movie = c.plan.outputs.lazy.compactMap({ $0.0 as? SegmentedMovieOutput }).first else { return nil }
+        guard let movie = movie(of: c) else { return nil }
         if case .h264 = movie.settings.encoding { return "h264" }
         return c.session?.activeFormat?.pixelFormat.rawValue
     }

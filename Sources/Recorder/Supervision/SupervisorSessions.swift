@@ -97,6 +97,7 @@ extension Supervisor {
         switch event {
         case .segmentStarted(let c, let path, let start): events.emit(.segmentStarted(camera: c, path: path, startWallNanos: start))
         case .segmentFinished(let c, let info): events.emit(.segmentFinalized(camera: c, info))
+        case .segmentDiscarded(let c, let path): events.emit(.segmentDiscarded(camera: c, path: path))
         case .stillSaved(let c, let info): events.emit(.stillSaved(camera: c, path: info.path, shotWallNanos: info.shotWallNanos))
         case .motionStarted(let c, let start): events.emit(.motionStarted(camera: c, startWallNanos: start))
         case .motionEnded(let c, let info): events.emit(.motionEnded(camera: c, info))
