@@ -123,6 +123,35 @@ import Testing
         #expect(disagreements.isEmpty, "\(disagreements)")
     }
 
+    /// The frame rate shown is the measured one: an HTTP MJPEG camera at 10 fps was said to send
+    /// 25 (libavformat's guess for a stream without times), by `devices --url` and `check-config`;
+    /// `devices --json --url` printed text. An RTSP camera at 12.5 fps is said from its times.
+    @Test func theFrameRateShownIsTheMeasuredOne() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let made = RecordingInspector.run("/usr/bin/env", [
+            "ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=160x120:rate=10", "-frames:v", "10", dir.path + "/frame%d.jpg"])
+        try #require(made.status == 0, "\(made.errorOutput)")
+        let mjpeg = try LoopbackCameraServer.mjpeg(jpegs: (1...10).map { dir.path + "/frame\($0).jpg" }, fps: 10)
+        defer { mjpeg.stop() }
+        let text = VigilBinary.run(["devices", "--url", mjpeg.mjpegURL])
+        #expect(text.status == 0 && text.output.contains("video: mjpeg 160x120 at about 10 fps (measured on arrival"), "\(text.output)\(text.errorOutput)")
+        let json = VigilBinary.run(["devices", "--json", "--url", mjpeg.mjpegURL])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any], "\(json.output)")
+        let fps = try #require(object["fps"] as? Double)
+        #expect(abs(fps - 10) <= 0.5 && object["fps_measured_on_arrival"] as? Bool == true && object["codec"] as? String == "mjpeg", "\(object)")
+
+        let rtsp = try LoopbackCameraServer.rtsp(fps: 12.5)
+        defer { rtsp.stop() }
+        let probe = VigilBinary.run(["devices", "--url", rtsp.url()])
+        #expect(probe.output.contains("video: h264 160x120 at 12.5 fps"), "\(probe.output)\(probe.errorOutput)")
+
+        let file = dir.path + "/vigil.toml"
+        try configuration(root: dir.path + "/data", url: mjpeg.mjpegURL, lostFile: dir.path + "/lost.txt").write(toFile: file, atomically: true, encoding: .utf8)
+        let check = VigilBinary.run(["check-config", file])
+        #expect(check.output.contains("camera porch: http://127.0.0.1:\(mjpeg.port)/video.mjpg\n  video: mjpeg 160x120 at about 10 fps"), "\(check.output)\(check.errorOutput)")
+    }
+
     /// The API gives a network camera's picture size (its format has none: the stream's frames
     /// carry it), not 0x0.
     @Test func theAPISaysTheSizeANetworkCameraRecords() async throws {
