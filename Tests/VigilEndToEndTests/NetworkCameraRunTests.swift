@@ -134,8 +134,13 @@ import Testing
         try #require(made.status == 0, "\(made.errorOutput)")
         let mjpeg = try LoopbackCameraServer.mjpeg(jpegs: (1...10).map { dir.path + "/frame\($0).jpg" }, fps: 10)
         defer { mjpeg.stop() }
+        // Measured on arrival over a second and a half: 10 within the jitter of a busy machine.
+        func saysAboutTenFPS(_ text: String) -> Bool {
+            guard let match = text.firstMatch(of: /video: mjpeg 160x120 at about ([0-9.]+) fps \(measured on arrival/), let fps = Double(match.1) else { return false }
+            return abs(fps - 10) <= 0.5
+        }
         let text = VigilBinary.run(["devices", "--url", mjpeg.mjpegURL])
-        #expect(text.status == 0 && text.output.contains("video: mjpeg 160x120 at about 10 fps (measured on arrival"), "\(text.output)\(text.errorOutput)")
+        #expect(text.status == 0 && saysAboutTenFPS(text.output), "\(text.output)\(text.errorOutput)")
         let json = VigilBinary.run(["devices", "--json", "--url", mjpeg.mjpegURL])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any], "\(json.output)")
         let fps = try #require(object["fps"] as? Double)
@@ -149,7 +154,8 @@ import Testing
         let file = dir.path + "/vigil.toml"
         try configuration(root: dir.path + "/data", url: mjpeg.mjpegURL, lostFile: dir.path + "/lost.txt").write(toFile: file, atomically: true, encoding: .utf8)
         let check = VigilBinary.run(["check-config", file])
-        #expect(check.output.contains("camera porch: http://127.0.0.1:\(mjpeg.port)/video.mjpg\n  video: mjpeg 160x120 at about 10 fps"), "\(check.output)\(check.errorOutput)")
+        #expect(check.output.contains("camera porch: http://127.0.0.1:\(mjpeg.port)/video.mjpg\n  video: mjpeg 160x120") && saysAboutTenFPS(check.output),
+                "\(check.output)\(check.errorOutput)")
     }
 
     /// The API gives a network camera's picture size (its format has none: the stream's frames
