@@ -13,6 +13,8 @@ final class ServedRecorder: @unchecked Sendable {
     let port: Int
     static let cameras = ["a", "b"]
     static let framesPerSecond = 10
+    /// Seconds of frames every camera must have recorded by the end of a test.
+    static let minimumRecordedSeconds = 5
 
     var data: String { dir.path + "/data" }
 
@@ -86,6 +88,13 @@ final class ServedRecorder: @unchecked Sendable {
 
     /// SIGTERM, and the exit status once it has finalized its files.
     func stop() async -> Int32? {
+        // A stimulus, not a measurement: the recording checked afterwards (at least 5 s of
+        // frames, `expectGaplessRecording`) must have had that long, however fast the attack was.
+        _ = await waitUntil(seconds: Double(Self.minimumRecordedSeconds + 5)) {
+            Self.cameras.allSatisfy { camera in
+                RecordingInspector.files(under: "\(data)/\(camera)/video", endingWith: ".mp4").count > Self.minimumRecordedSeconds + 1
+            }
+        }
         if process.isRunning { process.terminate() }
         guard await waitForExit(process, seconds: 60) else { return nil }
         return process.terminationStatus
@@ -125,7 +134,7 @@ final class ServedRecorder: @unchecked Sendable {
         for camera in Self.cameras {
             let gaps = try gaps(camera)
             print("\(what): camera \(camera): \(gaps.frames) frames, largest gap \(gaps.largestMissing) frame(s), \(gaps.wentBack) restart(s)")
-            #expect(gaps.frames >= Self.framesPerSecond * 5, "camera \(camera) recorded only \(gaps.frames) frames")
+            #expect(gaps.frames >= Self.framesPerSecond * Self.minimumRecordedSeconds, "camera \(camera) recorded only \(gaps.frames) frames")
             #expect(gaps.largestMissing == 0 && gaps.wentBack == 0, "camera \(camera) lost frames while \(what)")
         }
         let between = try indexGaps()
