@@ -58,7 +58,7 @@ struct CameraClock {
     private var drift: Int64 = 0
 
     /// Frames per second by the learnt interval, rounded to a hundredth.
-    var framesPerSecond: Double? { intervalNanos.map { (1e11 / Double($0)).rounded() / 100 } }
+    var framesPerSecond: Double? { FrameInterval(storedNanos: intervalNanos ?? 0).framesPerSecond }
 
     /// A frame without camera time that comes later than this after where it was expected is
     /// placed at its arrival (the camera paused); earlier ones are smoothed.

@@ -29,7 +29,7 @@ gives up: "connect" (it cannot start recording: `vigil devices --url` must say w
 server's own words (reason phrases, realms, header names) never contain what `expect` looks
 for, so only Vigil's own words can match.
 """
-import argparse, base64, json, os, random, select, socket, struct, subprocess, sys, threading, time
+import argparse, base64, hashlib, json, os, random, select, socket, struct, subprocess, sys, threading, time
 
 FPS = 15
 TICKS = 90000 // FPS
@@ -993,7 +993,6 @@ def dimensions_and_framerate(s):
 
 @dialect("digest-without-qop", "Digest authentication without qop (RFC 2069), checked: a wrong answer is 401 again")
 def digest_without_qop(s):
-    import hashlib
     realm, nonce = "dialect camera", "%032x" % s.rng.getrandbits(128)
     md5 = lambda text: hashlib.md5(text.encode()).hexdigest()
     while True:
