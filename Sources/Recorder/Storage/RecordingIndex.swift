@@ -8,8 +8,9 @@ import SystemPackage
 /// (`ROOT/vigil-index.sqlite3`, WAL mode). A segment is `writing` from the moment its file is
 /// created and `complete` only once the file and its directory are on disk, so the index never
 /// claims more than the disk holds (Moonfire NVR's protocol). Paths are stored relative to the
-/// root. One connection, used under a lock; the recorder calls it from one serial queue, never
-/// from a capture thread or Swift's cooperative pool. The files are the truth: an index that is
+/// root. Writes go through one connection, under a lock, from the storage thread; listings each
+/// take a read-only connection, so neither waits for the other (WAL). Never called from a capture
+/// thread or Swift's cooperative pool. The files are the truth: an index that is
 /// lost or damaged is rebuilt from them (`StorageKeeper.open`).
 public final class RecordingIndex: Sendable {
     public enum Kind: String, Sendable, CaseIterable {
@@ -87,8 +88,15 @@ public final class RecordingIndex: Sendable {
     public let root: String
     /// The file, or nil for an index kept in memory (when the file cannot be used).
     public let path: String?
-    /// The SQLite handle and its statements, reachable only under this lock.
-    private let connection: Mutex<Connection>
+    /// The one connection that writes (the storage thread's indexing, recovery), with its
+    /// statements, reachable only under this lock.
+    private let writer: Mutex<SQLiteConnection>
+    /// Read-only connections for listings (the web server's, the commands'), taken one per
+    /// query: with the write-ahead log a slow listing and indexing never wait for each other.
+    /// Empty and unused for an index in memory, which only its one connection can see.
+    private let readers = Mutex<[SQLiteConnection]>([])
+    /// Idle read-only connections kept open at most.
+    private static let idleReaders = 4
 
     /// Opens (or creates) the index file of `root`, migrating it to `schemaVersion`. Throws an
     /// `RecorderError.index` whose code says whether the file is damaged, newer than this code, or
@@ -115,7 +123,7 @@ public final class RecordingIndex: Sendable {
             throw RecorderError.index(code: status, errno: nil, message: "cannot open the index \(name): \(message)", isNewer: false)
         }
         sqlite3_busy_timeout(handle, 5000)
-        connection = Mutex(Connection(handle))
+        writer = Mutex(SQLiteConnection(handle))
         if path != nil {
             // The write-ahead log is checkpointed every 64 pages and cut back to 256 KiB after each
             // checkpoint: with SQLite's defaults (1000 pages, never shrunk) it alone grows to 4 MiB
@@ -258,19 +266,19 @@ public final class RecordingIndex: Sendable {
     /// Entries of any of `kinds` (nil: every kind), ordered by start time.
     public func entries(camera: String? = nil, kinds: [Kind]?, from: Int64? = nil, to: Int64? = nil, states: [State]? = nil) throws -> [Entry] {
         var sql = "SELECT \(Self.entryColumns) FROM recordings WHERE 1"
-        var values: [Value] = []
+        var values: [SQLiteValue] = []
         if let camera { values.append(.text(camera)); sql += " AND camera = ?\(values.count)" }
         if let kinds { sql += " AND kind IN (" + kinds.map { "'\($0.rawValue)'" }.joined(separator: ",") + ")" }
         if let from { values.append(.integer(from)); sql += " AND end_ns >= ?\(values.count)" }
         if let to { values.append(.integer(to)); sql += " AND start_ns <= ?\(values.count)" }
         if let states { sql += " AND state IN (" + states.map { "'\($0.rawValue)'" }.joined(separator: ",") + ")" }
         sql += " ORDER BY start_ns, path"
-        return try query(sql, values, Self.entry)
+        return try read(sql, values, Self.entry)
     }
 
     /// The entry with this id (`Entry.id`), if there is one.
     public func entry(id: Int64) throws -> Entry? {
-        try query("SELECT \(Self.entryColumns) FROM recordings WHERE id = ?1", [.integer(id)], Self.entry).first
+        try read("SELECT \(Self.entryColumns) FROM recordings WHERE id = ?1", [.integer(id)], Self.entry).first
     }
 
     private static let entryColumns = "kind, camera, path, start_ns, end_ns, frames, bytes, codec, width, height, state, id"
@@ -287,106 +295,28 @@ public final class RecordingIndex: Sendable {
 
     /// Every camera in the index.
     public func cameras() throws -> [String] {
-        try query("SELECT DISTINCT camera FROM recordings ORDER BY camera", []) { Self.text($0, 0) }
+        try read("SELECT DISTINCT camera FROM recordings ORDER BY camera", []) { Self.text($0, 0) }
     }
 
     /// Bytes of recordings that ended after `sinceNanos`, and the earliest start among them.
     public func bytesRecorded(sinceNanos: Int64) throws -> (bytes: Int64, firstStart: Int64?) {
-        try query("SELECT COALESCE(SUM(bytes), 0), MIN(start_ns) FROM recordings WHERE end_ns >= ?1 AND state NOT IN ('missing', 'quarantined')", [.integer(sinceNanos)]) { s in
+        try read("SELECT COALESCE(SUM(bytes), 0), MIN(start_ns) FROM recordings WHERE end_ns >= ?1 AND state NOT IN ('missing', 'quarantined')", [.integer(sinceNanos)]) { s in
             (sqlite3_column_int64(s, 0), sqlite3_column_type(s, 1) == SQLITE_NULL ? nil : sqlite3_column_int64(s, 1))
         }.first ?? (0, nil)
     }
 
     /// The end of the newest recording that is, or is being, recorded (not missing or quarantined).
     func newestEnd() throws -> Int64? {
-        try query("SELECT MAX(end_ns) FROM recordings WHERE state NOT IN ('missing', 'quarantined')", []) { s in
+        try read("SELECT MAX(end_ns) FROM recordings WHERE state NOT IN ('missing', 'quarantined')", []) { s in
             sqlite3_column_type(s, 0) == SQLITE_NULL ? nil : sqlite3_column_int64(s, 0)
         }.first ?? nil
     }
 
-    // MARK: - Motion events
-
-    /// A motion event as the index keeps it.
-    public struct MotionEvent: Sendable, Equatable {
-        public var id: Int64
-        public var camera: String
-        public var startNanos: Int64
-        /// nil while the event is under way.
-        public var endNanos: Int64?
-        public var peakPercent: Double
-        /// The picture of peak motion, relative to the root (nil until the event ends, or if none was saved).
-        public var picture: String?
-    }
-
-    /// An event began (`motion_start`): listed at once, with no end yet.
-    public func startMotionEvent(camera: String, startNanos: Int64) throws {
-        try run("INSERT INTO motion_events (camera, start_ns) VALUES (?1, ?2) ON CONFLICT(camera, start_ns) DO NOTHING",
-                [.text(camera), .integer(startNanos)])
-    }
-
-    /// An event ended (`motion_end`): its row gets its end, peak and picture (made if missing).
-    public func endMotionEvent(camera: String, startNanos: Int64, endNanos: Int64, peakPercent: Double, picture: String?) throws {
-        try run("""
-            INSERT INTO motion_events (camera, start_ns, end_ns, peak_percent, picture) VALUES (?1, ?2, ?3, ?4, ?5)
-            ON CONFLICT(camera, start_ns) DO UPDATE SET end_ns = ?3, peak_percent = ?4, picture = ?5
-            """, [.text(camera), .integer(startNanos), .integer(endNanos), .real(peakPercent), picture.map { .text($0) } ?? .null])
-    }
-
-    /// Events that overlap [from, to] (nil: unbounded), oldest first; one under way overlaps
-    /// everything after its start.
-    public func motionEvents(camera: String? = nil, from: Int64? = nil, to: Int64? = nil) throws -> [MotionEvent] {
-        var sql = "SELECT \(Self.motionColumns) FROM motion_events WHERE 1"
-        var values: [Value] = []
-        if let camera { values.append(.text(camera)); sql += " AND camera = ?\(values.count)" }
-        if let from { values.append(.integer(from)); sql += " AND (end_ns IS NULL OR end_ns >= ?\(values.count))" }
-        if let to { values.append(.integer(to)); sql += " AND start_ns <= ?\(values.count)" }
-        sql += " ORDER BY start_ns, id"
-        return try query(sql, values, Self.motionEvent)
-    }
-
-    /// The event with this id.
-    public func motionEvent(id: Int64) throws -> MotionEvent? {
-        try query("SELECT \(Self.motionColumns) FROM motion_events WHERE id = ?1", [.integer(id)], Self.motionEvent).first
-    }
-
-    private static let motionColumns = "id, camera, start_ns, end_ns, peak_percent, picture"
-
-    private static func motionEvent(_ s: OpaquePointer) -> MotionEvent {
-        MotionEvent(
-            id: sqlite3_column_int64(s, 0), camera: text(s, 1), startNanos: sqlite3_column_int64(s, 2),
-            endNanos: sqlite3_column_type(s, 3) == SQLITE_NULL ? nil : sqlite3_column_int64(s, 3),
-            peakPercent: sqlite3_column_double(s, 4), picture: sqlite3_column_type(s, 5) == SQLITE_NULL ? nil : text(s, 5))
-    }
-
-    /// Events left under way by a crash end where they began (their end is unknown); returns how many.
-    func closeUnfinishedMotionEvents() throws -> Int {
-        try transaction {
-            try run("UPDATE motion_events SET end_ns = start_ns WHERE end_ns IS NULL", [])
-            return try query("SELECT changes()", []) { Int(sqlite3_column_int64($0, 0)) }.first ?? 0
-        }
-    }
-
-    /// Forgets the events of `camera` that ended before `nanos`; returns their pictures (relative).
-    func removeMotionEvents(camera: String, endingBefore nanos: Int64) throws -> [String] {
-        try transaction {
-            let pictures = try query("SELECT picture FROM motion_events WHERE camera = ?1 AND end_ns < ?2 AND picture IS NOT NULL",
-                                     [.text(camera), .integer(nanos)]) { Self.text($0, 0) }
-            try run("DELETE FROM motion_events WHERE camera = ?1 AND end_ns < ?2", [.text(camera), .integer(nanos)])
-            return pictures
-        }
-    }
-
     // MARK: - SQLite
 
-    enum Value {
-        case text(String)
-        case integer(Int64)
-        case real(Double)
-        case null
-    }
 
-    private func execute(_ sql: String) throws {
-        try connection.withLock { c in
+    func execute(_ sql: String) throws {
+        try writer.withLock { c in
             var error: UnsafeMutablePointer<CChar>?
             let status = sqlite3_exec(c.db, sql, nil, nil, &error)
             guard status == SQLITE_OK else {
@@ -397,71 +327,26 @@ public final class RecordingIndex: Sendable {
         }
     }
 
-    private func run(_ sql: String, _ values: [Value]) throws {
+    func run(_ sql: String, _ values: [SQLiteValue]) throws {
         _ = try query(sql, values) { _ in () }
     }
 
-    private func query<T: Sendable>(_ sql: String, _ values: [Value], _ row: (OpaquePointer) -> T) throws -> [T] {
-        try connection.withLock { c in
-            let statement = try c.prepared(sql)
-            defer {
-                sqlite3_reset(statement)
-                sqlite3_clear_bindings(statement)
-            }
-            for (i, value) in values.enumerated() {
-                switch value {
-                case .text(let t): sqlite3_bind_text(statement, Int32(i + 1), t, -1, csqlite_transient())
-                case .integer(let n): sqlite3_bind_int64(statement, Int32(i + 1), n)
-                case .real(let x): sqlite3_bind_double(statement, Int32(i + 1), x)
-                case .null: sqlite3_bind_null(statement, Int32(i + 1))
-                }
-            }
-            var rows: [T] = []
-            while true {
-                let status = sqlite3_step(statement)
-                if status == SQLITE_ROW { rows.append(row(statement)); continue }
-                guard status == SQLITE_DONE else { throw c.failure() }
-                return rows
-            }
-        }
+    /// A statement on the writing connection (writes, and reads inside a transaction).
+    func query<T: Sendable>(_ sql: String, _ values: [SQLiteValue], _ row: @Sendable (OpaquePointer) -> T) throws -> [T] {
+        try writer.withLock { try $0.rows(sql, values, row) }
     }
 
-    /// One SQLite connection and its prepared statements, closed with it.
-    private final class Connection {
-        let db: OpaquePointer
-        private var statements: [String: OpaquePointer] = [:]
-
-        init(_ db: OpaquePointer) { self.db = db }
-
-        deinit {
-            for s in statements.values { sqlite3_finalize(s) }
-            sqlite3_close(db)
-        }
-
-        /// Statements are prepared once and reused.
-        func prepared(_ sql: String) throws -> OpaquePointer {
-            if let s = statements[sql] { return s }
-            var statement: OpaquePointer?
-            guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
-                throw failure()
-            }
-            statements[sql] = statement
-            return statement
-        }
-
-        /// The last failure, with SQLite's code and the system's errno behind it (ENOSPC under a
-        /// write, for one), so callers decide by the code, never by the text.
-        func failure(_ message: String? = nil) -> RecorderError {
-            let code = sqlite3_extended_errcode(db)
-            // SQLite keeps the last system errno even after later successes: it explains only I/O codes.
-            let systemErrno = [SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN].contains(code & 0xff) ? sqlite3_system_errno(db) : 0
-            return .index(
-                code: code, errno: systemErrno > 0 ? Errno(rawValue: systemErrno) : nil,
-                message: "index: \(message ?? String(cString: sqlite3_errmsg(db)))", isNewer: false)
-        }
+    /// A listing, on a read-only connection of its own: it sees what was committed when it began.
+    func read<T: Sendable>(_ sql: String, _ values: [SQLiteValue], _ row: @Sendable (OpaquePointer) -> T) throws -> [T] {
+        guard let path else { return try query(sql, values, row) }
+        let reader: SQLiteConnection
+        if let idle = readers.withLock({ $0.popLast() }) { reader = idle } else { reader = try SQLiteConnection(readOnly: path) }
+        let rows = try reader.rows(sql, values, row)
+        readers.withLock { if $0.count < Self.idleReaders { $0.append(reader) } }
+        return rows
     }
 
-    private static func text(_ s: OpaquePointer, _ column: Int32) -> String {
+    static func text(_ s: OpaquePointer, _ column: Int32) -> String {
         sqlite3_column_text(s, column).map { String(cString: $0) } ?? ""
     }
 }

@@ -1,0 +1,60 @@
+import Foundation
+import Glibc
+@testable import Recorder
+import Testing
+
+/// Saying a line never waits for the terminal: a pipe nobody reads fills, the writer's own
+/// thread waits on it, and the lines said meanwhile are queued up to a limit, then dropped and
+/// counted; once the pipe is read, everything queued arrives in order, then the count.
+@Suite(.timeLimit(.minutes(1))) struct ConsoleWriterTests {
+    @Test func aTerminalThatStopsReadingNeverBlocksTheSpeaker() throws {
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        defer { close(fds[0]) }
+        let writer = ConsoleWriter(limitBytes: 32 * 1024)
+        // 64 KiB fill the pipe; the next 32 KiB are queued; the rest are dropped.
+        let line = String(repeating: "x", count: 1023) + "\n"
+        for n in 0..<200 { writer.write(n == 0 ? "first\n" : line, to: fds[1]) }
+        // Returned: nothing blocked. The writer thread is stuck in write(2) on the full pipe.
+        #expect(writer.droppedCount > 0)
+        let dropped = writer.droppedCount
+        // Read everything: the queued lines arrive, then the writer says how many were dropped
+        // (on standard error, before the next line of this pipe).
+        let readEnd = fds[0]
+        let reader = Thread {
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while read(readEnd, &buffer, buffer.count) > 0 {}
+        }
+        reader.start()
+        writer.write("after\n", to: fds[1])
+        writer.flush(waitingAtMost: 30_000_000_000)
+        #expect(writer.droppedCount == 0, "the count is said once the terminal reads again (was \(dropped))")
+        close(fds[1])
+    }
+
+    @Test func everythingQueuedIsWrittenInOrder() throws {
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        let writer = ConsoleWriter(limitBytes: 1 << 20)
+        for n in 0..<1000 { writer.write("\(n)\n", to: fds[1]) }
+        writer.flush(waitingAtMost: 30_000_000_000)
+        close(fds[1])
+        let text = String(decoding: FileHandle(fileDescriptor: fds[0], closeOnDealloc: true).readDataToEndOfFile(), as: UTF8.self)
+        #expect(text == (0..<1000).map { "\($0)\n" }.joined())
+    }
+
+    @Test func aClosedPipeIsLeftAloneAfterItsFirstFailure() throws {
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        close(fds[0])
+        signal(SIGPIPE, SIG_IGN)
+        let writer = ConsoleWriter(limitBytes: 1 << 20)
+        writer.write("lost\n", to: fds[1])
+        writer.flush(waitingAtMost: 30_000_000_000)
+        // Broken: further text is not even queued.
+        for _ in 0..<10 { writer.write(String(repeating: "y", count: 200_000), to: fds[1]) }
+        #expect(writer.droppedCount == 0)
+        writer.flush(waitingAtMost: 30_000_000_000)
+        close(fds[1])
+    }
+}
