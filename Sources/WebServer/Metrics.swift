@@ -53,17 +53,10 @@ final class RecorderMetrics: Service, Sendable {
             Counter(label: "vigil_frames_dropped_total", dimensions: [("camera", camera), ("reason", output)]).increment(by: n)
         case .motionStarted(let camera, _):
             Counter(label: "vigil_motion_events_total", dimensions: [("camera", camera)]).increment()
-        case .cameraLost(let camera, let reason):
-            Counter(label: "vigil_camera_reconnects_total", dimensions: [("camera", camera), ("reason", Self.category(reason))]).increment()
+        case .cameraLost(let camera, let cause, _):
+            Counter(label: "vigil_camera_reconnects_total", dimensions: [("camera", camera), ("reason", cause.rawValue)]).increment()
         default: break
         }
-    }
-
-    /// A lost camera's reason as a label with few values (the text holds node names and numbers).
-    static func category(_ reason: String) -> String {
-        if reason.contains("unplugged") { return "unplugged" }
-        if reason.contains("no frame for") { return "stalled" }
-        return "interrupted"
     }
 
     /// Brings the gauges and the captured-frames counter up to date, then writes every metric.

@@ -67,9 +67,14 @@ public struct WebServer: Service {
         }
     }
 
-    private static func explain(_ error: any Error) -> String {
-        let text = "\(error)"
-        return text.contains("Address already in use") || text.contains("EADDRINUSE") ? "the port is already in use by another program" : text
+    /// The bind failure in words a user can act on, decided by its errno (never by its text).
+    static func explain(_ error: any Error) -> String {
+        switch (error as? IOError)?.errnoCode {
+        case EADDRINUSE?: return "the port is already in use by another program"
+        case EADDRNOTAVAIL?: return "no network interface of this machine has that address"
+        case EACCES?: return "ports below 1024 need root or CAP_NET_BIND_SERVICE"
+        default: return "\(error)"
+        }
     }
 
     /// The server with every route group. Each concern adds its routes in its own function:

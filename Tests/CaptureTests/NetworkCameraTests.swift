@@ -93,9 +93,12 @@ import Testing
         #expect(await waitUntil(seconds: 30) { log.segments.count >= 1 })
         server.signal(SIGSTOP)
         #expect(await waitUntil(seconds: 20) { log.interruptions.contains { $0.contains("stall") } }, "\(log.interruptions)")
-        // The segment open at the stall was finalized then, not at the end.
+        // Its kind travels with it, for metrics and the supervisor (not guessed from the words).
+        #expect(log.lossCauses.first == .stalled, "\(log.lossCauses)")
+        // The segment open at the stall is finalized then (the outputs hear of the loss just
+        // after the event), not at the end.
+        #expect(await waitUntil(seconds: 10) { RecordingInspector.files(under: dir.path, endingWith: ".partial").isEmpty })
         let finishedAtStall = log.segments.count
-        #expect(RecordingInspector.files(under: dir.path, endingWith: ".partial").isEmpty)
         try await Task.sleep(nanoseconds: 1_000_000_000)
         server.signal(SIGCONT)
         #expect(await waitUntil(seconds: 40) { log.resumptions >= 1 })
@@ -379,7 +382,10 @@ import Testing
 
 extension EventLog {
     var interruptions: [String] {
-        all.compactMap { if case .interrupted(_, let r) = $0 { return r } else { return nil } }
+        all.compactMap { if case .interrupted(_, _, let r) = $0 { return r } else { return nil } }
+    }
+    var lossCauses: [LossCause] {
+        all.compactMap { if case .interrupted(_, let cause, _) = $0 { return cause } else { return nil } }
     }
     var resumptions: Int {
         all.filter { if case .interruptionEnded = $0 { true } else { false } }.count

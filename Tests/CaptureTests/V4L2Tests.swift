@@ -177,9 +177,9 @@ import Testing
             device: camera(kernel), format: .size(width: 320, height: 240, pixelFormat: .mjpeg), fps: 30,
             outputs: [(movie, .init())])
         #expect(await waitUntil(seconds: 20) { !session.isRunning && !log.segments.isEmpty })
-        let interruption = log.all.compactMap { if case .interrupted(_, let reason) = $0 { return reason } else { return nil } }
+        let interruption = log.all.compactMap { if case .interrupted(_, _, let reason) = $0 { return reason } else { return nil } }
         #expect(interruption.count == 1)
-        #expect(interruption.first?.contains("disconnected") == true)
+        #expect(interruption.first?.contains("disconnected") == true, "\(interruption)")
         #expect(log.errors.isEmpty)
         #expect(RecordingInspector.files(under: dir.path, endingWith: ".partial").isEmpty)
         let files = RecordingInspector.files(under: dir.path, endingWith: ".mp4")
@@ -285,7 +285,7 @@ import Testing
         #expect(await waitUntil(seconds: 10) { frames.count >= 5 })
         kernel.reportOnPoll(emulated, events)
         #expect(await waitUntil(seconds: 10) { log.hasStopped }, "the session did not end")
-        let interruptions = log.all.compactMap { if case .interrupted(_, let r) = $0 { return r } else { return nil } }
+        let interruptions = log.all.compactMap { if case .interrupted(_, _, let r) = $0 { return r } else { return nil } }
         #expect(interruptions == [reason])
         #expect(log.errors.isEmpty, "a disconnect is not reported as a failure: \(log.errors)")
         #expect(!session.isRunning)

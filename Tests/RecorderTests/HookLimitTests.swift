@@ -15,7 +15,7 @@ import Testing
         let hooks = try EventHooks(definitions: Array(repeating: blocking, count: 5), maximumRunning: 2)
         let outcomes = Mutex<[EventHooks.Outcome]>([])
         func start() {
-            hooks.run(.cameraLost(camera: "cam1", reason: "unplugged")) { _, outcome, _ in outcomes.withLock { $0.append(outcome) } }
+            hooks.run(.cameraLost(camera: "cam1", cause: .unplugged, reason: "unplugged")) { _, outcome, _ in outcomes.withLock { $0.append(outcome) } }
         }
         start()
         // The two admitted hooks cannot end before the gate opens: all that is known now is the skipped.

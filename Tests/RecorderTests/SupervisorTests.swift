@@ -141,7 +141,7 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
         camera.dequeueFailure = (code, 15)
         let (supervisor, frames, log, run) = startLowResolution(hotplug, watchdogSeconds: 3600)
         #expect(await poll(seconds: 30) { log.count("camera_lost") == 1 }, "the error was not noticed")
-        let lost = log.all.compactMap { if case .cameraLost(_, let reason) = $0 { return reason } else { return nil } }
+        let lost = log.all.compactMap { if case .cameraLost(_, _, let reason) = $0 { return reason } else { return nil } }
         #expect(lost.first?.contains("VIDIOC_DQBUF failed: \(String(cString: strerror(code)))") == true, "\(lost)")
         let before = frames.receivedFrameCount
         #expect(await poll(seconds: 30) { log.count("camera_found") == 1 && frames.receivedFrameCount > before + 5 }, "not reopened")
@@ -174,7 +174,7 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
         let (_, frames, log, run) = startLowResolution(hotplug, watchdogSeconds: 1)
         #expect(await poll(seconds: 10) { frames.receivedFrameCount > 10 })
         hotplug.kernel.wedge(camera, true)
-        #expect(await poll(seconds: 10) { log.all.contains { if case .cameraLost(_, let r) = $0 { return r.contains("no frame for 1.0 s") } else { return false } } })
+        #expect(await poll(seconds: 10) { log.all.contains { if case .cameraLost(_, _, let r) = $0 { return r.contains("no frame for 1.0 s") } else { return false } } })
         #expect(await poll(seconds: 10) { log.count("camera_found") >= 1 })
         hotplug.kernel.wedge(camera, false)
         let before = frames.receivedFrameCount
@@ -300,7 +300,7 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
     @Test func aHangingHookIsKilledAtItsTimeoutAndAFailingOneIsReported() async throws {
         let hooks = try EventHooks(definitions: ["camera_lost=sleep 30", "camera_lost=echo oops; exit 3"], timeoutSeconds: 0.5)
         let done = Mutex<[(String, EventHooks.Outcome, String)]>([])
-        hooks.run(.cameraLost(camera: "cam1", reason: "unplugged")) { hook, outcome, output in
+        hooks.run(.cameraLost(camera: "cam1", cause: .unplugged, reason: "unplugged")) { hook, outcome, output in
             done.withLock { $0.append((hook.command, outcome, output)) }
         }
         #expect(await poll(seconds: 10) { done.withLock { $0.count } == 2 })
@@ -320,7 +320,7 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
         }
         let hooks = try EventHooks(definitions: ["camera_lost=grep -E '^Sig(Ign|Blk):' /proc/self/status"])
         let done = Mutex<[(EventHooks.Outcome, String)]>([])
-        hooks.run(.cameraLost(camera: "cam1", reason: "unplugged")) { _, outcome, output in done.withLock { $0.append((outcome, output)) } }
+        hooks.run(.cameraLost(camera: "cam1", cause: .unplugged, reason: "unplugged")) { _, outcome, output in done.withLock { $0.append((outcome, output)) } }
         #expect(await poll(seconds: 10) { done.withLock { $0.count } == 1 })
         let (outcome, output) = try #require(done.withLock { $0.first })
         #expect(outcome == .exited(0))
@@ -344,7 +344,7 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
         defer { close(held) }
         let hooks = try EventHooks(definitions: [#"camera_lost=for f in /proc/$$/fd/*; do printf '%s ' "${f##*/}"; readlink "$f"; done"#])
         let done = Mutex<[String]>([])
-        hooks.run(.cameraLost(camera: "cam1", reason: "unplugged")) { _, _, output in done.withLock { $0.append(output) } }
+        hooks.run(.cameraLost(camera: "cam1", cause: .unplugged, reason: "unplugged")) { _, _, output in done.withLock { $0.append(output) } }
         #expect(await poll(seconds: 10) { done.withLock { $0.count } == 1 })
         // The shell's listing of its own /proc/PID/fd directory shows as one more descriptor,
         // gone (no target) by the time readlink looks.
@@ -360,7 +360,7 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
         let hooks = try EventHooks(
             definitions: ["camera_lost=sleep 30 & echo $! > \(pids); sleep 31 & echo $! >> \(pids); wait"], timeoutSeconds: 0.5)
         let done = Mutex<[EventHooks.Outcome]>([])
-        hooks.run(.cameraLost(camera: "cam1", reason: "unplugged")) { _, outcome, _ in done.withLock { $0.append(outcome) } }
+        hooks.run(.cameraLost(camera: "cam1", cause: .unplugged, reason: "unplugged")) { _, outcome, _ in done.withLock { $0.append(outcome) } }
         #expect(await poll(seconds: 10) { done.withLock { $0.count } == 1 })
         #expect(done.withLock { $0 } == [.killedAfterTimeout])
         let children = try String(contentsOfFile: pids, encoding: .utf8).split(separator: "\n").compactMap { pid_t($0) }

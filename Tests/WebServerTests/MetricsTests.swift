@@ -1,5 +1,7 @@
+import Capture
 import Foundation
 import Hummingbird
+import Media
 import HummingbirdTesting
 import Recorder
 import Testing
@@ -56,9 +58,30 @@ import Testing
         }
     }
 
-    @Test func lostCamerasAreCountedByAFewReasons() {
-        #expect(RecorderMetrics.category("/dev/video0 was unplugged") == "unplugged")
-        #expect(RecorderMetrics.category("no frame for 10 s (camera wedged or stream stalled)") == "stalled")
-        #expect(RecorderMetrics.category("stream ended: EOF") == "interrupted")
+    /// Lost cameras are counted by the kind of loss their event carries: a network stall is
+    /// "stalled" like a wedged USB camera, whatever the words of its reason.
+    @Test func lostCamerasAreCountedByTheirCause() async throws {
+        let recording = try await Recording.start(segments: 0)
+        defer { recording.remove() }
+        await recording.stop()
+        let metrics = RecorderMetrics(registry: metricsRegistry, recorder: recording.opened())
+        let stall = NetworkFailure.stalled(seconds: 10)
+        metrics.count(.cameraLost(camera: "lost-camera", cause: stall.lossCause, reason: "rtsp://cam/: \(stall)"))
+        metrics.count(.cameraLost(camera: "lost-camera", cause: .unplugged, reason: "/dev/video0 was unplugged"))
+        metrics.count(.cameraLost(camera: "lost-camera", cause: NetworkFailure.refused.lossCause, reason: "connection refused"))
+        let page = metricsRegistry.emitToString()
+        for cause in ["stalled", "unplugged", "unreachable"] {
+            #expect(page.contains(#"vigil_camera_reconnects_total{camera="lost-camera",reason="\#(cause)"} 1"#), "\(page)")
+        }
+        #expect(!page.contains(#"reason="interrupted""#))
+    }
+
+    @Test func everyNetworkFailureHasItsKindOfLoss() {
+        let kinds: [(NetworkFailure, LossCause)] = [
+            (.refused, .unreachable), (.timeout, .unreachable), (.unreachable, .unreachable), (.unauthorized, .denied),
+            (.forbidden, .denied), (.notFound, .denied), (.ended, .disconnected), (.stalled(seconds: 3), .stalled),
+            (.badStream("a 9 MB header"), .badStream), (.other("EIO"), .failed),
+        ]
+        for (failure, cause) in kinds { #expect(failure.lossCause == cause, "\(failure)") }
     }
 }

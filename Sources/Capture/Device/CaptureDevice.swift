@@ -129,8 +129,8 @@ public enum ReadResult: Sendable, Equatable {
     case corrupt(String)
     /// The stream was lost (stall, connection closed, refused …) and the camera is being
     /// reconnected; also reported when a camera cannot be reached at start. The reason names
-    /// the cause. Open recordings end here.
-    case interrupted(String)
+    /// the cause; the `LossCause` says its kind. Open recordings end here.
+    case interrupted(LossCause, String)
     /// Frames flow: sent once the first frame of a connection was delivered, by a stream that
     /// reconnects by itself (`CaptureDeviceBackend.reconnectsByItself`): after `interrupted`,
     /// and at the session's first frame (until then it was connecting).

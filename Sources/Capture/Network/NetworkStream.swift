@@ -180,7 +180,7 @@ final class NetworkStream: CaptureStream {
         guard reportedLoss != failure else { return .timeout }
         reportedLoss = failure
         toldFlowing = false
-        return .interrupted("\(address): \(failure)")
+        return .interrupted(failure.lossCause, "\(address): \(failure)")
     }
 
     func close() {

@@ -168,7 +168,7 @@ final class CaptureThread: @unchecked Sendable {
             } catch CaptureError.disconnected(let reason) {
                 frame.release()
                 logger.warning("camera \(device.id) disconnected: \(reason)")
-                events.emit(.interrupted(camera: device.id, reason: reason))
+                events.emit(.interrupted(camera: device.id, cause: .disconnected, reason: reason))
                 return
             } catch {
                 frame.release()
@@ -186,10 +186,10 @@ final class CaptureThread: @unchecked Sendable {
                 frame.release()
                 corruptFrames += 1
                 lastCorruptReason = reason
-            case .interrupted(let reason):
+            case .interrupted(let cause, let reason):
                 logger.warning("camera \(device.id) interrupted: \(reason); reconnecting")
                 isInterrupted = true
-                events.emit(.interrupted(camera: device.id, reason: reason))
+                events.emit(.interrupted(camera: device.id, cause: cause, reason: reason))
                 announceStreamLoss(frame)
             case .resumed:
                 frame.release()

@@ -6,7 +6,8 @@ import SystemPackage
 public enum SessionEvent: Sendable, CustomStringConvertible {
     case started(camera: String)
     case stopped(camera: String)
-    case interrupted(camera: String, reason: String)
+    /// The camera stopped delivering; `cause` is the kind, `reason` the details in words.
+    case interrupted(camera: String, cause: LossCause, reason: String)
     /// Frames flow again after `interrupted`; a stream that reconnects by itself (network) also
     /// sends it at its first frame, having been connecting until then.
     case interruptionEnded(camera: String)
@@ -28,7 +29,7 @@ public enum SessionEvent: Sendable, CustomStringConvertible {
         switch self {
         case .started(let c): return "\(c): started"
         case .stopped(let c): return "\(c): stopped"
-        case .interrupted(let c, let r): return "\(c): interrupted: \(r)"
+        case .interrupted(let c, _, let r): return "\(c): interrupted: \(r)"
         case .interruptionEnded(let c): return "\(c): interruption ended"
         case .runtimeError(let c, let m, _): return "\(c): error: \(m)"
         case .droppedFrames(let c, let o, let n): return "\(c): \(o) dropped \(n) late frame(s)"

@@ -5,7 +5,8 @@ import SystemPackage
 
 /// One event stream for the whole recorder: logged, and runnable as user hooks.
 public enum RecorderEvent: Sendable, CustomStringConvertible {
-    case cameraLost(camera: String, reason: String)
+    /// `cause` is the kind of loss (metrics count by it), `reason` the details in words.
+    case cameraLost(camera: String, cause: LossCause, reason: String)
     case cameraFound(camera: String, node: String, reattachSeconds: Double?)
     case sessionStarted(camera: String)
     case sessionStopped(camera: String)
@@ -52,7 +53,7 @@ public enum RecorderEvent: Sendable, CustomStringConvertible {
 
     public var camera: String? {
         switch self {
-        case .cameraLost(let c, _), .cameraFound(let c, _, _), .sessionStarted(let c), .sessionStopped(let c),
+        case .cameraLost(let c, _, _), .cameraFound(let c, _, _), .sessionStarted(let c), .sessionStopped(let c),
              .segmentStarted(let c, _, _), .segmentFinalized(let c, _), .segmentDiscarded(let c, _), .stillSaved(let c, _, _), .framesDropped(let c, _, _),
              .recordingDeleted(let c, _, _), .motionStarted(let c, _), .motionEnded(let c, _), .error(let c, _, _):
             return c
@@ -60,12 +61,15 @@ public enum RecorderEvent: Sendable, CustomStringConvertible {
         }
     }
 
-    /// Environment variables a hook sees: VIGIL_EVENT, VIGIL_CAMERA, VIGIL_FILE, VIGIL_REASON, …
+    /// Environment variables a hook sees: VIGIL_EVENT, VIGIL_CAMERA, VIGIL_FILE, VIGIL_REASON,
+    /// VIGIL_CAUSE (a lost camera's kind of loss: unplugged, stalled, unreachable, …), …
     public var environment: [String: String] {
         var env = ["VIGIL_EVENT": name]
         if let camera { env["VIGIL_CAMERA"] = camera }
         switch self {
-        case .cameraLost(_, let reason): env["VIGIL_REASON"] = reason
+        case .cameraLost(_, let cause, let reason):
+            env["VIGIL_REASON"] = reason
+            env["VIGIL_CAUSE"] = cause.rawValue
         case .cameraFound(_, let node, _): env["VIGIL_NODE"] = node
         case .segmentStarted(_, let path, _), .segmentDiscarded(_, let path), .stillSaved(_, let path, _): env["VIGIL_FILE"] = path
         case .segmentFinalized(_, let info): env["VIGIL_FILE"] = info.path
@@ -99,7 +103,7 @@ public enum RecorderEvent: Sendable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .cameraLost(let c, let r): return "\(c): camera lost: \(r)"
+        case .cameraLost(let c, _, let r): return "\(c): camera lost: \(r)"
         case .cameraFound(let c, let n, let s): return "\(c): camera found on \(n)" + (s.map { String(format: ", recording again %.3f s after it reappeared", $0) } ?? "")
         case .sessionStarted(let c): return "\(c): recording"
         case .sessionStopped(let c): return "\(c): stopped"

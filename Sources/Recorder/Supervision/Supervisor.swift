@@ -299,7 +299,7 @@ public actor Supervisor: Service {
             // Events can arrive late: if the camera is back on that node already, this one is stale.
             let present = await io.run { [source] in source.devices() }
             for camera in affected where !present.contains(where: { camera.plan.matches($0) && $0.details.node == node }) {
-                await lose(camera, reason: "\(node) was unplugged")
+                await lose(camera, cause: .unplugged, reason: "\(node) was unplugged")
             }
         }
     }
@@ -339,7 +339,7 @@ public actor Supervisor: Service {
                 } else if now - camera.lastFrameProgress > watchdogNanos {
                     let seconds = Double(watchdogNanos) / 1e9
                     logger.warning("camera \(camera.plan.cameraID): no frame for \(seconds) s, restarting it")
-                    await lose(camera, reason: "no frame for \(seconds) s (camera wedged or stream stalled)", restartAt: now)
+                    await lose(camera, cause: .stalled, reason: "no frame for \(seconds) s (camera wedged or stream stalled)", restartAt: now)
                     due(now)
                     continue
                 }

@@ -73,12 +73,12 @@ extension Supervisor {
         // Losing the camera stops its session, which waits for this very event stream to drain:
         // so it runs apart from the stream, which goes on delivering the session's last events.
         switch event {
-        case .interrupted(_, let reason) where session.device?.reconnectsByItself == true:
-            streamLost(camera, reason: reason)
+        case .interrupted(_, let cause, let reason) where session.device?.reconnectsByItself == true:
+            streamLost(camera, cause: cause, reason: reason)
         case .interruptionEnded:
             streamFlows(camera)
-        case .interrupted(_, let reason):
-            Task { await self.lose(camera, of: session, reason: reason) }
+        case .interrupted(_, let cause, let reason):
+            Task { await self.lose(camera, of: session, cause: cause, reason: reason) }
         case .runtimeError(_, let message, _):
             camera.sessionError = message
             forward(event)
@@ -87,7 +87,7 @@ extension Supervisor {
             // after an error such as EIO from VIDIOC_DQBUF. The camera is lost at once, not when
             // the watchdog notices that no frame comes.
             let reason = camera.sessionError ?? "capture ended by itself"
-            Task { await self.lose(camera, of: session, reason: reason) }
+            Task { await self.lose(camera, of: session, cause: .failed, reason: reason) }
         default:
             forward(event)
         }
@@ -110,14 +110,14 @@ extension Supervisor {
     /// The stream of a session that reconnects by itself lost its camera: the session is kept
     /// (its stream retries on the camera's ladder), and the camera is lost once per outage,
     /// however many attempts fail or however often the cause changes.
-    private func streamLost(_ camera: Camera, reason: String) {
+    private func streamLost(_ camera: Camera, cause: LossCause, reason: String) {
         camera.isReceiving = false
         camera.lastProblem = reason
         guard !camera.isDown else { return }
         camera.isDown = true
         camera.wasLost = true
         camera.lostAt = SystemClocks.monotonicNanos()
-        events.emit(.cameraLost(camera: camera.plan.cameraID, reason: reason))
+        events.emit(.cameraLost(camera: camera.plan.cameraID, cause: cause, reason: reason))
     }
 
     /// Frames flow from a stream that reconnects by itself: a camera that was down is found.
@@ -132,7 +132,7 @@ extension Supervisor {
     /// Marks a camera lost: its session is stopped (files finalized) and it waits to come back.
     /// A session that delivered frames worked, so the next attempt is on the ladder's first
     /// rung; one that delivered none was one more failed attempt.
-    func lose(_ camera: Camera, of session: CaptureSession? = nil, reason: String, restartAt: Int64? = nil) async {
+    func lose(_ camera: Camera, of session: CaptureSession? = nil, cause: LossCause, reason: String, restartAt: Int64? = nil) async {
         guard let current = camera.session, session == nil || current === session else { return }
         await stopSession(of: camera)
         if current.capturedFrameCount > 0 { camera.ladder.reset() } else { camera.ladder.recordFailure() }
@@ -142,7 +142,7 @@ extension Supervisor {
         camera.nextAttempt = restartAt ?? camera.lostAt! + Int64(camera.ladder.nextDelaySeconds * 1e9)
         if !camera.isDown {
             camera.isDown = true
-            events.emit(.cameraLost(camera: camera.plan.cameraID, reason: reason))
+            events.emit(.cameraLost(camera: camera.plan.cameraID, cause: cause, reason: reason))
         }
         wakeup.signal()
     }
