@@ -1,6 +1,7 @@
 import Capture
 import Foundation
 import Hummingbird
+import Logging
 import Recorder
 
 /// `/healthz` and the JSON API about cameras and what they recorded.
@@ -9,11 +10,23 @@ struct ApiRoutes: Sendable {
     let time: APITime
     /// Reads of the index (SQLite blocks): never on the cooperative pool.
     static let io = BlockingIO("vigil.http")
+    private static let logger = Logger(label: "vigil.http")
+
+    /// `work` on the index, on the I/O thread. An index that cannot be read is a 500 and a log
+    /// line, never a 404 or an empty list: the recordings may well be there.
+    static func reading<T: Sendable>(_ index: RecordingIndex, _ work: @escaping @Sendable (RecordingIndex) throws -> T) async throws(APIError) -> T {
+        switch await io.run({ Result { try work(index) } }) {
+        case .success(let value): return value
+        case .failure(let error):
+            logger.error("the recordings index cannot be read: \(error)")
+            throw APIError(.internalServerError, "the recordings index cannot be read (the recorder's log says why)")
+        }
+    }
 
     func add(to router: Router<WebRequestContext>) {
         router.get("/healthz") { _, _ in JSONBody.response(["status": "ok"]) }
         router.get("/api/v1/cameras") { _, _ in
-            JSONBody.response(["cameras": await cameras()])
+            JSONBody.response(["cameras": try await cameras()])
         }
         router.get("/api/v1/cameras/:name/recordings") { request, context in
             let name = try await camera(context)
@@ -50,11 +63,10 @@ struct ApiRoutes: Sendable {
     }
 
     func recordings(_ camera: String, _ range: (from: Int64, to: Int64)) async throws(APIError) -> RecordingsJSON {
-        let index = recorder.index, zone = time.timeZone
-        let listing = await Self.io.run {
-            try? RecordingsListing(index: index, camera: camera, kind: .segment, from: range.from, to: range.to, timeZone: zone)
+        let zone = time.timeZone
+        let listing = try await Self.reading(recorder.index) {
+            try RecordingsListing(index: $0, camera: camera, kind: .segment, from: range.from, to: range.to, timeZone: zone)
         }
-        guard let listing else { throw APIError(.internalServerError, "the recordings index cannot be read") }
         let recordings = listing.entries.filter { $0.kind == .segment && Self.servedStates.contains($0.state) }.map { e in
             RecordingsJSON.Recording(
                 id: e.id, start: time.string(e.startNanos), end: time.string(e.endNanos), bytes: e.bytes,
@@ -76,11 +88,9 @@ struct ApiRoutes: Sendable {
     }
 
     func stills(_ camera: String, _ range: (from: Int64, to: Int64)) async throws(APIError) -> StillsJSON {
-        let index = recorder.index
-        let entries = await Self.io.run {
-            try? index.entries(camera: camera, kinds: [.still, .snapshot], from: range.from, to: range.to, states: Self.servedStates)
+        let entries = try await Self.reading(recorder.index) {
+            try $0.entries(camera: camera, kinds: [.still, .snapshot], from: range.from, to: range.to, states: Self.servedStates)
         }
-        guard let entries else { throw APIError(.internalServerError, "the recordings index cannot be read") }
         return StillsJSON(camera: camera, stills: entries.map {
             StillsJSON.Still(id: $0.id, time: time.string($0.startNanos), url: "/api/v1/stills/\($0.id)")
         })
@@ -116,9 +126,7 @@ struct ApiRoutes: Sendable {
 
     /// Motion events that overlap the range (none for a camera without `[[motion]]`).
     func events(_ camera: String, _ range: (from: Int64, to: Int64)) async throws(APIError) -> EventsJSON {
-        let index = recorder.index
-        let events = await Self.io.run { try? index.motionEvents(camera: camera, from: range.from, to: range.to) }
-        guard let events else { throw APIError(.internalServerError, "the recordings index cannot be read") }
+        let events = try await Self.reading(recorder.index) { try $0.motionEvents(camera: camera, from: range.from, to: range.to) }
         return EventsJSON(camera: camera, events: events.map {
             EventsJSON.Event(
                 id: $0.id, start: time.string($0.startNanos), end: $0.endNanos.map(time.string), peakAreaPercent: ($0.peakPercent * 10).rounded() / 10,
@@ -133,11 +141,10 @@ struct ApiRoutes: Sendable {
         return name
     }
 
-    func cameras() async -> [CameraJSON] {
-        let index = recorder.index
+    func cameras() async throws(APIError) -> [CameraJSON] {
         // The segments being written now, from the index (it has them from their first frame).
-        let writing = await Self.io.run {
-            Dictionary(((try? index.entries(kind: .segment, states: [.writing])) ?? []).map { ($0.camera, $0.startNanos) }) { _, last in last }
+        let writing = try await Self.reading(recorder.index) {
+            Dictionary(try $0.entries(kind: .segment, states: [.writing]).map { ($0.camera, $0.startNanos) }) { _, last in last }
         }
         let now = SystemClocks.monotonicNanos()
         return await recorder.supervisor.status().map { s in
@@ -158,8 +165,7 @@ struct ApiRoutes: Sendable {
     func requireCamera(_ name: String) async throws(APIError) {
         let known = await recorder.supervisor.status().contains { $0.cameraID == name }
         if known { return }
-        let index = recorder.index
-        let recorded = await Self.io.run { (try? index.cameras()) ?? [] }
+        let recorded = try await Self.reading(recorder.index) { try $0.cameras() }
         guard recorded.contains(name) else { throw .unknownCamera(name) }
     }
 

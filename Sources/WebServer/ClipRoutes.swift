@@ -36,9 +36,9 @@ struct ClipRoutes: Sendable {
     }
 
     private func clip(_ camera: String, _ range: (from: Int64, to: Int64)) async throws -> Response {
-        let index = api.recorder.index, root = api.recorder.root
-        let segments = await ApiRoutes.io.run {
-            ((try? index.entries(camera: camera, kind: .segment, from: range.from, to: range.to, states: ApiRoutes.servedStates)) ?? [])
+        let root = api.recorder.root
+        let segments = try await ApiRoutes.reading(api.recorder.index) {
+            try $0.entries(camera: camera, kind: .segment, from: range.from, to: range.to, states: ApiRoutes.servedStates)
         }
         guard !segments.isEmpty else {
             throw APIError(.notFound, "camera \(camera) recorded nothing between \(api.time.string(range.from)) and \(api.time.string(range.to))")

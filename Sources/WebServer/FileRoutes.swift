@@ -21,7 +21,7 @@ struct FileRoutes: Sendable {
         let files: [(path: RouterPath, what: String, lookup: Lookup)] = [
             ("/api/v1/recordings/:id/file", "recording", Self.recording([.segment, .timelapse])),
             ("/api/v1/stills/:id", "still", Self.recording([.still, .snapshot])),
-            ("/api/v1/events/:id/thumbnail.jpg", "motion event picture", { index, id in try? index.motionEvent(id: id)?.picture }),
+            ("/api/v1/events/:id/thumbnail.jpg", "motion event picture", { index, id in try index.motionEvent(id: id)?.picture }),
         ]
         for file in files {
             router.get(file.path) { request, context in
@@ -46,12 +46,12 @@ struct FileRoutes: Sendable {
     }
 
     /// The path (relative to the root) of the file an id names, read from the index; nil: none.
-    typealias Lookup = @Sendable (RecordingIndex, Int64) -> String?
+    typealias Lookup = @Sendable (RecordingIndex, Int64) throws -> String?
 
     /// Recordings of these kinds that can be served (not being written, gone or quarantined).
     static func recording(_ kinds: [RecordingIndex.Kind]) -> Lookup {
         { index, id in
-            guard let entry = try? index.entry(id: id), kinds.contains(entry.kind), ApiRoutes.servedStates.contains(entry.state) else { return nil }
+            guard let entry = try index.entry(id: id), kinds.contains(entry.kind), ApiRoutes.servedStates.contains(entry.state) else { return nil }
             return entry.path
         }
     }
@@ -93,9 +93,10 @@ struct FileRoutes: Sendable {
     /// The file the index names for `id`, resolved under the storage root; 404 otherwise
     /// (also for a row or a link that points outside the root: nothing out there is served).
     func find(id: Int64, what: String, lookup: @escaping Lookup) async throws(APIError) -> Found {
-        let index = recorder.index, root = recorder.root
+        let root = recorder.root
+        let relative = try await ApiRoutes.reading(recorder.index) { try lookup($0, id) }
         let result: Result<Found, APIError> = await ApiRoutes.io.run {
-            guard let relative = lookup(index, id) else {
+            guard let relative else {
                 return .failure(APIError(.notFound, "no \(what) with id \(id)"))
             }
             guard let path = Self.resolve(relative, under: root) else {

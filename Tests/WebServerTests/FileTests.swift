@@ -1,3 +1,4 @@
+import Capture
 import CaptureTesting
 import Foundation
 import Hummingbird
@@ -188,6 +189,34 @@ import Testing
                 try await client.execute(uri: uri, method: .get) { response in
                     #expect(response.status == .notFound, "\(uri)")
                     #expect(!String(buffer: response.body).contains("root:"))
+                }
+            }
+        }
+    }
+
+    /// An index that cannot be read answers 500 with a log line, never 404 (the recording may
+    /// well be there) nor an empty list.
+    @Test func anIndexThatCannotBeReadIsAServerErrorNotNotFound() async throws {
+        let recording = try await recorded()
+        defer { recording.remove() }
+        let segment = try #require(try recording.keeper.index.entries(kind: .segment, states: [.complete]).first)
+        let broken = RecordingInspector.run("/usr/bin/python3", ["-c", """
+            import sqlite3, sys
+            c = sqlite3.connect(sys.argv[1])
+            c.execute('ALTER TABLE recordings RENAME TO recordings_elsewhere')
+            c.execute('ALTER TABLE motion_events RENAME TO motion_events_elsewhere')
+            c.commit()
+            """, recording.dir.path + "/" + StorageLayout.indexFileName])
+        #expect(broken.status == 0, "\(broken.errorOutput)")
+        try await recording.server().application().test(.router) { client in
+            for uri in [
+                "/api/v1/recordings/\(segment.id)/file", "/api/v1/stills/1", "/api/v1/events/1/thumbnail.jpg", "/api/v1/cameras",
+                "/api/v1/cameras/synthetic-0/recordings?from=today&to=now", "/api/v1/cameras/synthetic-0/stills?from=today&to=now",
+                "/api/v1/cameras/synthetic-0/events?from=today&to=now", "/api/v1/cameras/synthetic-0/clip.mp4?from=today&to=now",
+            ] {
+                try await client.execute(uri: uri, method: .get) { response in
+                    #expect(response.status == .internalServerError, "\(uri)")
+                    #expect(String(buffer: response.body).contains("the recordings index cannot be read"), "\(uri)")
                 }
             }
         }

@@ -179,8 +179,14 @@ actor RecorderControl: Service {
         synthetic.grow(to: RecorderService.syntheticCount(new))
         new.fileMode.apply()
         storage.update(new.retention)
-        hooks.set(try? Self.hooks(new))
-        var changed: [String] = [], added: [String] = [], removed: [String] = []
+        do {
+            hooks.set(try Self.hooks(new))
+        } catch {
+            // check-config found none, so this is rare (a command that vanished meanwhile).
+            logger.error("the hooks of \(path) cannot be set up (\(error)); no hook runs until the next reload")
+            hooks.set(nil)
+        }
+        var changed: [String] = [], added: [String] = [], removed: [String] = [], refused: [String] = []
         let names = Set(new.cameras.map(\.name))
         for name in jobs.keys where !names.contains(name) && !new.discoversAllCameras {
             jobs[name] = nil
@@ -196,7 +202,15 @@ actor RecorderControl: Service {
                 }
                 continue
             }
-            guard let next = try? CameraJobs(camera, environment: environment, reusing: old), next.differs(from: old) else { continue }
+            let next: CameraJobs
+            do {
+                next = try CameraJobs(camera, environment: environment, reusing: old)
+            } catch {
+                logger.error("camera \(camera.name): the new settings cannot be used (\(error)); it keeps its previous configuration")
+                refused.append(camera.name)
+                continue
+            }
+            guard next.differs(from: old) else { continue }
             do {
                 // The motion output moves between the detection stream and the camera's own
                 // session: it leaves one before it joins the other.
@@ -207,10 +221,12 @@ actor RecorderControl: Service {
                 changed.append(camera.name)
             } catch {
                 logger.error("camera \(camera.name): the new settings were refused (\(error)); it keeps its previous configuration")
+                refused.append(camera.name)
             }
         }
         let summary = "reloaded \(path) (\(reason)): \(changed.count) changed, \(added.count) added, \(removed.count) removed, "
-            + "\(jobs.count - changed.count - added.count) unchanged"
+            + (refused.isEmpty ? "" : "\(refused.count) kept on their previous settings (\(refused.joined(separator: ", ")): see the log), ")
+            + "\(jobs.count - changed.count - added.count - refused.count) unchanged"
         logger.notice("\(summary)")
         Console.line(summary.prefix(1).uppercased() + summary.dropFirst())
     }

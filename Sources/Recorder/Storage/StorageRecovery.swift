@@ -17,10 +17,13 @@ public struct RecoverySummary: Sendable, Equatable, CustomStringConvertible {
     public var quarantined = 0
     /// Index entries whose file is gone.
     public var missing = 0
+    /// Index entries in folders that could not be listed, left as they were.
+    public var unlisted = 0
 
     public var description: String {
         "index: \(known) recording(s); recovered \(recovered) cut-short segment(s), adopted \(adopted) unknown file(s), "
             + "moved \(quarantined) unplayable leftover(s) to .quarantine, \(missing) missing"
+            + (unlisted > 0 ? ", \(unlisted) in folders that cannot be listed (left as they were)" : "")
     }
 }
 
@@ -109,6 +112,8 @@ enum StorageRecovery {
                 if entry.state == .quarantined {
                     // A person looked at it and removed it: nothing was lost.
                     try index.remove(path: path)
+                } else if walk.unreadable.hide(path) {
+                    summary.unlisted += 1
                 } else if entry.state != .missing {
                     try index.setState(.missing, path: path)
                     summary.missing += 1

@@ -2,6 +2,7 @@ import Capture
 import Foundation
 import Glibc
 import Logging
+import Synchronization
 
 /// Directory listings of a storage root that skip what cannot be read, with regular files and
 /// folders apart: what start-up recovery and `vigil verify` walk. Symbolic links are not followed
@@ -12,6 +13,8 @@ struct StorageWalk {
     let logger: Logger
     /// What the walk is for, at the start of its log lines ("recovery", "verify").
     var purpose = "recovery"
+    /// Folders that exist but could not be listed: what they hold is unknown, not gone.
+    let unreadable = UnreadableFolders()
 
     func folders(in relative: String) -> [String] { entries(in: relative, folders: true) }
     func files(in relative: String) -> [String] { entries(in: relative, folders: false) }
@@ -36,7 +39,19 @@ struct StorageWalk {
 
     private func entries(in relative: String, folders: Bool) -> [String] {
         let directory = relative.isEmpty ? root : StorageLayout(root: root).absolute(relative)
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: directory)
+        } catch {
+            // A folder that is not there holds nothing (a camera without stills); one that is there
+            // but cannot be listed (permissions, an I/O error) hides its files: said, and remembered.
+            var st = stat()
+            guard lstat(directory, &st) == 0 else { return [] }
+            if unreadable.add(relative) {
+                logger.error("\(purpose): \(directory) cannot be listed (\(error.localizedDescription)); the recordings in it are left as the index has them")
+            }
+            return []
+        }
         return names.sorted().filter { name in
             let path = "\(directory)/\(name)"
             var st = stat()
@@ -50,5 +65,18 @@ struct StorageWalk {
             }
             return (st.st_mode & S_IFMT) == (folders ? S_IFDIR : S_IFREG)
         }
+    }
+}
+
+/// The folders of a walk that could not be listed (relative to the root; "" is the root itself).
+final class UnreadableFolders: Sendable {
+    private let folders = Mutex<Set<String>>([])
+
+    /// Adds `relative`; false if it was there already.
+    func add(_ relative: String) -> Bool { folders.withLock { $0.insert(relative).inserted } }
+
+    /// Whether `path` lies in a folder that could not be listed: its absence proves nothing.
+    func hide(_ path: String) -> Bool {
+        folders.withLock { $0.contains { $0.isEmpty || path.hasPrefix($0 + "/") } }
     }
 }
