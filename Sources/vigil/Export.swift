@@ -49,7 +49,7 @@ struct Export: ParsableCommand {
             let index = try RecordingIndex(root: root)
             let segments = try index.entries(camera: camera, kind: .segment, from: start, to: end)
             guard !segments.isEmpty else {
-                let cameras = (try? index.cameras()) ?? []
+                let cameras = try index.cameras()
                 Console.error(("vigil: no recordings of camera \(camera) between \(from) and \(to) in \(root)"
                     + (cameras.contains(camera) ? "; `vigil recordings --camera \(camera)` lists what exists" : "; cameras: \(cameras.joined(separator: ", "))") + "\n"))
                 throw ExitCode.failure

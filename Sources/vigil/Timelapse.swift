@@ -45,7 +45,7 @@ struct Timelapse: ParsableCommand {
         func run() throws {
             global.bootstrap()
             let root = try storage.root()
-            let start = TimelapseBuilder.stills(root: root, camera: camera, from: try timeOption("--from", from, end: false), to: try timeOption("--to", to, end: true))
+            let start = try TimelapseBuilder.stills(root: root, camera: camera, from: try timeOption("--from", from, end: false), to: try timeOption("--to", to, end: true))
             guard !start.isEmpty else {
                 Console.error("vigil: no stills of camera \(camera) between \(from) and \(to) under \(root); `ls \(root)` shows the cameras\n")
                 throw ExitCode.failure

@@ -80,7 +80,7 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
             try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             try Data([0xFF, 0xD8]).write(to: URL(fileURLWithPath: path))
         }
-        let found = TimelapseBuilder.stills(
+        let found = try TimelapseBuilder.stills(
             root: dir.path, camera: camera, from: 1_795_330_600 * second, to: 1_795_330_800 * second)
         #expect(found.count == 3)
     }

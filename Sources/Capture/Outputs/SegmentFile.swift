@@ -1,10 +1,12 @@
 import CheckedMath
 import Glibc
+import Logging
 import Media
 
 /// One segment being written: a muxer writing to `NAME.partial`, renamed to `NAME` once the
 /// trailer is written and the file is on disk.
 final class SegmentFile {
+    private static let logger = Logger(label: "vigil.capture")
     let finalPath: String
     let partialPath: String
     private let muxer: Muxer
@@ -62,8 +64,14 @@ final class SegmentFile {
         }
         try DurableFile.commit(partialPath, to: finalPath)
         var size = (width: stream.width, height: stream.height)
-        if size.width == 0 || size.height == 0, let written = try? PacketReader(path: finalPath).stream {
-            size = (written.width, written.height)
+        if size.width == 0 || size.height == 0 {
+            // The stream said no size (a network camera's first picture): the file's says it.
+            do {
+                let written = try PacketReader(path: finalPath).stream
+                size = (written.width, written.height)
+            } catch {
+                Self.logger.warning("\(finalPath): its picture size cannot be read back (\(error)); it is indexed as 0x0")
+            }
         }
         var st = stat()
         let bytes = stat(finalPath, &st) == 0 ? Int64(st.st_size) : byteCount
@@ -75,13 +83,18 @@ final class SegmentFile {
 
     /// What of a failed file plays, counted from its packets: nil when not one frame does.
     private func keptPart() -> VideoContents? {
-        if container == .fragmentedMP4 {
-            guard ((try? FragmentedMP4.trimToCompleteFragments(partialPath))?.completeFragments ?? 0) > 0 else { return nil }
-        } else {
-            // A Matroska file cut mid-cluster: at least its first frame must decode.
-            guard let reader = try? MovieReader(path: partialPath), (try? reader.nextFrame()) != nil else { return nil }
+        do {
+            if container == .fragmentedMP4 {
+                guard try FragmentedMP4.trimToCompleteFragments(partialPath).completeFragments > 0 else { return nil }
+            } else {
+                // A Matroska file cut mid-cluster: at least its first frame must decode.
+                guard try MovieReader(path: partialPath).nextFrame() != nil else { return nil }
+            }
+            let contents = try VideoContents.packets(partialPath)
+            return contents.frames > 0 ? contents : nil
+        } catch {
+            Self.logger.warning("\(partialPath): what was written before the failure cannot be read back (\(error)); nothing of it is kept")
+            return nil
         }
-        guard let contents = try? VideoContents.packets(partialPath), contents.frames > 0 else { return nil }
-        return contents
     }
 }

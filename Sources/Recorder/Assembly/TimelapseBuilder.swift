@@ -20,19 +20,31 @@ public struct TimelapseSummary: Sendable, Equatable {
 /// another size are scaled to the first one's.
 public enum TimelapseBuilder {
     /// A camera's stills captured in [from, to] (instants as `WallTime` holds them), ordered by
-    /// capture time (from their UTC names).
-    public static func stills(root: String, camera: String, from fromNanos: Int64, to toNanos: Int64) -> [String] {
+    /// capture time (from their UTC names). A folder that is there but cannot be listed is an
+    /// error, not "no stills".
+    public static func stills(root: String, camera: String, from fromNanos: Int64, to toNanos: Int64) throws -> [String] {
         let directory = StorageLayout(root: root).stillsDirectory(camera: camera)
         let firstDay = StorageLayout.utcStamp(fromNanos).day, lastDay = StorageLayout.utcStamp(toNanos).day
-        let days = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0 >= firstDay && $0 <= lastDay }
+        let days = try names(in: directory).filter { $0 >= firstDay && $0 <= lastDay }
         var found: [(Int64, String)] = []
         for day in days {
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: "\(directory)/\(day)")) ?? [] where name.hasSuffix(".jpg") {
+            for name in try names(in: "\(directory)/\(day)") where name.hasSuffix(".jpg") {
                 guard let wall = StorageLayout.wallNanos(fromFileName: name), wall >= fromNanos, wall <= toNanos else { continue }
                 found.append((wall, "\(directory)/\(day)/\(name)"))
             }
         }
         return found.sorted { $0 < $1 }.map(\.1)
+    }
+
+    /// The names in `directory`: none if it is not there (a camera without stills yet).
+    private static func names(in directory: String) throws -> [String] {
+        do {
+            return try FileManager.default.contentsOfDirectory(atPath: directory)
+        } catch {
+            var st = stat()
+            guard lstat(directory, &st) == 0 else { return [] }
+            throw RecorderError.export("the stills folder \(directory) cannot be listed: \(error.localizedDescription)")
+        }
     }
 
     /// Writes `stills` as a video to `output` (through `output.partial`, renamed when complete).

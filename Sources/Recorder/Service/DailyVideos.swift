@@ -92,7 +92,7 @@ final class DailyVideos: Service {
 
     /// Builds the video of one local day and returns its index entry; nil when the day has no stills.
     static func build(_ job: Job, day: LocalDay, root: String) throws -> RecordingIndex.Entry? {
-        let stills = TimelapseBuilder.stills(root: root, camera: job.camera, from: WallTime.clamped(day.start), to: WallTime.clamped(day.end) - 1)
+        let stills = try TimelapseBuilder.stills(root: root, camera: job.camera, from: WallTime.clamped(day.start), to: WallTime.clamped(day.end) - 1)
         guard !stills.isEmpty else { return nil }
         let path = try StorageLayout(root: root).dailyVideo(camera: job.camera, day: day.label)
         let summary = try TimelapseBuilder.build(stills: stills, output: path, framesPerSecond: job.video.framesPerSecond) { _ in }
