@@ -1,4 +1,5 @@
 import Capture
+import Dispatch
 import Foundation
 import Glibc
 import Hummingbird
@@ -10,11 +11,11 @@ import Synchronization
 ///
 /// The join (`SegmentJoiner`) writes a fragmented MP4 (Matroska for MJPEG cameras) into a
 /// hidden folder of the storage root, on a thread of its own; the response reads that file as it
-/// grows and sends it in 64 KiB chunks (when it has caught up with the join it looks again
-/// every 20 ms: a stream copy runs at disk speed, so that is rare and short). Fragmented MP4 is written front to back and never
-/// rewritten, so what was sent stays valid. Memory stays at one chunk whatever the range; a slow
-/// client only lets the file get ahead on disk. A client that goes away stops the join before its
-/// next segment, and the file is removed in every case.
+/// grows and sends it in 64 KiB chunks (`ClipJoin`: the response waits for the join to have
+/// written more, the join for a slow client to catch up). Fragmented MP4 is written front to back
+/// and never rewritten, so what was sent stays valid. Memory stays at one chunk whatever the
+/// range; a slow client lets the file get ahead on disk by at most a segment and 8 MiB. A client
+/// that goes away stops the join before its next segment, and the file is removed in every case.
 struct ClipRoutes: Sendable {
     let api: ApiRoutes
     /// `max_clips` and the bytes reserved against the free-space floor.
@@ -92,24 +93,36 @@ struct ClipRoutes: Sendable {
     }
 }
 
-/// One clip being joined on its own thread while its file is read for the response.
+/// One clip being joined on its own thread while its file is read for the response, each side
+/// driven by the other: the response reads when the join says it has written (after each
+/// segment, and at its end), and the join waits before its next segment while the file is more
+/// than `window` bytes ahead of what the client took. Nothing polls.
 final class ClipJoin: Sendable {
     let segments: [RecordingIndex.Entry]
     let root: String
     let range: (from: Int64, to: Int64)
     let output: String
+    /// How far the file may run ahead of the client before the join waits.
+    let window: Int64
     private let io = BlockingIO("vigil.clip")
     /// Reading the growing file: a thread apart from the join's, which may be busy for a while.
     private let reader = BlockingIO("vigil.clip-read")
     private let cancelled = Atomic<Bool>(false)
     /// Set when the join has ended, with its error if it failed.
     private let outcome = Mutex<Result<Void, any Error>?>(nil)
+    /// Told by the join when there is more to read (or it ended).
+    private let written = Wakeup()
+    /// Bytes the client took, and whether the join waits for it to take more.
+    private let flow = Mutex<(sent: Int64, joinWaits: Bool)>((0, false))
+    /// Releases the waiting join.
+    private let caughtUp = DispatchSemaphore(value: 0)
 
-    init(segments: [RecordingIndex.Entry], root: String, range: (from: Int64, to: Int64), output: String) {
+    init(segments: [RecordingIndex.Entry], root: String, range: (from: Int64, to: Int64), output: String, window: Int64 = 8 << 20) {
         self.segments = segments
         self.root = root
         self.range = range
         self.output = output
+        self.window = window
     }
 
     var partial: String { output + StorageLayout.partialSuffix }
@@ -117,20 +130,57 @@ final class ClipJoin: Sendable {
     /// How the join ended; nil while it runs.
     var ended: Result<Void, any Error>? { outcome.withLock { $0 } }
 
+    /// Whether the join is waiting for the client to take what it wrote.
+    var isHeldBack: Bool { flow.withLock { $0.joinWaits } }
+
     func start() {
         io.enqueue { [self] in
             let result = Result<Void, any Error> {
-                _ = try SegmentJoiner.export(segments, root: root, from: range.from, to: range.to, output: output, exact: false) { _ in
+                _ = try SegmentJoiner.export(segments, root: root, from: range.from, to: range.to, output: output, exact: false) { progress in
+                    if progress.done > 0 { written.signal() }
+                    waitForTheClient()
                     if cancelled.load(ordering: .relaxed) { throw CancellationError() }
                 }
             }
             outcome.withLock { $0 = result }
+            written.signal()
         }
+    }
+
+    /// On the join's thread: returns once the file is at most `window` ahead of the client (or
+    /// the clip is cancelled).
+    private func waitForTheClient() {
+        var st = stat()
+        guard stat(partial, &st) == 0 else { return }
+        let size = Int64(st.st_size)
+        let waits = flow.withLock { f -> Bool in
+            f.joinWaits = size - f.sent > window && !cancelled.load(ordering: .relaxed)
+            return f.joinWaits
+        }
+        if waits { caughtUp.wait() }
+    }
+
+    /// On the response's side: the client took `count` more bytes.
+    private func sent(_ count: Int) {
+        let release = flow.withLock { f -> Bool in
+            f.sent += Int64(count)
+            guard f.joinWaits else { return false }
+            var st = stat()
+            let size = stat(partial, &st) == 0 ? Int64(st.st_size) : 0
+            f.joinWaits = size - f.sent > window
+            return !f.joinWaits
+        }
+        if release { caughtUp.signal() }
     }
 
     /// Stops the join at its next segment and removes what it wrote, now or once it stops.
     func cancelAndRemove() {
         cancelled.store(true, ordering: .relaxed)
+        let release = flow.withLock { f -> Bool in
+            defer { f.joinWaits = false }
+            return f.joinWaits
+        }
+        if release { caughtUp.signal() }
         io.enqueue { [output] in unlink(output) }
     }
 
@@ -147,7 +197,8 @@ final class ClipJoin: Sendable {
             if fd >= 0 { break }
             if case .failure(let error)? = ended { throw error }
             if ended != nil { throw APIError(.internalServerError, "the clip was not written") }
-            try await Task.sleep(for: .milliseconds(20))
+            try Task.checkCancellation()
+            await written.wait(untilMonotonic: nil)
         }
         let file = FileDescriptorBox(fd)
         defer { file.close() }
@@ -157,12 +208,15 @@ final class ClipJoin: Sendable {
             let chunk = await reader.run { file.read(ClipRoutes.chunkSize) }
             if let chunk, !chunk.isEmpty {
                 try await writer.write(ByteBuffer(bytes: chunk))
+                sent(chunk.count)
                 continue
             }
             switch ended {
             case .success?: return
             case .failure(let error)?: throw error
-            case nil: try await Task.sleep(for: .milliseconds(20))
+            case nil:
+                try Task.checkCancellation()
+                await written.wait(untilMonotonic: nil)
             }
         }
     }

@@ -64,6 +64,29 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder).isEmpty)
     }
 
+    /// A client that does not read holds the join back: the file runs at most a segment and the
+    /// window ahead of what the client took, and a cancel releases the waiting join.
+    @Test func aClientThatDoesNotReadHoldsTheJoinBack() async throws {
+        let recording = try await Recording.start(segments: 3)
+        await recording.stop()
+        defer { recording.remove() }
+        let segments = try recording.keeper.index.entries(kind: .segment, states: [.complete])
+        try #require(segments.count >= 3)
+        let folder = recording.dir.path + "/" + ClipRoutes.folder
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let join = ClipJoin(segments: segments, root: recording.dir.path, range: (0, Int64.max), output: folder + "/held.mp4", window: 1)
+        join.start()
+        #expect(await waitUntil(seconds: 30) { join.isHeldBack }, "the join went on with nobody reading")
+        #expect(join.ended == nil)
+        join.cancelAndRemove()
+        #expect(await waitUntil(seconds: 30) { join.ended != nil })
+        guard case .failure(let error)? = join.ended else {
+            Issue.record("the join ran to its end")
+            return
+        }
+        #expect(error is CancellationError)
+    }
+
     @Test func aClipThatWouldPushTheDiskUnderTheFreeSpaceFloorIsRefused() throws {
         let budget = ClipBudget(limit: 2)
         #expect(throws: Never.self) { _ = try budget.reserve(needed: 10 << 20, room: 11 << 20) }

@@ -4,7 +4,7 @@ import Synchronization
 /// How a service waits: until someone has news for it (`signal()`), until the instant its next
 /// piece of work is due, or until it is told to stop. Nothing is polled: a service with nothing
 /// due sleeps until it is woken.
-final class Wakeup: Sendable {
+package final class Wakeup: Sendable {
     private struct State {
         var pending = false
         var stopped = false
@@ -13,8 +13,10 @@ final class Wakeup: Sendable {
 
     private let state = Mutex(State())
 
+    package init() {}
+
     /// Wakes the waiter now (or the next wait, if nobody waits yet).
-    func signal() {
+    package func signal() {
         state.withLock { s -> CheckedContinuation<Void, Never>? in
             defer { s.waiter = nil }
             if s.waiter == nil { s.pending = true }
@@ -23,7 +25,7 @@ final class Wakeup: Sendable {
     }
 
     /// Ends every wait, now and later: the service is shutting down.
-    func stop() {
+    package func stop() {
         state.withLock { s -> CheckedContinuation<Void, Never>? in
             s.stopped = true
             defer { s.waiter = nil }
@@ -31,11 +33,11 @@ final class Wakeup: Sendable {
         }?.resume()
     }
 
-    var isStopped: Bool { state.withLock { $0.stopped } }
+    package var isStopped: Bool { state.withLock { $0.stopped } }
 
     /// Returns when signalled, stopped or cancelled, or at `deadline` (monotonic nanoseconds;
     /// nil: no deadline).
-    func wait(untilMonotonic deadline: Int64?) async {
+    package func wait(untilMonotonic deadline: Int64?) async {
         let timer = deadline.map { deadline in
             Task { [self] in
                 let nanos = deadline - SystemClocks.monotonicNanos()
@@ -62,7 +64,7 @@ final class Wakeup: Sendable {
     }
 
     /// Waits `nanos` unless stopped (or cancelled) first; returns false once stopped.
-    func sleep(nanos: Int64) async -> Bool {
+    package func sleep(nanos: Int64) async -> Bool {
         let deadline = SystemClocks.monotonicNanos() + nanos
         while !isStopped && !Task.isCancelled && SystemClocks.monotonicNanos() < deadline {
             await wait(untilMonotonic: deadline)
