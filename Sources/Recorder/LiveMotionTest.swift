@@ -5,7 +5,7 @@ import Media
 /// `vigil motion test --camera NAME`: a configured camera's motion detection for a while,
 /// without recording: the camera is opened as `vigil run` would open it (its format, rate,
 /// rotation and `[[motion]]` table), and every analysed picture is handed to the caller.
-public struct LiveMotionTest {
+public struct LiveMotionTest: Sendable {
     public let camera: CameraConfig
     private let configuration: Configuration
 
@@ -21,11 +21,28 @@ public struct LiveMotionTest {
     }
 
     /// Runs detection with `settings` and `masks` for `seconds`; `observer` sees each analysed
-    /// picture on the detection thread. Event pictures go to `pictureDirectory`.
+    /// picture on the detection thread. Event pictures go to `pictureDirectory`. The camera is
+    /// opened and closed on a thread of its own; meanwhile this task sleeps.
     public func run(
         seconds: Double, settings: MotionSettings, masks: [String], pictureDirectory: String,
         observer: @escaping @Sendable (MotionDetector.Sample, MotionEventTracker.Change?, MotionDetector) -> Void
-    ) throws {
+    ) async throws {
+        let session = try await BlockingIO("vigil.motion-test").run { [self] in
+            try start(settings: settings, masks: masks, pictureDirectory: pictureDirectory, observer: observer)
+        }
+        do {
+            try await Task.sleep(for: .seconds(seconds))
+        } catch {
+            await session.stop()
+            throw error
+        }
+        await session.stop()
+    }
+
+    private func start(
+        settings: MotionSettings, masks: [String], pictureDirectory: String,
+        observer: @escaping @Sendable (MotionDetector.Sample, MotionEventTracker.Change?, MotionDetector) -> Void
+    ) throws -> CaptureSession {
         let sources: [any DeviceSource] = [
             V4L2DeviceSource(), SyntheticDeviceSource(count: RecorderService.syntheticCount(configuration)),
             NetworkDeviceSource(cameras: RecorderService.networkCameras(configuration)),
@@ -52,7 +69,6 @@ public struct LiveMotionTest {
             guard error.errno == .resourceBusy else { throw error }
             throw RecorderError.refused("camera \(camera.name) is in use (\(error)): stop `vigil run` (systemctl stop vigil) for the test, or test a recording with `vigil motion test FILE`")
         }
-        Thread.sleep(forTimeInterval: seconds)
-        session.stopRunning()
+        return session
     }
 }

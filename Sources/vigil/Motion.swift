@@ -12,7 +12,7 @@ struct Motion: ParsableCommand {
 
 /// `vigil motion test FILE` or `--camera NAME`: what the detector sees, second by second, so
 /// that sensitivity and masks can be set by looking rather than guessing.
-struct MotionTest: ParsableCommand {
+struct MotionTest: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "test",
         abstract: "Show what motion detection sees in a recorded file or a configured camera.",
@@ -75,8 +75,8 @@ struct MotionTest: ParsableCommand {
         return settings
     }
 
-    func run() throws {
-        if let camera { return try watch(camera) }
+    func run() async throws {
+        if let camera { return try await watch(camera) }
         let file = file!
         let reader: MovieReader
         do { reader = try MovieReader(path: file) } catch {
@@ -107,7 +107,7 @@ struct MotionTest: ParsableCommand {
     }
 
     /// Watches a configured camera for `seconds`.
-    private func watch(_ name: String) throws {
+    private func watch(_ name: String) async throws {
         let configuration: Configuration
         do { configuration = try ConfigurationLoader.load(path: config) } catch {
             Console.error("\(error)\n")
@@ -126,7 +126,7 @@ struct MotionTest: ParsableCommand {
         print("Watching camera \(name) for \(DeviceFormat.rate(seconds)) s" + (job == nil ? " (it has no [[motion]] table: default settings)" : " with its [[motion]] settings") + "…")
         let report = MotionReport(origin: Date().timeIntervalSince1970)
         do {
-            try test.run(seconds: seconds, settings: settings, masks: masks, pictureDirectory: pictures) { sample, change, detector in
+            try await test.run(seconds: seconds, settings: settings, masks: masks, pictureDirectory: pictures) { sample, change, detector in
                 report.add(sample, change, detector)
             }
         } catch {
