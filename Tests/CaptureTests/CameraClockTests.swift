@@ -112,6 +112,33 @@ import Testing
         #expect(zip(placed, placed.dropFirst()).allSatisfy { $1 > $0 })
     }
 
+    /// A camera without timestamps that stalls (the network held its frames) and then sends the
+    /// held frames at once: the burst is squeezed, never carried seconds ahead of its arrivals,
+    /// so the file goes on without a cut, and the learnt rate is not bent by it. Before, the
+    /// burst's frames were spaced at the full interval, ran more than 3 s ahead and ended the file.
+    @Test(arguments: [30, 60]) func aBurstAfterAStallIsSqueezedNotCarriedAhead(held: Int) {
+        var clock = CameraClock()
+        var arrival = Self.start
+        var placed: [CameraClock.Placed] = []
+        var arrivals: [Int64] = []
+        func frame() {
+            placed.append(clock.place(cameraTicks: nil, arrivalMonotonic: arrival, arrivalWall: arrival))
+            arrivals.append(arrival)
+        }
+        for _ in 0..<100 { frame(); arrival += 100_000_000 }
+        // Nothing for the stall; then the held frames 50 µs apart (one read), then 10 fps again.
+        arrival += Int64(held) * 100_000_000
+        for _ in 0..<held { frame(); arrival += 50_000 }
+        for _ in 0..<300 { frame(); arrival += 100_000_000 }
+        #expect(!placed.contains { $0.discontinuity })
+        #expect(zip(placed, placed.dropFirst()).allSatisfy { $1.monotonic > $0.monotonic })
+        let lead = zip(placed, arrivals).map { $0.monotonic - $1 }.max()!
+        #expect(lead <= 1_000_000_000, "placed up to \(lead / 1_000_000) ms ahead of its arrival")
+        #expect(abs(clock.intervalNanos! - 100_000_000) <= 2_000_000, "\(clock.intervalNanos!)")
+        // Back in step with the arrivals by the end.
+        #expect(abs(placed.last!.monotonic - arrivals.last!) <= 20_000_000)
+    }
+
     /// Repeated, backward and leaping camera times are jumps: said, and spaced by the learnt
     /// interval so the file goes on (the old clock ended a file at each: 9 files in 40 s).
     @Test func repeatedBackwardAndLeapingTimesAreJumpsThatDoNotCut() {

@@ -14,6 +14,8 @@ import CheckedMath
 ///   spacing over the first `warmupFrames`, then an alpha-beta tracker), slewed towards the
 ///   arrivals by up to `arrivalSlewPerMille` ‰ of a step, so network jitter does not reach the
 ///   file. One that comes later than `lateLimit` is placed at its arrival: a pause stays a pause.
+///   Frames held up and sent at once after it are squeezed (`leadLimit`), never placed seconds
+///   ahead of their arrival.
 /// - A timestamp that repeats, goes back, or strays more than `jumpLimitNanos` from its arrival
 ///   re-anchors (`jumped`, said in the log) and the file goes on. Only when the file's timeline
 ///   could not stay increasing is the frame flagged `discontinuity`, which ends the file.
@@ -64,6 +66,12 @@ struct CameraClock {
     /// placed at its arrival (the camera paused); earlier ones are smoothed.
     static func lateLimit(step: Int64) -> Int64 { max(500_000_000, 4 * step) }
 
+    /// How far ahead of its arrival a frame without camera time is placed at most, beyond the
+    /// smoothing of jitter (steps at most 2 s: this fits).
+    static func leadLimit(step: Int64) -> Int64 { max(100_000_000, 2 * step) }
+    /// The shortest step a burst is squeezed to: this share of the interval.
+    static let squeezeDivisor: Int64 = 16
+
     mutating func place(cameraTicks: Int64?, arrivalMonotonic arrival: Int64, arrivalWall: Int64) -> Placed {
         let wallOffset = arrivalWall.subtracting(arrival) ?? 0
         func placed(_ monotonic: Int64, jumped: Bool = false, discontinuity: Bool = false) -> Placed {
@@ -101,14 +109,19 @@ struct CameraClock {
             // Late: the camera paused (or its clock fell behind by seconds); ahead by seconds:
             // its clock ran away. Either way the arrival is the truth from here on.
             let ranAway = error < -Self.jumpLimitNanos || cameraStep != nil
-            warmup = (arrival, 0)
+            // A pause does not change the camera's rate: a learnt interval is kept (the frames
+            // held up in the pause may come in a burst that says nothing of it).
+            if warmup != nil || intervalNanos == nil { warmup = (arrival, 0) }
             drift = 0
             return placed(arrival, jumped: jumped || ranAway, discontinuity: arrival <= last)
         }
         if let cameraStep {
             intervalNanos = intervalNanos.map { $0 + (cameraStep - $0) / 16 } ?? cameraStep
         } else if warmup == nil, let interval = intervalNanos {
-            intervalNanos = min(max(interval + error / Self.learnDivisor, FrameInterval.range.lowerBound), FrameInterval.range.upperBound)
+            // Each frame's say is bounded by half a step: a burst's frames, many steps early,
+            // would otherwise drag the interval towards nothing.
+            let say = min(max(error, -step / 2), step / 2)
+            intervalNanos = min(max(interval + say / Self.learnDivisor, FrameInterval.range.lowerBound), FrameInterval.range.upperBound)
         }
         let correction: Int64
         if cameraStep != nil {
@@ -119,6 +132,12 @@ struct CameraClock {
         } else {
             let bound = step / 1000 * Self.arrivalSlewPerMille
             correction = min(max(error / Self.followDivisor, -bound), bound)
+            // Frames held up and then sent at once (a burst after a stall) were seen before they
+            // arrived, never after: past `leadLimit` ahead of its arrival, each step shrinks to
+            // a sixteenth, so the burst is squeezed instead of carried seconds ahead (and past
+            // the jump limit, which would end the file).
+            let ceiling = arrival.adding(Self.leadLimit(step: step)) ?? arrival
+            return placed(max(min(predicted + correction, ceiling), last + max(1, step / Self.squeezeDivisor)), jumped: jumped)
         }
         return placed(max(predicted + correction, last + 1), jumped: jumped)
     }
