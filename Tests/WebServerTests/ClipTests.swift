@@ -55,7 +55,7 @@ import Testing
         // The client went away before the first segment was joined.
         join.cancelAndRemove()
         join.start()
-        while join.ended == nil { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(await waitUntil(seconds: 30) { join.ended != nil }, "the join never ended")
         guard case .failure(let error)? = join.ended else {
             Issue.record("the join ran to its end")
             return
