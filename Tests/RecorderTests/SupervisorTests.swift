@@ -111,13 +111,15 @@ final class RecorderLog: Sendable {
     }
 
     /// A supervisor recording the emulated camera at its smallest size into a counting output.
-    private func startLowResolution(_ hotplug: EmulatedHotplug, watchdogSeconds: Double) -> (Supervisor, FrameOutput, RecorderLog, Task<Void, Never>) {
+    private func startLowResolution(
+        _ hotplug: EmulatedHotplug, source: (any DeviceSource)? = nil, watchdogSeconds: Double
+    ) -> (Supervisor, FrameOutput, RecorderLog, Task<Void, Never>) {
         let frames = FrameOutput { _ in }
         let events = RecorderEvents()
         let log = RecorderLog(events)
         let supervisor = Supervisor(
             plans: [CameraPlan(cameraID: cameraID, format: .preset(.low), frameRate: 30, outputs: [(frames, .init())])],
-            source: hotplug.source(), events: events, watchdogSeconds: watchdogSeconds)
+            source: source ?? hotplug.source(), events: events, watchdogSeconds: watchdogSeconds)
         return (supervisor, frames, log, Task.detached { await supervisor.run() })
     }
 
@@ -143,16 +145,20 @@ final class RecorderLog: Sendable {
         #expect(hotplug.kernel.openFileCount == 0)
     }
 
+    /// The supervisor looks, finds nothing and waits without trying to open what is not there
+    /// (an open of an unplugged camera fails, and would be reported as an error).
     @Test func aCameraAbsentAtStartRecordsWhenItAppears() async throws {
         let (devices, storage, hotplug, camera) = try setUp()
         defer { devices.remove(); storage.remove() }
         hotplug.kernel.unplug(camera)
-        let (supervisor, frames, log, run) = startLowResolution(hotplug, watchdogSeconds: 10)
-        try await Task.sleep(nanoseconds: 300_000_000)
+        let source = ListingCounter(hotplug.source())
+        let (supervisor, frames, log, run) = startLowResolution(hotplug, source: source, watchdogSeconds: 10)
+        #expect(await waitUntil(seconds: 10) { source.listings >= 1 }, "the supervisor never looked for the camera")
         #expect(await supervisor.status().first?.isRecording == false)
         hotplug.plug(camera, as: "video5")
         #expect(await waitUntil(seconds: 10) { frames.receivedFrameCount > 10 })
         #expect(log.count("session_started") == 1)
+        #expect(log.count("error") == 0, "an absent camera was opened: \(log.all)")
         #expect(await supervisor.status().first?.node == "\(devices.path)/video5")
         run.cancel()
         await run.value
@@ -514,4 +520,22 @@ final class RecorderLog: Sendable {
         t.tm_year = y - 1900; t.tm_mon = mo - 1; t.tm_mday = d; t.tm_hour = h; t.tm_min = mi; t.tm_sec = s
         return Int(timegm(&t))
     }
+}
+
+/// A device source that counts how often it was listed: the stimulus that the supervisor has
+/// looked for its cameras.
+private final class ListingCounter: DeviceSource {
+    private let source: any DeviceSource
+    private let count = Mutex(0)
+
+    init(_ source: any DeviceSource) { self.source = source }
+
+    var listings: Int { count.withLock { $0 } }
+
+    func devices() -> [CaptureDevice] {
+        count.withLock { $0 += 1 }
+        return source.devices()
+    }
+
+    func changes() -> AsyncStream<DeviceChange> { source.changes() }
 }
