@@ -8,18 +8,16 @@ struct CheckConfig: ParsableCommand {
         commandName: "check-config",
         abstract: "Check a configuration file: every error at once, with its line and a fix.",
         discussion: """
-            Exits 1 and prints FILE:LINE: error: … for each problem (syntax, unknown keys with a
-            "did you mean", wrong types, bad schedules, jobs for unknown cameras, and settings a
-            camera that is present cannot do). Exits 0 with a summary when the file is good;
-            cameras that are not plugged in are noted, not errors. `vigil run` does the same
-            check before it starts anything.
+            Exits 1 and prints FILE:LINE: error: … for each problem (syntax, unknown keys with a "did \
+            you mean", wrong types, bad schedules, jobs for unknown cameras, and settings a camera that \
+            is present cannot do). Exits 0 with a summary when the file is good; cameras that are not \
+            plugged in are noted, not errors. `vigil run` does the same check before it starts anything.
 
-            Each network camera (url = "rtsp://…" or "http://…") is connected to, and what it sends
-            is shown (codec, size, frame rate, keyframe interval). A wrong password or path is an
-            error at the camera's line; a camera that cannot be reached now is a note (recording
-            retries it). The cameras are probed at once, and all within --timeout seconds
-            (resolving names, connecting, every answer, the first pictures). --no-probe skips
-            this, for a check without the network.
+            Each network camera (url = "rtsp://…" or "http://…") is connected to, and what it sends is \
+            shown (codec, size, frame rate, keyframe interval). A wrong password or path is an error at \
+            the camera's line; a camera that cannot be reached now is a note (recording retries it). The \
+            cameras are probed at once, and all within --timeout seconds (resolving names, connecting, \
+            every answer, the first pictures). --no-probe skips this, for a check without the network.
             """
     )
 

@@ -8,12 +8,13 @@ struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Record synthetic test cameras into segments and timelapse stills.",
         discussion: """
-            Each synthetic camera paints its frame number as large blocks, a moving bar and the
-            time, at a real-time pace. Files go to DIR/CAMERA/video/DAY/ (segments) and
-            DIR/CAMERA/stills/DAY/ (JPEG stills), named in UTC. A file being written ends in
-            .partial and is renamed when finished. Ctrl-C or SIGTERM finalizes open files and exits 0.
-            The web page and its API are served at http://127.0.0.1:8080 (said at start; a port in
-            use is said and recording goes on).
+            Each synthetic camera paints its frame number as large blocks, a moving bar and the time, at \
+            a real-time pace. Files go to DIR/CAMERA/video/DAY/ (segments) and DIR/CAMERA/stills/DAY/ \
+            (JPEG stills), named in UTC. A file being written ends in .partial and is renamed when \
+            finished. Ctrl-C or SIGTERM finalizes open files and exits 0.
+
+            The web page and its API are served at http://127.0.0.1:8080 (said at start; a port in use \
+            is said and recording goes on).
             """
     )
 

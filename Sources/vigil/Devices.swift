@@ -8,14 +8,13 @@ struct Devices: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List cameras with their identity, formats, frame rates and controls.",
         discussion: """
-            The id is stable: it comes from the camera's USB serial (/dev/v4l/by-id) when it has
-            one, else from its USB port, so a camera keeps its id when it is replugged or its
-            /dev/video number changes. Use it with `vigil demo --device`.
+            The id is stable: it comes from the camera's USB serial (/dev/v4l/by-id) when it has one, \
+            else from its USB port, so a camera keeps its id when it is replugged or its /dev/video \
+            number changes. Use it with `vigil demo --device`.
 
-            With --url, connects to a network camera instead and says what it sends (codec,
-            size, frame rate as measured, keyframe interval, audio; --json: as JSON), or why it
-            cannot be reached (refused,
-            timed out, 401, 404, …), within --timeout seconds in all: resolving its name,
+            With --url, connects to a network camera instead and says what it sends (codec, size, frame \
+            rate as measured, keyframe interval, audio; --json: as JSON), or why it cannot be reached \
+            (refused, timed out, 401, 404, …), within --timeout seconds in all: resolving its name, \
             connecting, every answer and its first pictures. The password is never printed.
             """
     )

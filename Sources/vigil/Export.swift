@@ -6,13 +6,17 @@ struct Export: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Join a camera's recordings between two times into one video file.",
         discussion: """
-            The segments come from the recordings index (see `vigil recordings`). They are joined \
-            by stream copy, without decoding: the file starts at the keyframe at or before --from \
-            (at most 2 s earlier for H.264) and ends at --to. --exact re-encodes H.264 so the file \
-            starts exactly at --from (slower). Timestamps run on continuously; pauses between \
-            segments are closed up and listed. H.264 goes into .mp4, MJPEG (stream copy) into .mkv.
+            The segments come from the recordings index (see `vigil recordings`). They are joined by \
+            stream copy, without decoding: the file starts at the keyframe at or before --from (at most \
+            2 s earlier for H.264) and ends at --to. --exact re-encodes H.264 so the file starts exactly \
+            at --from (slower). Timestamps run on continuously; pauses between segments are closed up \
+            and listed. H.264 goes into .mp4, MJPEG (stream copy) into .mkv.
+
             \(timeFormsHelp)
-            Example: vigil export --camera porch --from 2026-11-22T10:00 --to 2026-11-22T10:30 -o porch.mp4
+
+            Example:
+              vigil export --camera porch -o porch.mp4 \\
+                --from 2026-11-22T10:00 --to 2026-11-22T10:30
             """
     )
 

@@ -17,17 +17,21 @@ struct MotionTest: AsyncParsableCommand {
         commandName: "test",
         abstract: "Show what motion detection sees in a recorded file or a configured camera.",
         discussion: """
-            Decodes FILE (a recording, e.g. from `vigil recordings`), or watches the camera NAME \
-            of the configuration for --seconds (opened as `vigil run` opens it, without \
-            recording; stop `vigil run` first if it holds a USB camera), analyses 5 pictures a \
-            second as the camera's detector does, and prints per second the changed share of \
-            the picture, the noise level the threshold follows, light switches and events. \
-            With --camera, the camera's [[motion]] table gives the settings and masks that the \
-            options below do not. With --picture it writes a JPEG of the changed cells at the \
-            peak of motion (white), the masks (dark) and the rest (grey).
+            Decodes FILE (a recording, e.g. from `vigil recordings`), or watches the camera NAME of the \
+            configuration for --seconds (opened as `vigil run` opens it, without recording; stop `vigil \
+            run` first if it holds a USB camera), analyses 5 pictures a second as the camera's detector \
+            does, and prints per second the changed share of the picture, the noise level the threshold \
+            follows, light switches and events.
+
+            With --camera, the camera's [[motion]] table gives the settings and masks that the options \
+            below do not. With --picture it writes a JPEG of the changed cells at the peak of motion \
+            (white), the masks (dark) and the rest (grey).
+
             Examples:
-              vigil motion test porch.mp4 --sensitivity high --mask "0,0 40%,0 40%,15% 0,15%"
-              vigil motion test --camera porch --config /etc/vigil/vigil.toml --seconds 30 --picture seen.jpg
+              vigil motion test porch.mp4 --sensitivity high \\
+                --mask "0,0 40%,0 40%,15% 0,15%"
+              vigil motion test --camera porch --seconds 30 \\
+                --config /etc/vigil/vigil.toml --picture seen.jpg
             """)
 
     @Argument(help: "A recorded video file (or use --camera).")

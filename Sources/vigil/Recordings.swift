@@ -7,14 +7,15 @@ struct Recordings: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List the recordings in the index, with the gaps between them.",
         discussion: """
-            Reads ROOT/vigil-index.sqlite3 (the storage root of --config, or --data DIR). Each \
-            segment shows its start and end (local time with its UTC offset, a form --from and --to \
-            of this command and of `vigil export` accept as printed), frames, size and state: complete, \
+            Reads ROOT/vigil-index.sqlite3 (the storage root of --config, or --data DIR). Each segment \
+            shows its start and end (local time with its UTC offset, a form --from and --to of this \
+            command and of `vigil export` accept as printed), frames, size and state: complete, \
             interrupted (writing failed, what reached the disk is kept), recovered (cut short by a \
             crash, kept up to its last complete fragment), writing, missing (the file is gone), or \
-            quarantined (an unplayable leftover moved to ROOT/.quarantine, deleted first when room \
-            is needed). A pause of more than a second between two segments is shown as a gap. \
-            --json prints times in UTC (with fractions of a second).
+            quarantined (an unplayable leftover moved to ROOT/.quarantine, deleted first when room is \
+            needed). A pause of more than a second between two segments is shown as a gap. --json \
+            prints times in UTC (with fractions of a second).
+
             \(timeFormsHelp)
             """
     )

@@ -7,29 +7,28 @@ struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Record cameras as a configuration file says (the daemon).",
         discussion: """
-            Without --config, every camera present (and every camera plugged in later) is recorded
-            continuously in 60 s H.264 segments plus a timelapse still every 60 s; with no camera at
-            all, a synthetic test camera is recorded instead. With --config FILE (see
-            etc/vigil.example.toml) cameras, jobs (record, timelapse, snapshot), schedules and
-            retention come from the file; it is checked first and nothing starts if it has errors.
+            Without --config, every camera present (and every camera plugged in later) is recorded \
+            continuously in 60 s H.264 segments plus a timelapse still every 60 s; with no camera at \
+            all, a synthetic test camera is recorded instead. With --config FILE (see \
+            etc/vigil.example.toml) cameras, jobs (record, timelapse, snapshot), schedules and retention \
+            come from the file; it is checked first and nothing starts if it has errors.
 
-            Signals (trapped before anything else, so one during start-up is acted on once
-            start-up is done): SIGHUP re-reads the configuration (also done when the file changes): unchanged
-            cameras keep recording without a gap, changed ones are reconfigured, removed ones are
-            finalized; an invalid file is refused and the running configuration stays. SIGUSR1
-            saves a snapshot from every camera with a snapshot job. SIGINT/SIGTERM finalize every
-            open file and exit 0. Under systemd (Type=notify) readiness, reloads, stopping and the
-            watchdog are reported through $NOTIFY_SOCKET.
+            Signals (trapped before anything else, so one during start-up is acted on once start-up is \
+            done): SIGHUP re-reads the configuration (also done when the file changes): unchanged \
+            cameras keep recording without a gap, changed ones are reconfigured, removed ones are \
+            finalized; an invalid file is refused and the running configuration stays. SIGUSR1 saves a \
+            snapshot from every camera with a snapshot job. SIGINT/SIGTERM finalize every open file and \
+            exit 0. Under systemd (Type=notify) readiness, reloads, stopping and the watchdog are \
+            reported through $NOTIFY_SOCKET.
 
-            The web page and its HTTP API (cameras, recordings, clips, stills, /metrics) are served
-            where [http] listen says: http://127.0.0.1:8080 by default, said at start; "" turns
-            the server off; any address but loopback needs token_file (readable by its owner and
-            group only). Without a token only Host names of loopback and [http] allowed_hosts are
-            served. [http] max_clips, max_connections, max_connections_per_client,
-            idle_timeout_seconds and header_timeout_seconds bound what clients may hold; the
-            open-file limit is raised to its hard limit at start and a quarter of it is kept for
-            recording. A port in use is said and recording goes on. See README.md for the API and
-            the security model.
+            The web page and its HTTP API (cameras, recordings, clips, stills, /metrics) are served \
+            where [http] listen says: http://127.0.0.1:8080 by default, said at start; "" turns the \
+            server off; any address but loopback needs token_file (readable by its owner and group \
+            only). Without a token only Host names of loopback and [http] allowed_hosts are served. \
+            [http] max_clips, max_connections, max_connections_per_client, idle_timeout_seconds and \
+            header_timeout_seconds bound what clients may hold; the open-file limit is raised to its \
+            hard limit at start and a quarter of it is kept for recording. A port in use is said and \
+            recording goes on. See docs/web-and-api.md for the API and the security model.
             """
     )
 

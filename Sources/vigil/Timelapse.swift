@@ -12,9 +12,14 @@ struct Timelapse: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Assemble a camera's stills into an H.264 video.",
             discussion: """
-                Stills are taken in capture-time order; missing shots are simply absent, and a still \
-                that cannot be read is skipped with a warning. \(timeFormsHelp)
-                Example: vigil timelapse build --camera garden --from 2026-06-01 --to 2026-06-30 -o june.mp4
+                Stills are taken in capture-time order; missing shots are simply absent, and a still that \
+                cannot be read is skipped with a warning.
+
+                \(timeFormsHelp)
+
+                Example:
+                  vigil timelapse build --camera garden -o june.mp4 \\
+                    --from 2026-06-01 --to 2026-06-30
                 """
         )
 

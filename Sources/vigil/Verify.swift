@@ -7,17 +7,22 @@ struct Verify: ParsableCommand {
         abstract: "Check that the recordings index and the files agree.",
         discussion: """
             Compares ROOT/vigil-index.sqlite3 (the storage root of --config, or --data DIR) with the \
-            files under ROOT and lists every difference, one line per problem naming the file: \
-            missing (the index lists a file that is gone), unindexed (a recording the index does not \
-            list), size, frames, times (start or end not the file's), description (codec or picture \
-            size), state (listed as missing or being written but finished) and unreadable. Videos are \
-            read packet by packet, nothing decoded; --deep decodes every frame, as a player would \
-            (slower). Nothing is changed: the next start of `vigil run` recovers what it can. Exits 0 \
-            when all agree, 1 with the list. A file the index does not list counts by the time in its \
-            name. --json prints an array of {camera, path, problem, detail}, empty when all agree. \
-            Progress goes to standard error every 100 files.
+            files under ROOT and lists every difference, one line per problem naming the file: missing \
+            (the index lists a file that is gone), unindexed (a recording the index does not list), \
+            size, frames, times (start or end not the file's), description (codec or picture size), \
+            state (listed as missing or being written but finished) and unreadable. Videos are read \
+            packet by packet, nothing decoded; --deep decodes every frame, as a player would (slower).
+
+            Nothing is changed: the next start of `vigil run` recovers what it can. Exits 0 when all \
+            agree, 1 with the list. A file the index does not list counts by the time in its name. \
+            --json prints an array of {camera, path, problem, detail}, empty when all agree. Progress \
+            goes to standard error every 100 files.
+
             \(timeFormsHelp)
-            Example: vigil verify --data /var/lib/vigil --camera porch --from yesterday --deep
+
+            Example:
+              vigil verify --data /var/lib/vigil --camera porch \\
+                --from yesterday --deep
             """
     )
 

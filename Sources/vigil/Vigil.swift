@@ -12,10 +12,11 @@ struct Vigil: AsyncParsableCommand {
         abstract: "A multi-camera surveillance and timelapse recorder.",
         discussion: """
             Records cameras into wall-clock-aligned video segments and timelapse stills.
-            Start with `vigil run`: without a configuration file it records every camera present
-            (a synthetic test camera when there is none). `vigil check-config FILE` checks a
-            configuration (see etc/vigil.example.toml); `vigil recordings` and `vigil export` read
-            what was recorded, and `vigil verify` checks that the index and the files agree.
+
+            Start with `vigil run`: without a configuration file it records every camera present (a \
+            synthetic test camera when there is none). `vigil check-config FILE` checks a configuration \
+            (see etc/vigil.example.toml); `vigil recordings` and `vigil export` read what was recorded, \
+            and `vigil verify` checks that the index and the files agree.
             """,
         subcommands: [Run.self, CheckConfig.self, Recordings.self, Events.self, Export.self, Verify.self, Timelapse.self, Motion.self, Demo.self, Devices.self, RecordFile.self]
     )

@@ -53,17 +53,6 @@ func stopAndDrain(_ session: CaptureSession, _ log: EventLog, sourceLocation: So
     #expect(await waitUntil(seconds: 30) { log.hasStopped }, "the session's stopped event never came", sourceLocation: sourceLocation)
 }
 
-/// Polls `condition` every 50 ms until it holds or `seconds` pass; returns whether it held.
-@discardableResult
-func waitUntil(seconds: Double, _ condition: () -> Bool) async -> Bool {
-    let deadline = SystemClocks.monotonicNanos() + Int64(seconds * 1e9)
-    while SystemClocks.monotonicNanos() < deadline {
-        if condition() { return true }
-        try? await Task.sleep(nanoseconds: 50_000_000)
-    }
-    return condition()
-}
-
 /// Records frames' sequence numbers, wall times and (optionally) bytes, as delivered.
 final class FrameLog: Sendable {
     struct Entry: Sendable {

@@ -121,7 +121,7 @@ import Testing
         let run = Task.detached { try await service.run() }
         let data = dir.path + "/data/porch"
         // Two finished one-second segments: at least one whole second, a timelapse instant, passed.
-        #expect(await poll(seconds: 30) { RecordingInspector.files(under: data + "/video", endingWith: ".mp4").count >= 2 })
+        #expect(await waitUntil(seconds: 30) { RecordingInspector.files(under: data + "/video", endingWith: ".mp4").count >= 2 })
         await service.stop()
         try await run.value
         let segments = RecordingInspector.files(under: data + "/video", endingWith: ".mp4")

@@ -46,10 +46,10 @@ import Testing
         let label = documentedDay(today)
         let stills = dir.path + "/data/porch/stills"
         let video = dir.path + "/data/porch/timelapse/porch-\(label).mp4"
-        #expect(await poll(seconds: 30) { RecordingInspector.files(under: stills, endingWith: ".jpg").count >= 3 })
+        #expect(await waitUntil(seconds: 30) { RecordingInspector.files(under: stills, endingWith: ".jpg").count >= 3 })
         #expect(!FileManager.default.fileExists(atPath: video), "built before its time")
         serviceNow.withLock { $0 = tomorrow.addingTimeInterval(3600 + 30) }
-        #expect(await poll(seconds: 60) { FileManager.default.fileExists(atPath: video) }, "no video of \(label)")
+        #expect(await waitUntil(seconds: 60) { FileManager.default.fileExists(atPath: video) }, "no video of \(label)")
         await service.stop()
         try await run.value
 

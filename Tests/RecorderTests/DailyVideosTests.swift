@@ -15,10 +15,8 @@ private func recordStills(root: String, camera: String, count: Int) async throws
     try session.addOutput(timelapse)
     try session.commitConfiguration()
     try session.startRunning()
-    let deadline = Date().addingTimeInterval(30)
-    while RecordingInspector.files(under: root, endingWith: ".jpg").count < count && Date() < deadline {
-        try await Task.sleep(nanoseconds: 100_000_000)
-    }
+    let shot = await waitUntil(seconds: 30) { RecordingInspector.files(under: root, endingWith: ".jpg").count >= count }
+    #expect(shot, "fewer than \(count) stills were taken")
     await session.stop()
     return RecordingInspector.files(under: root, endingWith: ".jpg")
 }

@@ -24,12 +24,12 @@ import Testing
         let log = RecorderLog(events)
         let run = Task.detached { await supervisor.run() }
         // Four finished segments: the exports span the second to the fourth.
-        #expect(await poll(seconds: 30) { log.count("segment_finalized") >= 4 })
+        #expect(await waitUntil(seconds: 30) { log.count("segment_finalized") >= 4 })
         run.cancel()
         await run.value
         // Read the index only once it holds every segment announced so far (events reach it
         // through a stream).
-        #expect(await poll(seconds: 10) { (try? keeper.index.entries(kind: .segment).count) == log.count("segment_finalized") })
+        #expect(await waitUntil(seconds: 10) { (try? keeper.index.entries(kind: .segment).count) == log.count("segment_finalized") })
         await keeper.stop()
         return (keeper, seen.all)
     }

@@ -41,7 +41,7 @@ struct IndexOnDiskTests {
         func interrupted() -> [SegmentInfo] {
             log.all.compactMap { if case .segmentFinalized(_, let info) = $0, info.isIncomplete { return info } else { return nil } }
         }
-        #expect(await poll(seconds: 60) { interrupted().count >= 3 }, "\(log.all.map(\.description))")
+        #expect(await waitUntil(seconds: 60) { interrupted().count >= 3 }, "\(log.all.map(\.description))")
         run.cancel()
         await run.value
         #expect(await log.settle())

@@ -43,7 +43,7 @@ private final class Flag: Sendable { let value = Atomic<Bool>(false) }
         let endedFirst = listingEnded.value.load(ordering: .sequentiallyConsistent)
         #expect(!endedFirst, "the write finished while the listing was still halfway through")
         release.signal()
-        while !listingEnded.value.load(ordering: .sequentiallyConsistent) { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(await waitUntil(seconds: 30) { listingEnded.value.load(ordering: .sequentiallyConsistent) }, "the listing never ended")
         #expect(try index.entries().count == 4)
     }
 

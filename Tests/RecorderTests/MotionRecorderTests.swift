@@ -15,11 +15,11 @@ import Testing
         options.deviceSource = SyntheticDeviceSource(count: 1, sizes: [size], scene: scene)
         let service = try RecorderService(options: options)
         let run = Task.detached { try await service.run() }
-        let deadline = Date().addingTimeInterval(seconds + 60)
-        while Date() < deadline {
-            if let origin = scene.originWallNanos, Date().timeIntervalSince1970 * 1e9 - Double(origin) > seconds * 1e9 { break }
-            try await Task.sleep(nanoseconds: 100_000_000)
+        // The scene's own clock, not the test's: it starts with the camera's first frame.
+        let played = await waitUntil(seconds: seconds + 60) {
+            scene.originWallNanos.map { Date().timeIntervalSince1970 * 1e9 - Double($0) > seconds * 1e9 } ?? false
         }
+        #expect(played, "the scene did not play \(seconds) s")
         await service.stop()
         try await run.value
     }
@@ -188,11 +188,11 @@ import Testing
             options.extraServices = { [opened] in opened.append($0); return [] }
             let service = try RecorderService(options: options)
             let run = Task.detached { try await service.run() }
-            let deadline = Date().addingTimeInterval(60)
-            while Date() < deadline {
-                if let recorder = opened.all.first, await done(recorder) { break }
-                try await Task.sleep(nanoseconds: 200_000_000)
+            let finished = await waitUntil(seconds: 60) {
+                guard let recorder = opened.all.first else { return false }
+                return await done(recorder)
             }
+            #expect(finished, "the recorder never got where the test waits for")
             await service.stop()
             try await run.value
         }

@@ -33,10 +33,9 @@ import Testing
         let service = try RecorderService(options: options)
         let run = Task.detached { try await service.run() }
         let data = dir.path + "/data/porch"
-        let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline && (RecordingInspector.files(under: data + "/video", endingWith: ".mp4").count < 2
-            || RecordingInspector.files(under: data + "/stills", endingWith: ".jpg").count < 2) {
-            try await Task.sleep(nanoseconds: 100_000_000)
+        _ = await waitUntil(seconds: 30) {
+            RecordingInspector.files(under: data + "/video", endingWith: ".mp4").count >= 2
+                && RecordingInspector.files(under: data + "/stills", endingWith: ".jpg").count >= 2
         }
         await service.stop()
         try await run.value
@@ -66,15 +65,9 @@ import Testing
         // No camera at start: the synthetic one records, so a first run shows something.
         let synthetic = dir.path + "/synthetic-0/video"
         let usb = dir.path + "/v4l2-usb-Vigil_Emulated_Camera_SN0001-video-index0/video"
-        var deadline = Date().addingTimeInterval(30)
-        while Date() < deadline && RecordingInspector.files(under: synthetic, endingWith: ".partial").isEmpty {
-            try await Task.sleep(nanoseconds: 100_000_000)
-        }
+        #expect(await waitUntil(seconds: 30) { !RecordingInspector.files(under: synthetic, endingWith: ".partial").isEmpty })
         hotplug.plug(camera, as: "video0")
-        deadline = Date().addingTimeInterval(30)
-        while Date() < deadline && RecordingInspector.files(under: usb, endingWith: ".partial").isEmpty {
-            try await Task.sleep(nanoseconds: 100_000_000)
-        }
+        #expect(await waitUntil(seconds: 30) { !RecordingInspector.files(under: usb, endingWith: ".partial").isEmpty })
         try await Task.sleep(nanoseconds: 1_000_000_000)
         await service.stop()
         try await run.value

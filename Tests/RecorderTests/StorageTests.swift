@@ -57,7 +57,7 @@ private func place(_ keeper: StorageKeeper, camera: String, kind: RecordingIndex
             Set(log.all.compactMap { if case .recordingDeleted(_, let p, _) = $0 { return p } else { return nil } })
         }
         let expected = Set(deleted.map { "\(dir.path)/\($0)" })
-        #expect(await poll(seconds: 10) { reported().count >= expected.count })
+        #expect(await waitUntil(seconds: 10) { reported().count >= expected.count })
         #expect(reported() == expected)
     }
 
@@ -122,9 +122,9 @@ struct FullDiskSweepTests {
             source: source, events: events)
         let run = Task.detached { await supervisor.run() }
         // Far more than 4 MiB goes through the disk: the oldest segments must make room.
-        #expect(await poll(seconds: 60) { log.count("recording_deleted") >= 3 })
+        #expect(await waitUntil(seconds: 60) { log.count("recording_deleted") >= 3 })
         let firstDeletion = log.all.firstIndex { $0.name == "recording_deleted" } ?? 0
-        #expect(await poll(seconds: 30) { log.all.dropFirst(firstDeletion).filter { $0.name == "segment_finalized" }.count >= 3 })
+        #expect(await waitUntil(seconds: 30) { log.all.dropFirst(firstDeletion).filter { $0.name == "segment_finalized" }.count >= 3 })
         run.cancel()
         await run.value
         await keeper.stop()

@@ -48,14 +48,14 @@ final class SequenceLog: Sendable {
                                outputs: [(output, .init())], schedule: schedule)],
             source: hotplug.source(), events: events, scheduleLeadSeconds: 0.3)
         let run = Task.detached { await supervisor.run() }
-        #expect(await poll(seconds: 30) { log.count("session_stopped") >= 2 })
+        #expect(await waitUntil(seconds: 30) { log.count("session_stopped") >= 2 })
         // The status tells a camera closed by its schedule from a recording one: in a gap it is
         // neither scheduled nor recording, in a window it is both.
-        #expect(await poll(seconds: 10) {
+        #expect(await waitUntil(seconds: 10) {
             let s = await supervisor.status().first
             return s?.isScheduled == false && s?.isRecording == false
         }, "never reported as closed for its schedule")
-        #expect(await poll(seconds: 10) {
+        #expect(await waitUntil(seconds: 10) {
             let s = await supervisor.status().first
             return s?.isScheduled == true && s?.isRecording == true
         }, "never reported as scheduled and recording")
@@ -86,7 +86,7 @@ final class SequenceLog: Sendable {
         let log = RecorderLog(events)
         let supervisor = Supervisor(plans: [plan], source: hotplug.source(), events: events)
         let run = Task.detached { await supervisor.run() }
-        #expect(await poll(seconds: 30) { kept.all.count >= 15 })
+        #expect(await waitUntil(seconds: 30) { kept.all.count >= 15 })
 
         // New controls and a new output: one commit on the running session, no reopen.
         let timelapse = try TimelapseOutput(.init(storageRoot: storage.path, intervalSeconds: 1))
@@ -96,7 +96,7 @@ final class SequenceLog: Sendable {
         try await supervisor.reconfigure(changed)
         #expect(hotplug.kernel.controlValue(CV4L2_CID_BRIGHTNESS, of: camera) == 20)
         let count = kept.all.count
-        #expect(await poll(seconds: 30) { kept.all.count >= count + 45 && log.count("still_saved") >= 1 })
+        #expect(await waitUntil(seconds: 30) { kept.all.count >= count + 45 && log.count("still_saved") >= 1 })
 
         // A setting the camera cannot honour is refused; the running configuration stays.
         var impossible = changed
@@ -108,7 +108,7 @@ final class SequenceLog: Sendable {
         try await supervisor.reconfigure(smaller)
         let stills = log.count("still_saved")
         let after = kept.all.count
-        #expect(await poll(seconds: 30) { kept.all.count >= after + 45 })
+        #expect(await waitUntil(seconds: 30) { kept.all.count >= after + 45 })
         #expect(log.count("still_saved") <= stills + 1)
         run.cancel()
         await run.value

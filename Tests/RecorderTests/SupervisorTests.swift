@@ -19,20 +19,11 @@ final class RecorderLog: Sendable {
     /// Waits until every session started has been reported stopped: the supervisor emits that
     /// after the session's last events (the final segment), so then the log holds them all.
     func settle(seconds: Double = 10) async -> Bool {
-        await poll(seconds: seconds) { self.count("session_stopped") == self.count("session_started") }
+        await waitUntil(seconds: seconds) { self.count("session_stopped") == self.count("session_started") }
     }
     var reattachSeconds: [Double] {
         all.compactMap { if case .cameraFound(_, _, let s) = $0 { return s } else { return nil } }
     }
-}
-
-func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
-    let deadline = SystemClocks.monotonicNanos() + Int64(seconds * 1e9)
-    while SystemClocks.monotonicNanos() < deadline {
-        if await condition() { return true }
-        try? await Task.sleep(nanoseconds: 20_000_000)
-    }
-    return await condition()
 }
 
 @Suite(.timeLimit(.minutes(5))) struct SupervisorTests {
@@ -67,20 +58,20 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
         var firstFrameAfter: [Double] = []
         for cycle in 0..<20 {
             let before = delivered.withLock { $0.count }
-            #expect(await poll(seconds: 30) { delivered.withLock { $0.count } >= before + 10 }, "cycle \(cycle): no frames")
+            #expect(await waitUntil(seconds: 30) { delivered.withLock { $0.count } >= before + 10 }, "cycle \(cycle): no frames")
             nodes.append(await supervisor.status().first?.node ?? "?")
             hotplug.unplug(camera)
-            #expect(await poll(seconds: 30) { log.count("camera_lost") == cycle + 1 }, "cycle \(cycle): loss not noticed")
+            #expect(await waitUntil(seconds: 30) { log.count("camera_lost") == cycle + 1 }, "cycle \(cycle): loss not noticed")
             // Come back as /dev/video0 or, renumbered, as /dev/video2: it is the same camera.
             let framesBefore = delivered.withLock { $0.count }
             let replugged = SystemClocks.monotonicNanos()
             hotplug.plug(camera, as: cycle % 2 == 0 ? "video2" : "video0")
-            #expect(await poll(seconds: 30) { log.count("camera_found") == cycle + 1 }, "cycle \(cycle): not reattached")
-            #expect(await poll(seconds: 30) { delivered.withLock { $0.count } > framesBefore })
+            #expect(await waitUntil(seconds: 30) { log.count("camera_found") == cycle + 1 }, "cycle \(cycle): not reattached")
+            #expect(await waitUntil(seconds: 30) { delivered.withLock { $0.count } > framesBefore })
             firstFrameAfter.append(Double(SystemClocks.monotonicNanos() - replugged) / 1e9)
         }
         let before = delivered.withLock { $0.count }
-        #expect(await poll(seconds: 10) { delivered.withLock { $0.count } >= before + 10 })
+        #expect(await waitUntil(seconds: 10) { delivered.withLock { $0.count } >= before + 10 })
         run.cancel()
         await run.value
         #expect(await log.settle(), "the last sessions' events never arrived")
@@ -120,13 +111,15 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
     }
 
     /// A supervisor recording the emulated camera at its smallest size into a counting output.
-    private func startLowResolution(_ hotplug: EmulatedHotplug, watchdogSeconds: Double) -> (Supervisor, FrameOutput, RecorderLog, Task<Void, Never>) {
+    private func startLowResolution(
+        _ hotplug: EmulatedHotplug, source: (any DeviceSource)? = nil, watchdogSeconds: Double
+    ) -> (Supervisor, FrameOutput, RecorderLog, Task<Void, Never>) {
         let frames = FrameOutput { _ in }
         let events = RecorderEvents()
         let log = RecorderLog(events)
         let supervisor = Supervisor(
             plans: [CameraPlan(cameraID: cameraID, format: .preset(.low), frameRate: 30, outputs: [(frames, .init())])],
-            source: hotplug.source(), events: events, watchdogSeconds: watchdogSeconds)
+            source: source ?? hotplug.source(), events: events, watchdogSeconds: watchdogSeconds)
         return (supervisor, frames, log, Task.detached { await supervisor.run() })
     }
 
@@ -140,11 +133,11 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
         hotplug.plug(camera, as: "video0")
         camera.dequeueFailure = (code, 15)
         let (supervisor, frames, log, run) = startLowResolution(hotplug, watchdogSeconds: 3600)
-        #expect(await poll(seconds: 30) { log.count("camera_lost") == 1 }, "the error was not noticed")
+        #expect(await waitUntil(seconds: 30) { log.count("camera_lost") == 1 }, "the error was not noticed")
         let lost = log.all.compactMap { if case .cameraLost(_, _, let reason) = $0 { return reason } else { return nil } }
         #expect(lost.first?.contains("VIDIOC_DQBUF failed: \(String(cString: strerror(code)))") == true, "\(lost)")
         let before = frames.receivedFrameCount
-        #expect(await poll(seconds: 30) { log.count("camera_found") == 1 && frames.receivedFrameCount > before + 5 }, "not reopened")
+        #expect(await waitUntil(seconds: 30) { log.count("camera_found") == 1 && frames.receivedFrameCount > before + 5 }, "not reopened")
         #expect(log.count("error") >= 1)
         run.cancel()
         await run.value
@@ -152,16 +145,20 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
         #expect(hotplug.kernel.openFileCount == 0)
     }
 
+    /// The supervisor looks, finds nothing and waits without trying to open what is not there
+    /// (an open of an unplugged camera fails, and would be reported as an error).
     @Test func aCameraAbsentAtStartRecordsWhenItAppears() async throws {
         let (devices, storage, hotplug, camera) = try setUp()
         defer { devices.remove(); storage.remove() }
         hotplug.kernel.unplug(camera)
-        let (supervisor, frames, log, run) = startLowResolution(hotplug, watchdogSeconds: 10)
-        try await Task.sleep(nanoseconds: 300_000_000)
+        let source = ListingCounter(hotplug.source())
+        let (supervisor, frames, log, run) = startLowResolution(hotplug, source: source, watchdogSeconds: 10)
+        #expect(await waitUntil(seconds: 10) { source.listings >= 1 }, "the supervisor never looked for the camera")
         #expect(await supervisor.status().first?.isRecording == false)
         hotplug.plug(camera, as: "video5")
-        #expect(await poll(seconds: 10) { frames.receivedFrameCount > 10 })
+        #expect(await waitUntil(seconds: 10) { frames.receivedFrameCount > 10 })
         #expect(log.count("session_started") == 1)
+        #expect(log.count("error") == 0, "an absent camera was opened: \(log.all)")
         #expect(await supervisor.status().first?.node == "\(devices.path)/video5")
         run.cancel()
         await run.value
@@ -172,13 +169,13 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
         defer { devices.remove(); storage.remove() }
         hotplug.plug(camera, as: "video0")
         let (_, frames, log, run) = startLowResolution(hotplug, watchdogSeconds: 1)
-        #expect(await poll(seconds: 10) { frames.receivedFrameCount > 10 })
+        #expect(await waitUntil(seconds: 10) { frames.receivedFrameCount > 10 })
         hotplug.kernel.wedge(camera, true)
-        #expect(await poll(seconds: 10) { log.all.contains { if case .cameraLost(_, _, let r) = $0 { return r.contains("no frame for 1.0 s") } else { return false } } })
-        #expect(await poll(seconds: 10) { log.count("camera_found") >= 1 })
+        #expect(await waitUntil(seconds: 10) { log.all.contains { if case .cameraLost(_, _, let r) = $0 { return r.contains("no frame for 1.0 s") } else { return false } } })
+        #expect(await waitUntil(seconds: 10) { log.count("camera_found") >= 1 })
         hotplug.kernel.wedge(camera, false)
         let before = frames.receivedFrameCount
-        #expect(await poll(seconds: 10) { frames.receivedFrameCount > before + 10 })
+        #expect(await waitUntil(seconds: 10) { frames.receivedFrameCount > before + 10 })
         run.cancel()
         await run.value
     }
@@ -189,10 +186,10 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
         hotplug.plug(camera, as: "video0")
         camera.isBusy = true
         let (_, frames, log, run) = startLowResolution(hotplug, watchdogSeconds: 10)
-        #expect(await poll(seconds: 10) { log.count("error") >= 2 })
+        #expect(await waitUntil(seconds: 10) { log.count("error") >= 2 })
         #expect(log.all.contains { if case .error(_, let m, _) = $0 { return m.contains("in use by another program") } else { return false } })
         camera.isBusy = false
-        #expect(await poll(seconds: 10) { frames.receivedFrameCount > 10 })
+        #expect(await waitUntil(seconds: 10) { frames.receivedFrameCount > 10 })
         run.cancel()
         await run.value
     }
@@ -214,7 +211,7 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
             }
         }
         let (_, frames, log, run) = startLowResolution(hotplug, watchdogSeconds: 3600)
-        #expect(await poll(seconds: 30) { log.count("camera_lost") >= 1 })
+        #expect(await waitUntil(seconds: 30) { log.count("camera_lost") >= 1 })
         try await Task.sleep(nanoseconds: 12_000_000_000)
         rearm.cancel()
         let sessions = log.count("session_started")
@@ -292,7 +289,7 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
             path: "/rec/a.mp4", frameCount: 1, byteCount: 1, firstFrameWallNanos: 0, lastFrameWallNanos: 0,
             codec: "h264", width: 2, height: 2, isIncomplete: false))) { _, outcome, _ in done.withLock { $0.append(outcome) } }
         hooks.run(.stillSaved(camera: "cam1", path: "/rec/a.jpg", shotWallNanos: nil)) { _, outcome, _ in done.withLock { $0.append(outcome) } }
-        #expect(await poll(seconds: 10) { !done.withLock { $0 }.isEmpty })
+        #expect(await waitUntil(seconds: 10) { !done.withLock { $0 }.isEmpty })
         #expect(done.withLock { $0 } == [.exited(0)])
         #expect(try String(contentsOfFile: out, encoding: .utf8) == "segment_finalized|cam1|/rec/a.mp4")
     }
@@ -303,7 +300,7 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
         hooks.run(.cameraLost(camera: "cam1", cause: .unplugged, reason: "unplugged")) { hook, outcome, output in
             done.withLock { $0.append((hook.command, outcome, output)) }
         }
-        #expect(await poll(seconds: 10) { done.withLock { $0.count } == 2 })
+        #expect(await waitUntil(seconds: 10) { done.withLock { $0.count } == 2 })
         let results = done.withLock { $0 }
         #expect(results.contains { $0.0 == "sleep 30" && $0.1 == .killedAfterTimeout })
         #expect(results.contains { $0.1 == .exited(3) && $0.2 == "oops" })
@@ -321,7 +318,7 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
         let hooks = try EventHooks(definitions: ["camera_lost=grep -E '^Sig(Ign|Blk):' /proc/self/status"])
         let done = Mutex<[(EventHooks.Outcome, String)]>([])
         hooks.run(.cameraLost(camera: "cam1", cause: .unplugged, reason: "unplugged")) { _, outcome, output in done.withLock { $0.append((outcome, output)) } }
-        #expect(await poll(seconds: 10) { done.withLock { $0.count } == 1 })
+        #expect(await waitUntil(seconds: 10) { done.withLock { $0.count } == 1 })
         let (outcome, output) = try #require(done.withLock { $0.first })
         #expect(outcome == .exited(0))
         let lines = output.split(separator: "\n").map { $0.split(separator: "\t").map(String.init) }
@@ -345,7 +342,7 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
         let hooks = try EventHooks(definitions: [#"camera_lost=for f in /proc/$$/fd/*; do printf '%s ' "${f##*/}"; readlink "$f"; done"#])
         let done = Mutex<[String]>([])
         hooks.run(.cameraLost(camera: "cam1", cause: .unplugged, reason: "unplugged")) { _, _, output in done.withLock { $0.append(output) } }
-        #expect(await poll(seconds: 10) { done.withLock { $0.count } == 1 })
+        #expect(await waitUntil(seconds: 10) { done.withLock { $0.count } == 1 })
         // The shell's listing of its own /proc/PID/fd directory shows as one more descriptor,
         // gone (no target) by the time readlink looks.
         let fds = done.withLock { $0.first ?? "" }.split(separator: "\n").filter { $0.split(separator: " ").count == 2 && !$0.contains(" /proc/") }
@@ -361,7 +358,7 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
             definitions: ["camera_lost=sleep 30 & echo $! > \(pids); sleep 31 & echo $! >> \(pids); wait"], timeoutSeconds: 0.5)
         let done = Mutex<[EventHooks.Outcome]>([])
         hooks.run(.cameraLost(camera: "cam1", cause: .unplugged, reason: "unplugged")) { _, outcome, _ in done.withLock { $0.append(outcome) } }
-        #expect(await poll(seconds: 10) { done.withLock { $0.count } == 1 })
+        #expect(await waitUntil(seconds: 10) { done.withLock { $0.count } == 1 })
         #expect(done.withLock { $0 } == [.killedAfterTimeout])
         let children = try String(contentsOfFile: pids, encoding: .utf8).split(separator: "\n").compactMap { pid_t($0) }
         #expect(children.count == 2)
@@ -370,7 +367,7 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
             guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return false }
             return !stat.contains(") Z ")
         }
-        #expect(await poll(seconds: 5) { children.allSatisfy { !alive($0) } }, "children still running: \(children.filter(alive))")
+        #expect(await waitUntil(seconds: 5) { children.allSatisfy { !alive($0) } }, "children still running: \(children.filter(alive))")
     }
 
     @Test func badHookDefinitionsAreRefused() {
@@ -415,13 +412,13 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
             returned.store(true, ordering: .releasing)
         }
         // The first look finds no camera; the next is due in 5 s, or at a plug event.
-        #expect(await poll(seconds: 10) { source.calls.load(ordering: .relaxed) >= 1 })
+        #expect(await waitUntil(seconds: 10) { source.calls.load(ordering: .relaxed) >= 1 })
         source.hold.store(true, ordering: .releasing)
         source.inner.cameras[0].faults.replug()
-        #expect(await poll(seconds: 10) { source.waiting.load(ordering: .relaxed) >= 1 }, "the plug event did not open the camera")
+        #expect(await waitUntil(seconds: 10) { source.waiting.load(ordering: .relaxed) >= 1 }, "the plug event did not open the camera")
         run.cancel()
         // While the camera is being opened, run() must not return...
-        let returnedEarly = await poll(seconds: 1) { returned.load(ordering: .acquiring) }
+        let returnedEarly = await waitUntil(seconds: 1) { returned.load(ordering: .acquiring) }
         source.hold.store(false, ordering: .releasing)
         await run.value
         #expect(!returnedEarly, "run() returned while a camera was being opened")
@@ -450,11 +447,11 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
         }
         let supervisor = Supervisor(plans: plans, source: source)
         let run = Task.detached { await supervisor.run() }
-        #expect(await poll(seconds: 20) { await supervisor.status().allSatisfy { $0.isRecording && $0.frames > 3 } })
+        #expect(await waitUntil(seconds: 20) { await supervisor.status().allSatisfy { $0.isRecording && $0.frames > 3 } })
         stopping.store(true, ordering: .releasing)
-        #expect(await poll(seconds: 10) { blocked.load(ordering: .relaxed) >= 3 })
+        #expect(await waitUntil(seconds: 10) { blocked.load(ordering: .relaxed) >= 3 })
         run.cancel()
-        let allStopping = await poll(seconds: 10) { await supervisor.status().allSatisfy { !$0.isRecording } }
+        let allStopping = await waitUntil(seconds: 10) { await supervisor.status().allSatisfy { !$0.isRecording } }
         gate.store(true, ordering: .releasing)
         await run.value
         #expect(allStopping, "cameras were stopped one after another")
@@ -479,14 +476,14 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
                                frameRate: 15, outputs: [(timelapse, .init())])],
             source: source, events: events)
         let run = Task.detached { await supervisor.run() }
-        #expect(await poll(seconds: 10) { log.count("still_saved") >= 2 })
+        #expect(await waitUntil(seconds: 10) { log.count("still_saved") >= 2 })
         source.cameras[0].faults.unplug()
-        #expect(await poll(seconds: 10) { log.count("camera_lost") == 1 })
+        #expect(await waitUntil(seconds: 10) { log.count("camera_lost") == 1 })
         // Away for at least two whole instants (the cause of the hole, not an assertion's wait).
         try await Task.sleep(nanoseconds: 2_600_000_000)
         source.cameras[0].faults.replug()
         let stillsBefore = log.count("still_saved")
-        #expect(await poll(seconds: 10) { log.count("still_saved") >= stillsBefore + 2 })
+        #expect(await waitUntil(seconds: 10) { log.count("still_saved") >= stillsBefore + 2 })
         run.cancel()
         await run.value
         #expect(await log.settle(), "the last session's events never arrived")
@@ -523,4 +520,22 @@ func poll(seconds: Double, _ condition: () async -> Bool) async -> Bool {
         t.tm_year = y - 1900; t.tm_mon = mo - 1; t.tm_mday = d; t.tm_hour = h; t.tm_min = mi; t.tm_sec = s
         return Int(timegm(&t))
     }
+}
+
+/// A device source that counts how often it was listed: the stimulus that the supervisor has
+/// looked for its cameras.
+private final class ListingCounter: DeviceSource {
+    private let source: any DeviceSource
+    private let count = Mutex(0)
+
+    init(_ source: any DeviceSource) { self.source = source }
+
+    var listings: Int { count.withLock { $0 } }
+
+    func devices() -> [CaptureDevice] {
+        count.withLock { $0 += 1 }
+        return source.devices()
+    }
+
+    func changes() -> AsyncStream<DeviceChange> { source.changes() }
 }

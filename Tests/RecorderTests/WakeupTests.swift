@@ -1,4 +1,5 @@
 import Capture
+import CaptureTesting
 @testable import Recorder
 import Testing
 
@@ -38,10 +39,18 @@ import Testing
         #expect(await wakeup.sleep(nanos: 10_000_000) == true, "a sleep that ran its course says so")
     }
 
+    /// Cancelled while it waits (a task cancelled before it waits never parks, and proves
+    /// nothing): only the cancellation handler can take the parked waiter off.
     @Test func cancellationEndsAWait() async {
         let wakeup = Wakeup()
         let waiter = Task { await wakeup.wait(untilMonotonic: nil) }
+        #expect(await waitUntil(seconds: 10) { wakeup.hasWaiter }, "the waiter never parked")
         waiter.cancel()
+        let ended = await waitUntil(seconds: 10) { !wakeup.hasWaiter }
+        #expect(ended, "the cancelled wait is still parked")
+        #expect(!wakeup.isStopped, "a cancelled wait does not stop the wakeup")
+        // A wait the cancel did not end is let go, so that the test ends either way.
+        if !ended { wakeup.stop() }
         await waiter.value
     }
 }

@@ -54,11 +54,8 @@ private func killAndRecover(afterFragments fragments: Int) async -> Trial {
     let out = dir.path + "/rec"
     guard let process = try? VigilBinary.start(demo + ["--output", out], in: dir.path) else { return Trial(problems: ["vigil did not start"]) }
     // Watches the disk, not the clock: the cut point is a count of fragments written.
-    var reached = false
-    for _ in 0..<6000 where process.isRunning {
-        if completeFragments(out) >= fragments { reached = true; break }
-        try? await Task.sleep(nanoseconds: 5_000_000)
-    }
+    let reached = await waitUntil(seconds: 30) { !process.isRunning || completeFragments(out) >= fragments }
+        && completeFragments(out) >= fragments
     kill(process.processIdentifier, SIGKILL)
     _ = await waitForExit(process, seconds: 10)
     guard reached else { return Trial(problems: ["\(fragments) fragments never reached the disk"]) }
@@ -106,7 +103,7 @@ private func killAndRecover(afterFragments fragments: Int) async -> Trial {
 }
 
 @Suite(.serialized) struct CrashRecoveryTests {
-    /// README: "A kill costs the open fragment plus what the encoder holds … under a second".
+    /// docs/operations.md: "A kill costs the open fragment … plus what the encoder holds …: about a second of video at most".
     /// Each kill lands after a seeded number of fragments (1–8, across 2 s segments, so some
     /// land just after a segment boundary); recovery must keep every frame that reached the
     /// disk, and no fragment may hold more than half a second of frames.

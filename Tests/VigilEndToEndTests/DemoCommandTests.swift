@@ -43,15 +43,6 @@ enum VigilBinary {
     }
 }
 
-func waitUntil(seconds: Double, _ condition: () -> Bool) async -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if condition() { return true }
-        try? await Task.sleep(nanoseconds: 100_000_000)
-    }
-    return condition()
-}
-
 func waitForExit(_ process: Process, seconds: Double) async -> Bool {
     await waitUntil(seconds: seconds) { !process.isRunning }
 }

@@ -36,9 +36,8 @@ import Testing
         defer { if process.isRunning { process.terminate() } }
         let stdout = dir.path + "/stdout.txt"
         func said() -> String { (try? String(contentsOfFile: stdout, encoding: .utf8)) ?? "" }
-        // Polled tightly: the window is recovery's, about a second.
-        let deadline = Date().addingTimeInterval(30)
-        while !said().contains("SIGHUP reloads the configuration") && Date() < deadline { try await Task.sleep(for: .milliseconds(1)) }
+        // The window is recovery's, about a second: looked at every 20 ms.
+        #expect(await waitUntil(seconds: 30) { said().contains("SIGHUP reloads the configuration") }, "\(said())")
         kill(process.processIdentifier, SIGHUP)
         #expect(!said().contains("Recordings index"), "recovery was over before the signal came: the test needs more files to read")
         #expect(await waitUntil(seconds: 60) { said().contains("Reloaded") || !process.isRunning }, "\(said())")

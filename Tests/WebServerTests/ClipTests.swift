@@ -1,3 +1,4 @@
+import Capture
 import CaptureTesting
 import Foundation
 import Hummingbird
@@ -44,23 +45,44 @@ import Testing
         #expect(left.isEmpty, "the clip's file is removed: \(left)")
     }
 
+    /// The client goes away while the join is inside a segment: it stops before the next one and
+    /// leaves nothing. The second segment is made a named pipe, so the join is held inside it
+    /// (opening it for reading) until the test has cancelled; then the pipe is fed the segment.
     @Test func aCancelledJoinStopsAndLeavesNothing() async throws {
-        let recording = try await Recording.start(segments: 2)
+        let recording = try await Recording.start(segments: 3)
         await recording.stop()
         defer { recording.remove() }
-        let segments = try recording.keeper.index.entries(kind: .segment, states: [.complete])
+        let segments = try recording.keeper.index.entries(kind: .segment, states: [.complete]).sorted { $0.startNanos < $1.startNanos }
+        try #require(segments.count >= 3)
+        let held = StorageLayout(root: recording.dir.path).absolute(segments[1].path)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: held))
+        try #require(unlink(held) == 0 && mkfifo(held, 0o600) == 0)
         let folder = recording.dir.path + "/" + ClipRoutes.folder
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let join = ClipJoin(segments: segments, root: recording.dir.path, range: (0, Int64.max), output: folder + "/cancelled.mp4")
-        // The client went away before the first segment was joined.
-        join.cancelAndRemove()
         join.start()
-        while join.ended == nil { try await Task.sleep(for: .milliseconds(20)) }
+        // A writer opens a pipe without waiting only once a reader has it open: the join.
+        var writer: Int32 = -1
+        let reading = await waitUntil(seconds: 30) {
+            writer = open(held, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+            return writer >= 0
+        }
+        try #require(reading, "the join never opened the second segment")
+        join.cancelAndRemove()
+        var written = 0
+        let fed = await waitUntil(seconds: 30) {
+            let n = bytes.withUnsafeBytes { write(writer, $0.baseAddress! + written, $0.count - written) }
+            if n > 0 { written += n }
+            return written == bytes.count
+        }
+        #expect(fed, "the join stopped reading the segment: \(written) of \(bytes.count) bytes taken")
+        close(writer)
+        #expect(await waitUntil(seconds: 30) { join.ended != nil }, "the join never ended")
         guard case .failure(let error)? = join.ended else {
             Issue.record("the join ran to its end")
             return
         }
-        #expect(error is CancellationError)
+        #expect(error is CancellationError, "\(error)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder).isEmpty)
     }
 

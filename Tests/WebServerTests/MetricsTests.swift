@@ -1,4 +1,5 @@
 import Capture
+import CaptureTesting
 import Foundation
 import Hummingbird
 import Media
@@ -33,15 +34,15 @@ import Testing
             try await client.execute(uri: "/api/v1/nothing", method: .get) { #expect($0.status == .notFound) }
             var page = ""
             // The counters take the events from a stream: scrape until both segments are counted.
-            while true {
+            let counted = try await waitUntil(seconds: 30) {
                 page = try await client.execute(uri: "/metrics", method: .get) { response in
                     #expect(response.status == .ok)
                     #expect(response.headers[.contentType]?.hasPrefix("text/plain; version=0.0.4") == true)
                     return String(buffer: response.body)
                 }
-                if (value(page, #"vigil_segments_total{camera="synthetic-0"}"#) ?? 0) >= 2 { break }
-                try await Task.sleep(for: .milliseconds(20))
+                return (value(page, #"vigil_segments_total{camera="synthetic-0"}"#) ?? 0) >= 2
             }
+            try #require(counted, "the two segments were never counted: \(page)")
             let camera = #"{camera="synthetic-0"}"#
             #expect((value(page, "vigil_segment_bytes_total" + camera) ?? 0) > 1000, "\(page)")
             let encoded = try #require(value(page, "vigil_frames_encoded_total" + camera))

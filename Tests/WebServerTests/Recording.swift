@@ -59,10 +59,11 @@ final class Recording: Sendable {
         }
         // The index takes events from its own stream: wait until it holds what was announced
         // (with no segment finished yet, the one being written).
-        while try keeper.index.entries(kind: .segment, states: [.complete]).count < finalized
-            || (segments == 0 && keeper.index.entries(kind: .segment, states: [.writing, .complete]).isEmpty) {
-            try await Task.sleep(for: .milliseconds(20))
+        let indexed = try await waitUntil(seconds: 30) {
+            try keeper.index.entries(kind: .segment, states: [.complete]).count >= finalized
+                && (segments > 0 || !keeper.index.entries(kind: .segment, states: [.writing, .complete]).isEmpty)
         }
+        try #require(indexed, "the index never held the \(finalized) segment(s) announced")
         return recording
     }
 

@@ -17,12 +17,3 @@ func curl(_ arguments: [String], output: String) async throws -> (status: Int32,
     }
 }
 
-/// Polls `condition` every 50 ms until it holds or `seconds` pass.
-func waitUntil(seconds: Double, _ condition: () -> Bool) async -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(50))
-    }
-    return condition()
-}

@@ -35,6 +35,9 @@ package final class Wakeup: Sendable {
 
     package var isStopped: Bool { state.withLock { $0.stopped } }
 
+    /// Whether a wait is parked now: a test cancels only a waiter that really waits.
+    var hasWaiter: Bool { state.withLock { $0.waiter != nil } }
+
     /// Returns when signalled, stopped or cancelled, or at `deadline` (monotonic nanoseconds;
     /// nil: no deadline).
     package func wait(untilMonotonic deadline: Int64?) async {
