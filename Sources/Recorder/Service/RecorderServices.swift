@@ -130,7 +130,6 @@ struct NotifierService: Service {
 struct StatusService: Service {
     let supervisor: Supervisor
     let display: StatusDisplay
-    private let io = BlockingIO("vigil.status")
 
     init(supervisor: Supervisor, display: StatusDisplay) {
         self.supervisor = supervisor
@@ -141,10 +140,9 @@ struct StatusService: Service {
         let wakeup = Wakeup()
         await withGracefulShutdownHandler {
             repeat {
-                let statuses = await supervisor.status()
-                // Written from its own thread: a terminal or pipe that stops reading blocks that
-                // thread, never the cooperative pool.
-                await io.run { [display] in display.tick(statuses) }
+                // Queued for the console writer's thread: a terminal that stops reading blocks it,
+                // never the cooperative pool.
+                display.tick(await supervisor.status())
             } while await wakeup.sleep(nanos: 1_000_000_000)
         } onGracefulShutdown: {
             wakeup.stop()
