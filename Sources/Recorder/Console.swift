@@ -39,6 +39,8 @@ final class ConsoleWriter: Sendable {
         var queuedBytes = 0
         /// Lines not queued because the queue was full, not yet said.
         var dropped = 0
+        /// Lines dropped since the start.
+        var droppedTotal = 0
         /// Descriptors that failed once and are no longer written.
         var broken: Set<Int32> = []
     }
@@ -51,8 +53,8 @@ final class ConsoleWriter: Sendable {
 
     init(limitBytes: Int) { self.limitBytes = limitBytes }
 
-    /// Lines dropped so far and not yet said.
-    var droppedCount: Int { state.withLock { $0.dropped } }
+    /// Lines dropped and not yet said, and since the start.
+    var droppedCount: (unsaid: Int, total: Int) { state.withLock { ($0.dropped, $0.droppedTotal) } }
 
     /// Queues `text` for `fd` and returns at once.
     func write(_ text: String, to fd: Int32) {
@@ -61,6 +63,7 @@ final class ConsoleWriter: Sendable {
             guard !s.broken.contains(fd) else { return false }
             guard s.queuedBytes + bytes.count <= limitBytes else {
                 s.dropped += 1
+                s.droppedTotal += 1
                 return false
             }
             s.queuedBytes += bytes.count

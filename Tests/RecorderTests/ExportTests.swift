@@ -85,4 +85,28 @@ import Testing
             #expect("\(error)".contains("-o NAME.mp4"))
         }
     }
+
+    /// A segment whose timestamps run past what an instant can hold (a damaged file, or one
+    /// put in the camera's folder by hand) is an export error naming it, not a trap that would
+    /// stop the recorder (the web server joins clips in its process).
+    @Test func aSegmentWithTimestampsOutOfRangeIsAnErrorNamingIt() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let made = RecordingInspector.run("/usr/bin/ffmpeg", [
+            "-v", "error", "-f", "lavfi", "-i", "testsrc=size=64x48:rate=10", "-t", "1", "-c:v", "mjpeg",
+            "-output_ts_offset", "1000000000000", dir.path + "/far.mkv",
+        ])
+        try #require(made.status == 0, "\(made.errorOutput)")
+        let entry = RecordingIndex.Entry(kind: .segment, camera: "c", path: "far.mkv", startNanos: 1_795_000_000_000_000_000,
+                                         endNanos: 1_795_000_001_000_000_000, frames: 10, bytes: 1, codec: "mjpeg", width: 64, height: 48, state: .complete)
+        for exact in [false, true] {
+            do {
+                _ = try SegmentJoiner.export([entry], root: dir.path, from: 0, to: .max, output: dir.path + "/out.mkv", exact: exact) { _ in }
+                Issue.record("exported a file whose times do not fit")
+            } catch {
+                #expect("\(error)".contains("far.mkv holds timestamps out of range"), "\(error)")
+            }
+        }
+        #expect(!FileManager.default.fileExists(atPath: dir.path + "/out.mkv"))
+    }
 }

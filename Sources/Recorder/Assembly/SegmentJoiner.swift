@@ -1,4 +1,5 @@
 import Capture
+import CheckedMath
 import Foundation
 import Media
 
@@ -106,7 +107,30 @@ public enum SegmentJoiner {
         }
 
         /// Where this segment's first frame goes in the output: one frame after the last one.
-        func base(firstPTS: Int64) -> Int64 { outPTS < 0 ? -firstPTS : outPTS + frameTicks - firstPTS }
+        func base(firstPTS: Int64, of entry: RecordingIndex.Entry) throws -> Int64 {
+            let base = outPTS < 0 ? Int64(0).subtracting(firstPTS) : outPTS.adding(frameTicks).flatMap { $0.subtracting(firstPTS) }
+            guard let base else { throw Self.outOfRange(entry) }
+            return base
+        }
+
+        // Times below come from files on disk, which may be damaged or not Vigil's: every sum is
+        // checked, and one that does not fit is an error naming the file, never a trap.
+
+        /// The wall-clock instant `ticks` (90 kHz) into `entry`.
+        static func wall(_ entry: RecordingIndex.Entry, _ ticks: Int64) throws -> Int64 {
+            guard let wall = Nanoseconds.from(ticks: ticks, clockRate: 90_000).flatMap(entry.startNanos.adding) else { throw outOfRange(entry) }
+            return wall
+        }
+
+        /// `a` + `b` or `a` − `b` of file times, or the file's error.
+        static func checked(_ value: Int64?, _ entry: RecordingIndex.Entry) throws -> Int64 {
+            guard let value else { throw outOfRange(entry) }
+            return value
+        }
+
+        static func outOfRange(_ entry: RecordingIndex.Entry) -> RecorderError {
+            .export("\(entry.path) holds timestamps out of range (a damaged file?): export the parts before and after it separately")
+        }
 
         mutating func copy(_ entry: RecordingIndex.Entry) throws {
             let path = StorageLayout(root: root).absolute(entry.path)
@@ -114,7 +138,7 @@ public enum SegmentJoiner {
             var startPTS: Int64?
             if firstWall == nil {
                 let scan = try PacketReader(path: path)
-                while scan.next(into: packet), entry.startNanos + packet.dts * 100_000 / 9 <= max(from, entry.startNanos) {
+                while scan.next(into: packet), try Self.wall(entry, packet.dts) <= max(from, entry.startNanos) {
                     if packet.isKeyframe { startPTS = packet.dts }
                 }
             }
@@ -126,14 +150,14 @@ public enum SegmentJoiner {
             // On the decode times, which rise packet by packet even where B-frames make the
             // presentation times go back and forth; each packet keeps its own pts − dts.
             while reader.next(into: packet) {
-                let wall = entry.startNanos + packet.dts * 100_000 / 9
+                let wall = try Self.wall(entry, packet.dts)
                 if wall > to { break }
-                if let previous, packet.dts > previous { frameTicks = packet.dts - previous }
+                if let previous, packet.dts > previous { frameTicks = try Self.checked(packet.dts.subtracting(previous), entry) }
                 previous = packet.dts
                 if firstWall == nil, let startPTS, packet.dts < startPTS { continue }
-                if segmentBase == nil { segmentBase = base(firstPTS: packet.dts) }
-                outPTS = packet.dts + segmentBase!
-                try muxer!.write(packet, dts: outPTS, presentationDelay: packet.pts - packet.dts)
+                if segmentBase == nil { segmentBase = try base(firstPTS: packet.dts, of: entry) }
+                outPTS = try Self.checked(packet.dts.adding(segmentBase!), entry)
+                try muxer!.write(packet, dts: outPTS, presentationDelay: try Self.checked(packet.pts.subtracting(packet.dts), entry))
                 record(wall)
             }
         }
@@ -144,10 +168,10 @@ public enum SegmentJoiner {
             var segmentBase: Int64?
             var previous: Int64?
             while let frame = try reader.nextFrame() {
-                let pts = Int64((frame.seconds * 90_000).rounded())
-                let wall = entry.startNanos + pts * 100_000 / 9
+                let pts = try Self.checked(Int64(checked: (frame.seconds * 90_000).rounded()), entry)
+                let wall = try Self.wall(entry, pts)
                 if wall > to { break }
-                if let previous, pts > previous { frameTicks = pts - previous }
+                if let previous, pts > previous { frameTicks = try Self.checked(pts.subtracting(previous), entry) }
                 previous = pts
                 if wall < from { continue }
                 if encoder == nil {
@@ -156,8 +180,8 @@ public enum SegmentJoiner {
                         settings: EncoderSettings(preset: "medium", rateControl: .crf(18)))
                     muxer = try Muxer(path: partial, container: container, stream: encoder!.streamDescription())
                 }
-                if segmentBase == nil { segmentBase = base(firstPTS: pts) }
-                outPTS = pts + segmentBase!
+                if segmentBase == nil { segmentBase = try base(firstPTS: pts, of: entry) }
+                outPTS = try Self.checked(pts.adding(segmentBase!), entry)
                 _ = try encoder!.send(frame.picture, pts: outPTS, keyframe: frames == 0)
                 try drain()
                 record(wall)
