@@ -6,21 +6,16 @@ import Logging
 /// at after each file Vigil writes and every 30 s; after ENOSPC it is also how a full disk is
 /// cleared so recording resumes by itself. Used only on `StorageKeeper.io`.
 final class FreeSpaceFloor {
-    private let root: String
-    private let index: RecordingIndex
-    private let events: RecorderEvents
+    /// Deletes, and holds what the sweep reads and says: the index, the events, the log.
     private let deleter: RecordingDeleter
-    private let logger: Logger
+    private var root: String { deleter.layout.root }
+    private var index: RecordingIndex { deleter.index }
+    private var events: RecorderEvents { deleter.events }
+    private var logger: Logger { deleter.logger }
     private var lastNothingToFree: Int64?
     private var diskLowReported = false
 
-    init(root: String, index: RecordingIndex, events: RecorderEvents, deleter: RecordingDeleter, logger: Logger) {
-        self.root = root
-        self.index = index
-        self.events = events
-        self.deleter = deleter
-        self.logger = logger
-    }
+    init(deleter: RecordingDeleter) { self.deleter = deleter }
 
     /// Free and total bytes of the file system holding `path`, as an unprivileged writer sees them.
     static func space(_ path: String) -> (free: Int64, total: Int64)? {

@@ -25,7 +25,7 @@ final class StorageJobs {
         indexer = EventIndexer(index: index, layout: layout)
         let deleter = RecordingDeleter(layout: layout, index: index, events: events, pending: pendingWrites, logger: logger)
         retention = RetentionEnforcer(index: index, layout: layout, deleter: deleter, logger: logger)
-        floor = FreeSpaceFloor(root: root, index: index, events: events, deleter: deleter, logger: logger)
+        floor = FreeSpaceFloor(deleter: deleter)
         forecast = StorageForecast(root: root, index: index)
     }
 
