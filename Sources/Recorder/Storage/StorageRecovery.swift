@@ -32,8 +32,8 @@ public struct RecoverySummary: Sendable, Equatable, CustomStringConvertible {
 enum StorageRecovery {
 
     static func run(root: String, index: RecordingIndex, logger: Logger) throws -> RecoverySummary {
-        var pass = Pass(root: root, index: index, logger: logger, indexed: Dictionary(try index.entries().map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a }))
         let walk = StorageWalk(root: root, logger: logger)
+        var pass = Pass(walk: walk, index: index, indexed: Dictionary(try index.entries().map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a }))
         try index.transaction {
             let cameraFolders = walk.cameraFolders()
             for folder in cameraFolders {
@@ -44,7 +44,7 @@ enum StorageRecovery {
                     }
                 }
             }
-            try pass.indexQuarantine(walk, cameraFolders: cameraFolders)
+            try pass.indexQuarantine(cameraFolders: cameraFolders)
             try pass.markMissing()
         }
         return pass.summary
@@ -52,19 +52,19 @@ enum StorageRecovery {
 
     /// One recovery's walk: what the index listed, what was found, and the counts.
     private struct Pass {
-        let root: String
+        let walk: StorageWalk
         let index: RecordingIndex
-        let logger: Logger
+        var root: String { walk.root }
+        var logger: Logger { walk.logger }
         var indexed: [String: RecordingIndex.Entry]
         /// Files adopted in a folder get the camera the index already uses for it.
         let cameraOfFolder: [String: String]
         var seen = Set<String>()
         var summary = RecoverySummary()
 
-        init(root: String, index: RecordingIndex, logger: Logger, indexed: [String: RecordingIndex.Entry]) {
-            self.root = root
+        init(walk: StorageWalk, index: RecordingIndex, indexed: [String: RecordingIndex.Entry]) {
+            self.walk = walk
             self.index = index
-            self.logger = logger
             self.indexed = indexed
             cameraOfFolder = StorageRecovery.camerasByFolder(indexed.values)
         }
@@ -125,7 +125,7 @@ enum StorageRecovery {
         }
 
         /// What earlier runs moved aside: indexed too, so it is listed and counted against the limits.
-        mutating func indexQuarantine(_ walk: StorageWalk, cameraFolders: [String]) throws {
+        mutating func indexQuarantine(cameraFolders: [String]) throws {
             for relative in walk.files(under: StorageLayout.quarantineFolder) where !seen.contains(relative) {
                 seen.insert(relative)
                 if indexed[relative]?.state == .quarantined { continue }
