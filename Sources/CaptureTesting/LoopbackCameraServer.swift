@@ -3,8 +3,7 @@ import Glibc
 
 /// A test server process (RTSP through gst-rtsp-server, or HTTP MJPEG) on loopback, started
 /// with Debian's /usr/bin/python3 (a pyenv python on PATH lacks `gi`). Killed when the test ends.
-/// @unchecked: Process is not Sendable; the test that starts a server is the only one to stop it.
-public final class LoopbackCameraServer: @unchecked Sendable {
+public final class LoopbackCameraServer: Sendable {
     let process = Process()
     public let port: Int
 

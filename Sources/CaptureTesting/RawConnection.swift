@@ -3,7 +3,7 @@ import Glibc
 
 /// A plain TCP connection to a loopback port, for HTTP clients no library would be: one that
 /// never reads, sends half a header, or garbage (the web server's tests).
-public final class RawConnection: @unchecked Sendable {
+public final class RawConnection: Sendable {
     public let fd: Int32
 
     /// `receiveBuffer`: the kernel's receive buffer, set before connecting (a small one makes a

@@ -1,5 +1,6 @@
 import Foundation
 import Media
+import Synchronization
 
 /// What a test learns from a recorded file by decoding it.
 public struct DecodedRecording: Sendable {
@@ -71,15 +72,14 @@ public enum RecordingInspector {
 }
 
 /// Results filled in from several threads.
-private final class LockedResults: @unchecked Sendable {
-    private let lock = NSLock()
-    private var items: [String?]
+private final class LockedResults: Sendable {
+    private let items: Mutex<[String?]>
 
-    init(count: Int) { items = Array(repeating: nil, count: count) }
+    init(count: Int) { items = Mutex(Array(repeating: nil, count: count)) }
 
-    func set(_ index: Int, _ value: String?) { lock.withLock { items[index] = value } }
+    func set(_ index: Int, _ value: String?) { items.withLock { $0[index] = value } }
 
-    var values: [String?] { lock.withLock { items } }
+    var values: [String?] { items.withLock { $0 } }
 }
 
 /// A fresh directory under /tmp, removed by `remove()`.

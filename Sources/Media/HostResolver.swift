@@ -3,8 +3,8 @@ import Glibc
 import Synchronization
 
 /// One address a camera's host name resolved to, ready for `socket` and `connect`.
-/// @unchecked: `sockaddr_storage` is plain bytes, copied with the value.
-public struct ResolvedAddress: @unchecked Sendable {
+/// `sockaddr_storage` is plain bytes, copied with the value.
+public struct ResolvedAddress: Sendable {
     public let family: Int32
     private var storage = sockaddr_storage()
     public let length: socklen_t

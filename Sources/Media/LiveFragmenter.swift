@@ -18,17 +18,9 @@ public final class LiveFragmenter {
 
     /// `stream`: H.264 (or H.265) with its parameter sets.
     public init(stream description: StreamDescription) throws(MediaError) {
-        var ctx: UnsafeMutablePointer<AVFormatContext>? = nil
-        try check(avformat_alloc_output_context2(&ctx, nil, "mp4", nil), "avformat_alloc_output_context2(mp4)")
-        guard let ctx, let st = avformat_new_stream(ctx, nil) else {
-            throw MediaError(operation: "avformat_new_stream", message: "out of memory")
-        }
+        let (ctx, st) = try makeCopyStreamOutput(format: "mp4", path: nil, stream: description, tagsHEVCAsHVC1: true)
         context = ctx
         stream = st
-        avcodec_parameters_copy(st.pointee.codecpar, description.parameters)
-        st.pointee.codecpar.pointee.codec_tag = 0
-        if description.isHEVC { st.pointee.codecpar.pointee.codec_tag = cffmpeg_tag_hvc1() }
-        st.pointee.time_base = sourceTimeBase
         ctx.pointee.pb = sink.context
         ctx.pointee.flags |= AVFMT_FLAG_CUSTOM_IO
         var options: OpaquePointer? = nil

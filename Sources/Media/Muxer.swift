@@ -30,18 +30,11 @@ public final class Muxer {
 
     public init(path: String, container: Container, stream description: StreamDescription) throws(MediaError) {
         self.path = path
-        var ctx: UnsafeMutablePointer<AVFormatContext>? = nil
-        try check(avformat_alloc_output_context2(&ctx, nil, container.formatName, path), "avformat_alloc_output_context2(\(container.formatName))")
-        guard let ctx, let st = avformat_new_stream(ctx, nil) else {
-            throw MediaError(operation: "avformat_new_stream", message: "out of memory")
-        }
+        let (ctx, st) = try makeCopyStreamOutput(
+            format: container.formatName, path: path, stream: description,
+            tagsHEVCAsHVC1: container == .fragmentedMP4)
         context = ctx
         stream = st
-        avcodec_parameters_copy(st.pointee.codecpar, description.parameters)
-        st.pointee.codecpar.pointee.codec_tag = 0
-        // Safari and Apple players play H.265 in MP4 only when tagged `hvc1` (FFmpeg's default is `hev1`).
-        if container == .fragmentedMP4 && description.isHEVC { st.pointee.codecpar.pointee.codec_tag = cffmpeg_tag_hvc1() }
-        st.pointee.time_base = sourceTimeBase
         // Push every packet to the file at once: what a crash can lose is only the open fragment.
         ctx.pointee.flags |= AVFMT_FLAG_FLUSH_PACKETS
         var options: OpaquePointer? = nil

@@ -88,9 +88,9 @@ private let interruptCallback: @convention(c) (UnsafeMutableRawPointer?) -> Int3
 }
 
 /// One connection to a network camera (RTSP or HTTP MJPEG) through libavformat, reading the
-/// video stream's packets as they arrive, without decoding. Used by one thread.
-/// @unchecked: its AVFormatContext is read and closed only by the camera's capture thread.
-public final class NetworkSource: @unchecked Sendable {
+/// video stream's packets as they arrive, without decoding. Used by one thread (the camera's
+/// capture thread): not Sendable, so the compiler keeps it there.
+public final class NetworkSource {
     public enum Transport: String, Sendable { case tcp, udp }
 
     private var context: UnsafeMutablePointer<AVFormatContext>?

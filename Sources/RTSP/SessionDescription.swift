@@ -76,31 +76,7 @@ package struct SessionDescription: Sendable {
                     problems.append("a frame rate of \(CameraText.quoted(value, limit: 24)) (ignored)")
                 }
             case ("video", "fmtp"):
-                let parts = value.split(separator: " ", maxSplits: 1)
-                guard parts.count == 2 else { break }
-                for parameter in parts[1].split(separator: ";") {
-                    let pair = parameter.trimmingSpaces.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                    guard pair.count == 2 else { continue }
-                    let slot: Int
-                    switch pair[0].lowercased() {
-                    case "sprop-parameter-sets", "sprop-vps": slot = 0
-                    case "sprop-sps": slot = 1
-                    case "sprop-pps": slot = 2
-                    default: continue
-                    }
-                    if pair[1].split(separator: ",").isEmpty { problems.append("an empty \(pair[0]) (no parameter set; ignored)") }
-                    for set in pair[1].split(separator: ",") {
-                        guard let bytes = Base64.decode(set), !bytes.isEmpty else {
-                            problems.append("a parameter set that is not base64: \(CameraText.quoted(set, limit: 24)) (ignored)")
-                            continue
-                        }
-                        guard parameterSets.reduce(0, { $0 + $1.count }) + 4 + bytes.count <= RTSPLimits.parameterSetBytes else {
-                            problems.append("parameter sets over \(RTSPLimits.parameterSetBytes) bytes (ignored)")
-                            continue
-                        }
-                        parameterSets[slot] += [0, 0, 0, 1] + bytes
-                    }
-                }
+                readParameterSets(fmtp: value, into: &parameterSets)
             default: break
             }
         }
@@ -108,6 +84,37 @@ package struct SessionDescription: Sendable {
         if audioEncoding == nil, let audioPayloadType {
             // Static payload types need no rtpmap (RFC 3551).
             audioEncoding = [0: "pcm_mulaw", 8: "pcm_alaw", 14: "mp3"][audioPayloadType] ?? "audio (RTP payload type \(audioPayloadType))"
+        }
+    }
+
+    /// The parameter sets of an `a=fmtp` line, base64 in `sprop-parameter-sets` (H.264) or
+    /// `sprop-vps`/`sprop-sps`/`sprop-pps` (H.265), into their slots; what is wrong or over
+    /// `RTSPLimits.parameterSetBytes` in all is left out and named in `problems`.
+    private mutating func readParameterSets(fmtp value: Substring, into parameterSets: inout [[UInt8]]) {
+        let parts = value.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2 else { return }
+        for parameter in parts[1].split(separator: ";") {
+            let pair = parameter.trimmingSpaces.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard pair.count == 2 else { continue }
+            let slot: Int
+            switch pair[0].lowercased() {
+            case "sprop-parameter-sets", "sprop-vps": slot = 0
+            case "sprop-sps": slot = 1
+            case "sprop-pps": slot = 2
+            default: continue
+            }
+            if pair[1].split(separator: ",").isEmpty { problems.append("an empty \(pair[0]) (no parameter set; ignored)") }
+            for set in pair[1].split(separator: ",") {
+                guard let bytes = Base64.decode(set), !bytes.isEmpty else {
+                    problems.append("a parameter set that is not base64: \(CameraText.quoted(set, limit: 24)) (ignored)")
+                    continue
+                }
+                guard parameterSets.reduce(0, { $0 + $1.count }) + 4 + bytes.count <= RTSPLimits.parameterSetBytes else {
+                    problems.append("parameter sets over \(RTSPLimits.parameterSetBytes) bytes (ignored)")
+                    continue
+                }
+                parameterSets[slot] += [0, 0, 0, 1] + bytes
+            }
         }
     }
 

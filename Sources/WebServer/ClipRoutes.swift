@@ -222,8 +222,8 @@ final class ClipJoin: Sendable {
     }
 }
 
-/// A file descriptor read from the reader thread only.
-final class FileDescriptorBox: @unchecked Sendable {
+/// A file descriptor read from the reader thread only; the number itself never changes.
+final class FileDescriptorBox: Sendable {
     private let fd: Int32
     init(_ fd: Int32) { self.fd = fd }
 

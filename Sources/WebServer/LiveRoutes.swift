@@ -25,6 +25,13 @@ struct LiveRoutes: Sendable {
     static let sendBufferBytes = 65_536
 
     func add(to router: Router<WebRequestContext>) {
+        addSnapshot(to: router)
+        addMJPEG(to: router)
+        addWebSocket(to: router)
+    }
+
+    /// `snapshot.jpg`: the latest frame, or 503 while there is none.
+    private func addSnapshot(to router: Router<WebRequestContext>) {
         router.get("/api/v1/cameras/:name/snapshot.jpg") { _, context in
             let (name, live) = try output(context)
             let image: LiveImage
@@ -37,7 +44,10 @@ struct LiveRoutes: Sendable {
                 status: .ok, headers: [.contentType: "image/jpeg", .cacheControl: "no-store"],
                 body: .init(byteBuffer: ByteBuffer(bytes: image.data)))
         }
+    }
 
+    /// `live.mjpeg`: multipart JPEGs, for as long as the client reads.
+    private func addMJPEG(to router: Router<WebRequestContext>) {
         router.get("/api/v1/cameras/:name/live.mjpeg") { _, context in
             let (name, live) = try output(context)
             let place = try claim()
@@ -72,7 +82,11 @@ struct LiveRoutes: Sendable {
                 headers: [.contentType: "multipart/x-mixed-replace; boundary=frame", .cacheControl: "no-store"],
                 body: body)
         }
+    }
 
+    /// `live`: the WebSocket of fragmented MP4 for an H.264 camera; a viewer's place is taken
+    /// only once the upgrade is done.
+    private func addWebSocket(to router: Router<WebRequestContext>) {
         router.ws("/api/v1/cameras/:name/live") { request, context in
             guard origins.allowsOrigin(of: request) else {
                 throw APIError(.forbidden, "WebSocket refused: Origin \(request.headers[.origin] ?? "") is not a page of this server")

@@ -48,7 +48,7 @@ struct CheckConfig: ParsableCommand {
             Console.error("\(error)\n\(file): \(error.diagnostics.count) error(s)\n")
             throw ExitCode.failure
         }
-        let present = V4L2Discovery(system: LinuxV4L2(deviceDirectory: deviceDirectory)).devices()
+        let present = V4L2Discovery(deviceDirectory: deviceDirectory).devices()
             + SyntheticDeviceSource(count: 8).devices()
         let network = noProbe ? NetworkCameraCheck() : NetworkCameraCheck(configuration, timeoutSeconds: timeout)
         let problems = configuration.problems(with: present) + network.problems

@@ -99,7 +99,7 @@ struct Demo: AsyncParsableCommand {
 
     func run() async throws {
         global.bootstrap()
-        do {
+        try await runRecorder {
             let available = devices.isEmpty ? [] : V4L2Discovery().devices()
             var demo = DemoOptions(
                 outputDirectory: output, durationSeconds: duration, cameraCount: cameras,
@@ -114,13 +114,7 @@ struct Demo: AsyncParsableCommand {
             demo.hooks = hooks
             demo.hookTimeoutSeconds = hookTimeout
             demo.listen = listen
-            var options = try demo.recorderOptions()
-            options.handlesSignals = true
-            options.serveWebPage()
-            try await RecorderService(options: options).run()
-        } catch {
-            Console.error("vigil: \(error)\n")
-            throw ExitCode.failure
+            return try demo.recorderOptions()
         }
     }
 }

@@ -53,7 +53,7 @@ struct Devices: ParsableCommand {
             }
             return
         }
-        let listing = DeviceListing(discovery: V4L2Discovery(system: LinuxV4L2(deviceDirectory: deviceDirectory)))
+        let listing = DeviceListing(discovery: V4L2Discovery(deviceDirectory: deviceDirectory))
         Console.write((json ? try listing.json() : listing.text()))
     }
 

@@ -3,6 +3,7 @@ import Capture
 import Foundation
 import Media
 import Recorder
+import Synchronization
 
 struct Motion: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -145,14 +146,34 @@ struct MotionTest: AsyncParsableCommand {
 /// What `vigil motion test` prints: a line per second (the largest changed share, the noise,
 /// light switches, MOTION while an event is under way), then the events; and the picture of
 /// the detector's grid at the peak. Times are seconds from `origin`.
-final class MotionReport: @unchecked Sendable {
-    // @unchecked: used from one thread at a time (the reading loop, or the detection thread).
+final class MotionReport: Sendable {
+    private struct State {
+        var second: (index: Int, maxPercent: Double, noise: Double, lights: Int)?
+        var events: [(start: Double, end: Double, peak: Double)] = []
+        var peak: Peak?
+        /// An event has started and not ended.
+        var inEvent = false
+
+        mutating func end(_ change: MotionEventTracker.Change?, origin: Double) {
+            if case .ended(let start, let end, let p)? = change {
+                events.append((start - origin, end - origin, p))
+                inEvent = false
+            }
+        }
+    }
+
+    /// The detector's grid at the largest changed share.
+    private struct Peak {
+        let percent: Double
+        let cells: [Bool]
+        let masked: [Bool]
+        let width: Int
+        let height: Int
+    }
+
     private let origin: Double
-    private var second: (index: Int, maxPercent: Double, noise: Double, lights: Int)?
-    private var events: [(start: Double, end: Double, peak: Double)] = []
-    private var peak: (percent: Double, cells: [Bool], masked: [Bool], width: Int, height: Int)?
-    /// An event has started and not ended.
-    private var inEvent = false
+    /// `add` runs on the detection thread during a live test, `finish` after it on the caller's.
+    private let state = Mutex(State())
 
     init(origin: Double) {
         self.origin = origin
@@ -161,44 +182,44 @@ final class MotionReport: @unchecked Sendable {
 
     func add(_ sample: MotionDetector.Sample, _ change: MotionEventTracker.Change?, _ detector: MotionDetector) {
         let index = Int(sample.seconds - origin)
-        if let s = second, s.index != index { line(s) ; second = nil }
-        if case .started? = change { inEvent = true }
-        var s = second ?? (index, 0, 0, 0)
-        s.maxPercent = max(s.maxPercent, sample.changedPercent)
-        s.noise = sample.noise
-        if sample.isLightSwitch { s.lights += 1 }
-        second = s
-        if sample.changedPercent > (peak?.percent ?? -1) {
-            let cells = (0..<detector.gridHeight).flatMap { y in (0..<detector.gridWidth).map { detector.isChanged(x: $0, y: y) } }
-            peak = (sample.changedPercent, cells, detector.masked, detector.gridWidth, detector.gridHeight)
-        }
-        if case .ended(let start, let end, let p)? = change {
-            events.append((start - origin, end - origin, p))
-            inEvent = false
+        let cells = { (0..<detector.gridHeight).flatMap { y in (0..<detector.gridWidth).map { detector.isChanged(x: $0, y: y) } } }
+        let (masked, width, height) = (detector.masked, detector.gridWidth, detector.gridHeight)
+        state.withLock { state in
+            if let s = state.second, s.index != index { Self.line(s, inEvent: state.inEvent) ; state.second = nil }
+            if case .started? = change { state.inEvent = true }
+            var s = state.second ?? (index, 0, 0, 0)
+            s.maxPercent = max(s.maxPercent, sample.changedPercent)
+            s.noise = sample.noise
+            if sample.isLightSwitch { s.lights += 1 }
+            state.second = s
+            if sample.changedPercent > (state.peak?.percent ?? -1) {
+                state.peak = Peak(percent: sample.changedPercent, cells: cells(), masked: masked, width: width, height: height)
+            }
+            state.end(change, origin: origin)
         }
     }
 
-    private func line(_ s: (index: Int, maxPercent: Double, noise: Double, lights: Int)) {
+    private static func line(_ s: (index: Int, maxPercent: Double, noise: Double, lights: Int), inEvent: Bool) {
         let state = (s.lights > 0 ? " light switch" : "") + (inEvent ? " MOTION" : "")
         print(String(format: "%6d  %6.2f %%  %5.1f ", s.index, s.maxPercent, s.noise) + state)
     }
 
     /// The last second and the events; `last` is the tracker's final change (a file's end).
     func finish(_ last: MotionEventTracker.Change?) {
-        if let s = second { line(s) }
-        if case .ended(let start, let end, let p)? = last {
-            events.append((start - origin, end - origin, p))
-            inEvent = false
+        state.withLock { state in
+            if let s = state.second { Self.line(s, inEvent: state.inEvent) }
+            state.end(last, origin: origin)
+            let stillUnderWay = state.inEvent
+            let events = state.events
+            print(events.isEmpty && !stillUnderWay ? "No motion event." : "\(events.count + (stillUnderWay ? 1 : 0)) event(s):")
+            for e in events { print(String(format: "  %.1f s – %.1f s, peak %.1f %% of the picture", e.start, e.end, e.peak)) }
+            if stillUnderWay { print("  one still under way when the test ended") }
         }
-        let stillUnderWay = inEvent
-        print(events.isEmpty && !stillUnderWay ? "No motion event." : "\(events.count + (stillUnderWay ? 1 : 0)) event(s):")
-        for e in events { print(String(format: "  %.1f s – %.1f s, peak %.1f %% of the picture", e.start, e.end, e.peak)) }
-        if stillUnderWay { print("  one still under way when the test ended") }
     }
 
     /// The detector's grid, 4 pixels a cell: white changed, dark masked, grey the rest.
     func writePicture(to path: String?) throws {
-        guard let path, let peak else { return }
+        guard let path, let peak = state.withLock({ $0.peak }) else { return }
         let scale = 4
         let (w, h) = (peak.width * scale, peak.height * scale)
         let encoder = try JPEGEncoder(width: w, height: h, quality: 90)

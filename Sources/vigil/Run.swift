@@ -49,14 +49,22 @@ struct Run: AsyncParsableCommand {
 
     func run() async throws {
         global.bootstrap()
-        do {
-            var options = RecorderService.Options(configurationPath: config, dataDirectory: data, durationSeconds: duration)
-            options.handlesSignals = true
-            options.serveWebPage()
-            try await RecorderService(options: options).run()
-        } catch {
-            Console.error("vigil: \(error)\n")
-            throw ExitCode.failure
+        try await runRecorder {
+            RecorderService.Options(configurationPath: config, dataDirectory: data, durationSeconds: duration)
         }
+    }
+}
+
+/// Runs the recorder as `vigil run` and `vigil demo` do: stopped by signals, serving the web page.
+/// Building the options is part of the run, so an error there is said the same way and exits 1.
+func runRecorder(_ makeOptions: () throws -> RecorderService.Options) async throws {
+    do {
+        var options = try makeOptions()
+        options.handlesSignals = true
+        options.serveWebPage()
+        try await RecorderService(options: options).run()
+    } catch {
+        Console.error("vigil: \(error)\n")
+        throw ExitCode.failure
     }
 }

@@ -424,7 +424,7 @@ struct DiskFullErrnoTests {
         defer { small.remove() }
         // No floor at all: only the ENOSPC report can start the sweep.
         let (keeper, events) = try keeperWithoutFloor(small)
-        let free = try #require(StorageKeeper.space(small.path)).free
+        let free = try #require(FreeSpaceFloor.space(small.path)).free
         let old = try place(keeper, camera: "c", endNanos: 1_795_330_620 * second, bytes: Int(free) - 16_384)
         keeper.start()
         events.emit(.error(camera: "c", message: "recording failed (write: some other wording)", errno: .noSpace))
@@ -443,10 +443,10 @@ struct DiskFullErrnoTests {
         for still in [old, new] {
             try FileManager.default.createDirectory(atPath: (still as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         }
-        let free = try #require(StorageKeeper.space(small.path)).free
+        let free = try #require(FreeSpaceFloor.space(small.path)).free
         try Data(count: Int(free) - 65_536).write(to: URL(fileURLWithPath: old))
-        try Data(count: Int(try #require(StorageKeeper.space(small.path)).free)).write(to: URL(fileURLWithPath: new))
-        #expect(try #require(StorageKeeper.space(small.path)).free == 0)
+        try Data(count: Int(try #require(FreeSpaceFloor.space(small.path)).free)).write(to: URL(fileURLWithPath: new))
+        #expect(try #require(FreeSpaceFloor.space(small.path)).free == 0)
         let keeper = try StorageKeeper.open(root: small.path, policy: RetentionPolicy(), events: RecorderEvents())
         #expect(keeper.index.path == StorageLayout(root: small.path).indexPath, "the index file, not one in memory")
         #expect(!FileManager.default.fileExists(atPath: old), "the oldest recording made room")
@@ -461,7 +461,7 @@ struct DiskFullErrnoTests {
         let now: Int64 = 1_795_330_620 * second
         let old = try place(keeper, camera: "c", endNanos: now - day, bytes: 1_000_000)
         // Someone else's file takes every block left: the next index write finds the disk full.
-        let free = try #require(StorageKeeper.space(small.path)).free
+        let free = try #require(FreeSpaceFloor.space(small.path)).free
         try Data(count: Int(free)).write(to: URL(fileURLWithPath: "\(small.path)/filler"))
         keeper.start()
         let segment = "\(small.path)/c/video/\(StorageLayout.utcStamp(now).day)/c-\(StorageLayout.utcStamp(now).stamp).mp4"
@@ -479,7 +479,7 @@ struct DiskFullErrnoTests {
         try FileManager.default.createDirectory(atPath: (still as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         try Data(count: 500).write(to: URL(fileURLWithPath: still))
         // Fill every last block.
-        let free = try #require(StorageKeeper.space(small.path)).free
+        let free = try #require(FreeSpaceFloor.space(small.path)).free
         try? Data(count: Int(free)).write(to: URL(fileURLWithPath: "\(small.path)/filler"))
         try? Data(count: 4096).write(to: URL(fileURLWithPath: "\(small.path)/filler2"))
         let keeper = try StorageKeeper.open(root: small.path, policy: RetentionPolicy(), events: RecorderEvents())
@@ -505,7 +505,7 @@ struct DiskFullErrnoTests {
         #expect(keeper.recovery.quarantined == 1)
         let segment = try place(keeper, camera: "porch", endNanos: now - day, bytes: 1_000_000)
         // Someone else's file fills the disk to below the floor.
-        let free = try #require(StorageKeeper.space(small.path)).free
+        let free = try #require(FreeSpaceFloor.space(small.path)).free
         try Data(count: Int(free) - 512 * 1024).write(to: URL(fileURLWithPath: "\(small.path)/filler"))
         keeper.checkFreeSpace(SystemClocks.monotonicNanos())
         #expect(try keeper.index.entries(states: [.quarantined]).isEmpty)
@@ -522,7 +522,7 @@ struct IndexDiskFullTests {
         defer { small.remove() }
         let index = try RecordingIndex(root: small.path)
         // Leave a few blocks, then write rows until SQLite cannot grow its WAL.
-        let free = try #require(StorageKeeper.space(small.path)).free
+        let free = try #require(FreeSpaceFloor.space(small.path)).free
         try Data(count: Int(free) - 8192).write(to: URL(fileURLWithPath: "\(small.path)/filler"))
         let error = #expect(throws: RecorderError.self) {
             for n in 0..<100_000 {

@@ -85,33 +85,33 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     public static let gapNanos: Int64 = 2_000_000_000
 
     // Worker-thread state.
-    private let converter = PictureConverter(range: .video)
-    private var encoder: VideoEncoder?
-    private var encoderKey: (width: Int, height: Int, format: PixelFormat)?
-    private let packet = Packet()
-    private var segment: SegmentFile?
+    let converter = PictureConverter(range: .video)
+    var encoder: VideoEncoder?
+    var encoderKey: (width: Int, height: Int, format: PixelFormat)?
+    let packet = Packet()
+    var segment: SegmentFile?
     /// Frames sent to the encoder whose packets have not come out yet: (pts, wall time, first of a new segment).
-    private var inFlight: [(pts: Int64, wallNanos: Int64, startsSegment: Bool)] = []
+    var inFlight: [(pts: Int64, wallNanos: Int64, startsSegment: Bool)] = []
     private var currentSlot: Int64 = .min
-    private var lastPTS: Int64 = .min
-    private var originMonotonic: Int64?
+    var lastPTS: Int64 = .min
+    var originMonotonic: Int64?
     /// The capture time of the last frame recorded (to find gaps).
     private var lastFrameMonotonic: Int64?
     private var restartAfterFailureAt: Int64?
     private var lastFailureReport: Int64?
-    private let status = StatusBox()
+    let status = StatusBox()
     private var gate: ScheduleGate
     /// Stream copy: a new segment is due and starts at the next keyframe.
-    private var cutPending = false
+    var cutPending = false
     /// Frames copied from the camera before a segment could start at a keyframe (reported).
-    private var framesBeforeKeyframe = 0
+    var framesBeforeKeyframe = 0
     /// The MJPEG description of the current size (a camera's MJPEG frames carry none).
-    private var mjpegStream: StreamDescription?
+    var mjpegStream: StreamDescription?
     /// H.264/H.265: the last frame copied, and whether a frame was dropped since (the frames
     /// after a lost one cannot be decoded: they are skipped up to the next keyframe).
-    private var lastCopiedSequence: UInt64?
-    private var skipsToKeyframe = false
-    private var framesSkippedAfterLoss = 0
+    var lastCopiedSequence: UInt64?
+    var skipsToKeyframe = false
+    var framesSkippedAfterLoss = 0
     /// Capture-thread copy of the schedule, so frames outside it are never queued at all.
     private var admission: ScheduleGate
     /// Whether the worker has a segment or an encoder open (or packets held back); while it
@@ -121,11 +121,11 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     private let written = Atomic<Int>(0)
     private let failures = Atomic<Int>(0)
     /// The camera's live view, which reuses this output's H.264 packets (no second encoder).
-    private let live = Mutex<LiveMP4Feed?>(nil)
+    let live = Mutex<LiveMP4Feed?>(nil)
     /// The encoder's stream description, made once per encoder for the live feed.
-    private var liveStream: StreamDescription?
+    var liveStream: StreamDescription?
     /// Motion only: what is held back until it is known whether motion was near it.
-    private let preroll: PrerollDelay?
+    let preroll: PrerollDelay?
     /// Motion only: the wall-clock slot of the open segment.
     private var segmentSlot: Int64 = .min
 
@@ -249,161 +249,12 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         skipsToKeyframe = false
     }
 
-    // MARK: - Stream copy
-
-    /// Copies a compressed frame as it is. A segment starts only at a keyframe: when a new
-    /// segment is due (a wall-clock boundary, new stream parameters) frames go on into the old
-    /// segment until the next keyframe, which opens the new one, so no frame is lost or repeated
-    /// at a boundary. A frame that `breaks` the timeline (a gap, or camera times that could not
-    /// stay increasing) ends the segment before it.
-    private func copy(_ frame: CapturedFrame, startsSegment: Bool, breaks: Bool) throws {
-        if frame.format == .mjpeg && !JPEGCheck.looksComplete(frame.bytes) {
-            logger.warning("camera \(context?.cameraID ?? "?"): dropped a truncated or corrupt MJPEG frame (\(frame.byteCount) bytes)")
-            return
-        }
-        if frame.format.isVideoCodec {
-            if let last = lastCopiedSequence, frame.sequence != last &+ 1, !frame.isKeyframe { skipsToKeyframe = true }
-            lastCopiedSequence = frame.sequence
-            if skipsToKeyframe && frame.isKeyframe {
-                skipsToKeyframe = false
-                logger.warning("camera \(context?.cameraID ?? "?"): \(framesSkippedAfterLoss) frame(s) after a dropped one could not be decoded and were skipped up to this keyframe")
-                framesSkippedAfterLoss = 0
-            }
-            if skipsToKeyframe {
-                framesSkippedAfterLoss += 1
-                return
-            }
-        }
-        let stream = frame.stream ?? mjpegDescription(width: frame.width, height: frame.height)
-        if let preroll {
-            // Motion only: held back; segments are opened and cut when it is released.
-            if breaks {
-                originMonotonic = nil
-                lastPTS = .min
-            }
-            preroll.hold(
-                frame.bytes, pts: nextPTS(for: frame), presentationDelay: frame.presentationDelayNanos * 9 / 100_000,
-                keyframe: frame.isKeyframe, wallNanos: frame.wallNanos, stream: stream,
-                container: settings.container(for: frame.format), breaksBefore: breaks)
-            releaseHeld(now: frame.wallNanos)
-            return
-        }
-        if let open = segment, open.stream !== stream, !open.stream.matches(stream) {
-            // The old segment cannot take packets of other parameters.
-            closeSegment()
-            cutPending = true
-        }
-        if breaks {
-            // A gap, or the camera's times broke: end here, and time the next segment afresh.
-            closeSegment()
-            originMonotonic = nil
-            lastPTS = .min
-        }
-        if startsSegment || breaks { cutPending = true }
-        if cutPending && frame.isKeyframe {
-            cutPending = false
-            let pts = nextPTS(for: frame)
-            closeSegment()
-            try openSegment(stream: stream, container: settings.container(for: frame.format), startPTS: pts, wallNanos: frame.wallNanos)
-            if framesBeforeKeyframe > 0 {
-                logger.notice("camera \(context?.cameraID ?? "?"): \(framesBeforeKeyframe) frame(s) before the first keyframe could not start a segment and were skipped")
-                framesBeforeKeyframe = 0
-            }
-            try write(frame, pts: pts)
-            return
-        }
-        guard segment != nil else {
-            if cutPending { framesBeforeKeyframe += 1 }
-            return
-        }
-        try write(frame, pts: nextPTS(for: frame))
-    }
-
-    /// Copies a camera's packet; `pts` is its decode time on the segment's clock, and a frame
-    /// that B-frames follow is shown its `presentationDelayNanos` later.
-    private func write(_ frame: CapturedFrame, pts: Int64) throws {
-        packet.borrow(frame.bytes, pts: pts, keyframe: frame.isKeyframe)
-        defer { packet.unref() }
-        try write(packet, pts: pts, presentationDelay: frame.presentationDelayNanos * 9 / 100_000, wallNanos: frame.wallNanos)
-    }
-
-    private func mjpegDescription(width: Int, height: Int) -> StreamDescription {
-        if let d = mjpegStream, d.width == width, d.height == height { return d }
-        let d = StreamDescription(mjpegWidth: width, height: height)
-        mjpegStream = d
-        return d
-    }
-
-    // MARK: - H.264
-
-    private func encode(_ frame: CapturedFrame, _ connection: ConnectionSettings, _ encoderSettings: EncoderSettings, startsSegment: Bool) throws {
-        let picture = try converter.picture(
-            from: frame.bytes, format: frame.format, width: frame.width, height: frame.height,
-            rotation: connection.rotation, mirrored: connection.isMirrored)
-        var startsSegment = startsSegment
-        let pictureFormat = picture.pixelFormat ?? .yuv420p
-        if encoderKey == nil || encoderKey! != (picture.width, picture.height, pictureFormat) {
-            // A new size needs a new encoder: finish the old one and its segment first.
-            if encoder != nil {
-                try encoder!.sendEndOfStream()
-                try drainPackets()
-                releaseHeld(all: true)
-                closeSegment()
-            }
-            var settings = encoderSettings
-            settings.threads = EncoderThreading.threads(configured: encoderSettings.threads)
-            encoder = try VideoEncoder(
-                width: picture.width, height: picture.height,
-                framesPerSecond: context?.frameRate ?? 30, settings: settings, pixelFormat: pictureFormat)
-            status.threads = settings.threads
-            encoderKey = (picture.width, picture.height, pictureFormat)
-            liveStream = encoder!.streamDescription()
-            startsSegment = true
-        }
-        let pts = nextPTS(for: frame)
-        inFlight.append((pts, frame.wallNanos, startsSegment))
-        _ = try encoder!.send(picture, pts: pts, keyframe: startsSegment)
-        try drainPackets()
-    }
-
-    /// Routes each packet to the segment its frame belongs to. A boundary frame was forced to be
-    /// a keyframe; the old segment is closed only when that keyframe comes out of the encoder,
-    /// so frames still inside the encoder land in the segment they were captured in.
-    private func drainPackets() throws {
-        while try encoder!.receive(into: packet) == .ok {
-            defer { packet.unref() }
-            let pts = packet.pts
-            guard let index = inFlight.firstIndex(where: { $0.pts == pts }) else { continue }
-            let info = inFlight[index]
-            inFlight.removeSubrange(0...index)
-            if let preroll, let liveStream {
-                // Motion only: held back; written when motion comes near it (`releaseHeld`).
-                preroll.hold(
-                    packet.bytes, pts: pts, presentationDelay: 0, keyframe: packet.isKeyframe, wallNanos: info.wallNanos,
-                    stream: liveStream, container: settings.container, breaksBefore: false)
-                releaseHeld(now: info.wallNanos)
-            } else {
-                // Only a forced keyframe opens a segment; while none is open after a failure,
-                // packets are discarded until the retry's keyframe.
-                if info.startsSegment {
-                    closeSegment()
-                    try openSegment(stream: encoder!.streamDescription(), startPTS: pts, wallNanos: info.wallNanos)
-                }
-                try write(packet, pts: pts, wallNanos: info.wallNanos)
-            }
-            // The live view shows every packet, recorded or held.
-            if let feed = live.withLock({ $0 }), let liveStream {
-                feed.append(packet.bytes, dts: pts, keyframe: packet.isKeyframe, stream: liveStream, wallNanos: info.wallNanos)
-            }
-        }
-    }
-
     // MARK: - Motion only
 
     /// Writes the held groups of pictures that are due (all of them when the recording stops):
     /// a group with motion near any of its frames is written, from its keyframe; one without
     /// ends the open file. Files are cut on the wall-clock grid at the first keyframe of a new slot.
-    private func releaseHeld(now: Int64 = .max, all: Bool = false) {
+    func releaseHeld(now: Int64 = .max, all: Bool = false) {
         guard let preroll, let motion = settings.motionOnly else { return }
         let pre = Int64(motion.preSeconds * 1e9), post = Int64(motion.postSeconds * 1e9)
         let segmentNanos = Int64(settings.segmentSeconds) * 1_000_000_000
@@ -440,7 +291,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     // MARK: - Segments
 
     /// Presentation time from the frame's monotonic capture time, strictly increasing.
-    private func nextPTS(for frame: CapturedFrame) -> Int64 {
+    func nextPTS(for frame: CapturedFrame) -> Int64 {
         if originMonotonic == nil { originMonotonic = frame.monotonicNanos }
         var pts = (frame.monotonicNanos - originMonotonic!) * 9 / 100_000
         if pts <= lastPTS { pts = lastPTS + 1 }
@@ -448,7 +299,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         return pts
     }
 
-    private func openSegment(stream: StreamDescription, container: Container? = nil, startPTS: Int64, wallNanos: Int64) throws {
+    func openSegment(stream: StreamDescription, container: Container? = nil, startPTS: Int64, wallNanos: Int64) throws {
         restartAfterFailureAt = nil
         guard let cameraID = context?.cameraID else { return }
         let container = container ?? settings.container
@@ -461,7 +312,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
 
     /// Writes a packet into the open segment; after a failure, the first successful write says
     /// that recording resumed.
-    private func write(_ packet: Packet, pts: Int64, presentationDelay: Int64 = 0, wallNanos: Int64) throws {
+    func write(_ packet: Packet, pts: Int64, presentationDelay: Int64 = 0, wallNanos: Int64) throws {
         guard let segment else { return }
         try segment.write(packet, pts: pts, presentationDelay: presentationDelay, wallNanos: wallNanos)
         written.add(1, ordering: .relaxed)
@@ -471,7 +322,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         }
     }
 
-    private func closeSegment() {
+    func closeSegment() {
         guard let current = segment else { return }
         segment = nil
         status.path = nil
@@ -508,34 +359,5 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         let camera = context?.cameraID ?? "?"
         logger.error("camera \(camera): \(message)")
         emit(.runtimeError(camera: camera, message: message, errno: errno))
-    }
-}
-
-/// The current file name, encoder threads and picture size, read by status displays on other threads.
-final class StatusBox: Sendable {
-    private let value = Mutex<(path: String?, threads: Int, frameSize: (width: Int, height: Int)?)>((nil, 0, nil))
-    var path: String? {
-        get { value.withLock { $0.path } }
-        set { value.withLock { $0.path = newValue } }
-    }
-    var threads: Int {
-        get { value.withLock { $0.threads } }
-        set { value.withLock { $0.threads = newValue } }
-    }
-    var frameSize: (width: Int, height: Int)? {
-        get { value.withLock { $0.frameSize } }
-        set { value.withLock { $0.frameSize = newValue } }
-    }
-}
-
-/// Cheap structural checks of a JPEG frame, to drop truncated USB frames before a muxer sees them.
-enum JPEGCheck {
-    static func looksComplete(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        guard bytes.count >= 4 else { return false }
-        // SOI at the start; EOI at the end (cameras may pad with zeros after it).
-        guard bytes[0] == 0xFF, bytes[1] == 0xD8 else { return false }
-        var end = bytes.count
-        while end > 2 && bytes[end - 1] == 0 { end -= 1 }
-        return bytes[end - 2] == 0xFF && bytes[end - 1] == 0xD9
     }
 }

@@ -63,7 +63,7 @@ final class V4L2Stream: CaptureStream {
             for i in 0..<buffers.count { try queue(UInt32(i)) }
             let system = self.system, mapped = MappedBuffers(buffers)
             lender = BufferLender(buffers: buffers.count) {
-                for b in mapped.buffers { system.munmap(b.address, length: b.length) }
+                mapped.unmap(with: system)
             }
             var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
             try call("VIDIOC_STREAMON", CV4L2_VIDIOC_STREAMON, &type)
@@ -272,8 +272,17 @@ final class V4L2Stream: CaptureStream {
 }
 
 /// The mapped driver buffers, for unmapping from whichever thread releases the last lent frame.
-/// @unchecked: the addresses are only passed to `munmap`, once.
-private struct MappedBuffers: @unchecked Sendable {
-    let buffers: [(address: UnsafeMutableRawPointer, length: Int)]
-    init(_ buffers: [(address: UnsafeMutableRawPointer, length: Int)]) { self.buffers = buffers }
+/// Kept as plain addresses (numbers, so Sendable): nothing reads through them, they are only
+/// passed to `munmap`, once.
+private struct MappedBuffers: Sendable {
+    private let buffers: [(address: UInt, length: Int)]
+    init(_ buffers: [(address: UnsafeMutableRawPointer, length: Int)]) {
+        self.buffers = buffers.map { (UInt(bitPattern: $0.address), $0.length) }
+    }
+
+    func unmap(with system: any V4L2System) {
+        for b in buffers {
+            if let address = UnsafeMutableRawPointer(bitPattern: b.address) { system.munmap(address, length: b.length) }
+        }
+    }
 }

@@ -7,9 +7,15 @@ import SystemPackage
 /// stable identity that survives replugging (by-id name with the USB serial, else bus position,
 /// else the node path).
 public struct V4L2Discovery: Sendable {
-    public let system: any V4L2System
+    package let system: any V4L2System
 
-    public init(system: any V4L2System = LinuxV4L2()) {
+    /// Cameras under `deviceDirectory` on the real kernel.
+    public init(deviceDirectory: String = "/dev") {
+        self.init(system: LinuxV4L2(deviceDirectory: deviceDirectory))
+    }
+
+    /// Cameras behind another kernel seam (tests' emulated V4L2).
+    package init(system: any V4L2System) {
         self.system = system
     }
 

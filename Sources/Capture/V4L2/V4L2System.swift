@@ -4,8 +4,9 @@ import Glibc
 
 /// The syscalls a V4L2 camera is driven through. The real kernel sits behind `LinuxV4L2`;
 /// tests put an emulated device in the same place. Results ≥ 0 mean success, negative
-/// results are `-errno`, exactly as the kernel reports them.
-public protocol V4L2System: Sendable {
+/// results are `-errno`, exactly as the kernel reports them. `package`: its raw ioctl pointers
+/// stay inside Vigil (Capture, and CaptureTesting's emulated kernel), out of the public API.
+package protocol V4L2System: Sendable {
     /// Opens a node non-blocking for streaming.
     func open(_ path: String) -> Int32
     func close(_ fd: Int32)
@@ -30,14 +31,14 @@ public struct LinuxV4L2: V4L2System {
         self.deviceDirectory = deviceDirectory
     }
 
-    public func open(_ path: String) -> Int32 {
+    package func open(_ path: String) -> Int32 {
         let fd = Glibc.open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)
         return fd >= 0 ? fd : -errno
     }
 
-    public func close(_ fd: Int32) { _ = Glibc.close(fd) }
+    package func close(_ fd: Int32) { _ = Glibc.close(fd) }
 
-    public func ioctl(_ fd: Int32, _ request: UInt, _ argument: UnsafeMutableRawPointer) -> Int32 {
+    package func ioctl(_ fd: Int32, _ request: UInt, _ argument: UnsafeMutableRawPointer) -> Int32 {
         while true {
             let r = cv4l2_ioctl(fd, request, argument)
             if r >= 0 { return r }
@@ -45,15 +46,15 @@ public struct LinuxV4L2: V4L2System {
         }
     }
 
-    public func mmap(_ fd: Int32, length: Int, offset: Int) -> (address: UnsafeMutableRawPointer?, error: Int32) {
+    package func mmap(_ fd: Int32, length: Int, offset: Int) -> (address: UnsafeMutableRawPointer?, error: Int32) {
         let p = Glibc.mmap(nil, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off_t(offset))
         if p == MAP_FAILED { return (nil, -errno) }
         return (p, 0)
     }
 
-    public func munmap(_ address: UnsafeMutableRawPointer, length: Int) { _ = Glibc.munmap(address, length) }
+    package func munmap(_ address: UnsafeMutableRawPointer, length: Int) { _ = Glibc.munmap(address, length) }
 
-    public func poll(_ fd: Int32, timeoutMilliseconds: Int32) -> (result: Int32, events: Int16) {
+    package func poll(_ fd: Int32, timeoutMilliseconds: Int32) -> (result: Int32, events: Int16) {
         var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         let r = Glibc.poll(&p, 1, timeoutMilliseconds)
         return (r >= 0 ? r : -errno, p.revents)

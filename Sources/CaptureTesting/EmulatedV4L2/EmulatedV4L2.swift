@@ -12,9 +12,9 @@ import Media
 /// memory file per buffer), so leaks show up in /proc/self/fd and /proc/self/maps.
 /// @unchecked: open files, cameras and mappings are guarded by `lock` (an NSCondition: blocking polls wait on it).
 public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
-    private let lock = NSCondition()
+    let lock = NSCondition()
     private var cameras: [EmulatedCamera] = []
-    private var files: [Int32: OpenFile] = [:]
+    var files: [Int32: OpenFile] = [:]
     private var mappings: [UnsafeMutableRawPointer: Int] = [:]
     /// CPU time spent producing frames (painting, encoding, copying): the emulator's own cost,
     /// which benchmarks subtract.
@@ -90,7 +90,7 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
 
     /// Like uvcvideo: once one open file of a camera has buffers, the camera is that file's until
     /// it releases them; any other gets EBUSY. (Called with the lock held.)
-    private func isHeldByAnother(_ file: OpenFile) -> Bool {
+    func isHeldByAnother(_ file: OpenFile) -> Bool {
         files.values.contains { $0 !== file && $0.camera === file.camera && !$0.buffers.isEmpty }
     }
     public var mappingCount: Int { lock.withLock { mappings.count } }
@@ -108,7 +108,7 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
 
     // MARK: - Syscalls
 
-    public func open(_ path: String) -> Int32 {
+    package func open(_ path: String) -> Int32 {
         lock.withLock {
             guard let camera = cameras.first(where: { $0.node == path && $0.isPlugged }) else { return -ENOENT }
             if let e = camera.openError { return -e }
@@ -120,7 +120,7 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
         }
     }
 
-    public func close(_ fd: Int32) {
+    package func close(_ fd: Int32) {
         lock.withLock {
             guard let file = files.removeValue(forKey: fd) else { return }
             file.releaseBuffers()
@@ -128,7 +128,7 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
         }
     }
 
-    public func mmap(_ fd: Int32, length: Int, offset: Int) -> (address: UnsafeMutableRawPointer?, error: Int32) {
+    package func mmap(_ fd: Int32, length: Int, offset: Int) -> (address: UnsafeMutableRawPointer?, error: Int32) {
         lock.withLock {
             guard let file = files[fd] else { return (nil, -EBADF) }
             guard file.camera.isPlugged else { return (nil, -ENODEV) }
@@ -140,13 +140,13 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
         }
     }
 
-    public func munmap(_ address: UnsafeMutableRawPointer, length: Int) {
+    package func munmap(_ address: UnsafeMutableRawPointer, length: Int) {
         lock.withLock {
             if mappings.removeValue(forKey: address) != nil { Glibc.munmap(address, length) }
         }
     }
 
-    public func poll(_ fd: Int32, timeoutMilliseconds: Int32) -> (result: Int32, events: Int16) {
+    package func poll(_ fd: Int32, timeoutMilliseconds: Int32) -> (result: Int32, events: Int16) {
         lock.lock()
         defer { lock.unlock() }
         let deadline = Date().addingTimeInterval(Double(max(0, timeoutMilliseconds)) / 1000)
@@ -166,204 +166,15 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
         }
     }
 
-    public func videoNodes() -> [String] {
+    package func videoNodes() -> [String] {
         lock.withLock { cameras.filter(\.isPlugged).map(\.node).sorted() }
     }
 
-    public func stableNames() -> [String: String] {
+    package func stableNames() -> [String: String] {
         lock.withLock {
             var names: [String: String] = [:]
             for c in cameras where c.isPlugged && !c.isMetadataNode { if let s = c.stableName { names[c.node] = s } }
             return names
-        }
-    }
-
-    public func ioctl(_ fd: Int32, _ request: UInt, _ argument: UnsafeMutableRawPointer) -> Int32 {
-        lock.lock()
-        defer { lock.unlock() }
-        guard let file = files[fd] else { return -EBADF }
-        let camera = file.camera
-        guard camera.isPlugged else { return -ENODEV }
-        switch request {
-        case CV4L2_VIDIOC_QUERYCAP:
-            let cap = argument.assumingMemoryBound(to: v4l2_capability.self)
-            cap.pointee = v4l2_capability()
-            Self.copy(camera.driver, into: &cap.pointee.driver)
-            Self.copy(camera.card, into: &cap.pointee.card)
-            Self.copy(camera.bus, into: &cap.pointee.bus_info)
-            let own = camera.isMetadataNode ? UInt32(V4L2_CAP_META_CAPTURE) : UInt32(V4L2_CAP_VIDEO_CAPTURE)
-            cap.pointee.device_caps = own | UInt32(V4L2_CAP_STREAMING)
-            cap.pointee.capabilities = UInt32(V4L2_CAP_VIDEO_CAPTURE) | UInt32(V4L2_CAP_META_CAPTURE)
-                | UInt32(V4L2_CAP_STREAMING) | UInt32(V4L2_CAP_DEVICE_CAPS)
-            return 0
-        case CV4L2_VIDIOC_ENUM_FMT:
-            let d = argument.assumingMemoryBound(to: v4l2_fmtdesc.self)
-            guard !camera.isMetadataNode, Int(d.pointee.index) < camera.formats.count else { return -EINVAL }
-            let f = camera.formats[Int(d.pointee.index)]
-            d.pointee.pixelformat = V4L2Discovery.fourcc(f.pixelFormat)
-            d.pointee.flags = f.pixelFormat.isCompressed ? UInt32(V4L2_FMT_FLAG_COMPRESSED) : 0
-            Self.copy(f.pixelFormat == .mjpeg ? "Motion-JPEG" : f.pixelFormat == .h264 ? "H.264" : "YUYV 4:2:2", into: &d.pointee.description)
-            return 0
-        case CV4L2_VIDIOC_ENUM_FRAMESIZES:
-            let e = argument.assumingMemoryBound(to: v4l2_frmsizeenum.self)
-            guard let f = camera.formats.first(where: { V4L2Discovery.fourcc($0.pixelFormat) == e.pointee.pixel_format }),
-                  Int(e.pointee.index) < f.sizes.count else { return -EINVAL }
-            e.pointee.type = V4L2_FRMSIZE_TYPE_DISCRETE.rawValue
-            e.pointee.discrete.width = UInt32(f.sizes[Int(e.pointee.index)].width)
-            e.pointee.discrete.height = UInt32(f.sizes[Int(e.pointee.index)].height)
-            return 0
-        case CV4L2_VIDIOC_ENUM_FRAMEINTERVALS:
-            let e = argument.assumingMemoryBound(to: v4l2_frmivalenum.self)
-            guard let f = camera.formats.first(where: { V4L2Discovery.fourcc($0.pixelFormat) == e.pointee.pixel_format }),
-                  f.sizes.contains(where: { $0.width == e.pointee.width && $0.height == e.pointee.height }),
-                  Int(e.pointee.index) < f.frameRates.count else { return -EINVAL }
-            e.pointee.type = V4L2_FRMIVAL_TYPE_DISCRETE.rawValue
-            e.pointee.discrete = v4l2_fract(numerator: 1000, denominator: UInt32(f.frameRates[Int(e.pointee.index)] * 1000))
-            return 0
-        case CV4L2_VIDIOC_G_FMT, CV4L2_VIDIOC_S_FMT:
-            let f = argument.assumingMemoryBound(to: v4l2_format.self)
-            guard f.pointee.type == V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue, !camera.isMetadataNode else { return -EINVAL }
-            if request == CV4L2_VIDIOC_S_FMT {
-                if !file.buffers.isEmpty || camera.isBusy || isHeldByAnother(file) { return -EBUSY }
-                file.choose(width: Int(f.pointee.fmt.pix.width), height: Int(f.pointee.fmt.pix.height), fourcc: f.pointee.fmt.pix.pixelformat)
-            }
-            f.pointee.fmt.pix.width = UInt32(file.width)
-            f.pointee.fmt.pix.height = UInt32(file.height)
-            f.pointee.fmt.pix.pixelformat = V4L2Discovery.fourcc(file.pixelFormat)
-            f.pointee.fmt.pix.field = V4L2_FIELD_NONE.rawValue
-            f.pointee.fmt.pix.bytesperline = file.pixelFormat.isCompressed ? 0 : UInt32(file.width * 2)
-            f.pointee.fmt.pix.sizeimage = UInt32(file.frameBytes)
-            return 0
-        case CV4L2_VIDIOC_G_PARM, CV4L2_VIDIOC_S_PARM:
-            let p = argument.assumingMemoryBound(to: v4l2_streamparm.self)
-            if request == CV4L2_VIDIOC_S_PARM {
-                let t = p.pointee.parm.capture.timeperframe
-                if t.numerator > 0 { file.chooseRate(Double(t.denominator) / Double(t.numerator)) }
-            }
-            p.pointee.parm.capture.capability = UInt32(V4L2_CAP_TIMEPERFRAME)
-            p.pointee.parm.capture.timeperframe = v4l2_fract(numerator: 1000, denominator: UInt32(file.frameRate * 1000))
-            return 0
-        case CV4L2_VIDIOC_REQBUFS:
-            let r = argument.assumingMemoryBound(to: v4l2_requestbuffers.self)
-            guard r.pointee.memory == V4L2_MEMORY_MMAP.rawValue else { return -EINVAL }
-            if file.streaming || ((camera.isBusy || isHeldByAnother(file)) && r.pointee.count > 0) { return -EBUSY }
-            file.releaseBuffers()
-            if r.pointee.count > 0 {
-                let count = min(Int(r.pointee.count), 8)
-                do { try file.allocateBuffers(count) } catch { file.releaseBuffers(); return -ENOMEM }
-            }
-            r.pointee.count = UInt32(file.buffers.count)
-            return 0
-        case CV4L2_VIDIOC_QUERYBUF:
-            let b = argument.assumingMemoryBound(to: v4l2_buffer.self)
-            guard Int(b.pointee.index) < file.buffers.count else { return -EINVAL }
-            let buffer = file.buffers[Int(b.pointee.index)]
-            b.pointee.length = UInt32(buffer.length)
-            b.pointee.m.offset = UInt32(buffer.offset)
-            b.pointee.flags = UInt32(V4L2_BUF_FLAG_MAPPED) | (buffer.state == .queued ? UInt32(V4L2_BUF_FLAG_QUEUED) : 0)
-            return 0
-        case CV4L2_VIDIOC_QBUF:
-            let b = argument.assumingMemoryBound(to: v4l2_buffer.self)
-            guard Int(b.pointee.index) < file.buffers.count, file.buffers[Int(b.pointee.index)].state == .dequeued else { return -EINVAL }
-            file.buffers[Int(b.pointee.index)].state = .queued
-            file.buffers[Int(b.pointee.index)].queuedAt = file.nextQueueTicket()
-            return 0
-        case CV4L2_VIDIOC_DQBUF:
-            let b = argument.assumingMemoryBound(to: v4l2_buffer.self)
-            produceDueFrames(file)
-            if let failure = camera.dequeueFailure, file.dequeuedFrames >= failure.frames {
-                camera.dequeueFailure = nil
-                return -failure.errno
-            }
-            guard let i = file.oldestDone() else { return file.streaming ? -EAGAIN : -EINVAL }
-            let buffer = file.buffers[i]
-            file.buffers[i].state = .dequeued
-            b.pointee.index = UInt32(i)
-            b.pointee.bytesused = UInt32(buffer.bytesUsed)
-            b.pointee.flags = buffer.flags | UInt32(V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC)
-            b.pointee.field = V4L2_FIELD_NONE.rawValue
-            b.pointee.sequence = buffer.sequence
-            b.pointee.timestamp = timeval(tv_sec: Int(buffer.timestampNanos / 1_000_000_000), tv_usec: Int(buffer.timestampNanos % 1_000_000_000 / 1000))
-            b.pointee.length = UInt32(buffer.length)
-            b.pointee.m.offset = UInt32(buffer.offset)
-            file.dequeuedFrames += 1
-            if buffer.isCorrupt { camera.corruptFramesDequeued += 1 }
-            if let limit = camera.unplugAfterFrames, file.dequeuedFrames >= limit {
-                camera.unplugAfterFrames = nil
-                camera.isPlugged = false
-                lock.broadcast()
-            }
-            return 0
-        case CV4L2_VIDIOC_STREAMON:
-            if let e = camera.streamOnError { return -e }
-            guard !file.buffers.isEmpty else { return -EINVAL }
-            file.prepareFrames()
-            file.streaming = true
-            camera.streamStarts += 1
-            file.sequence = 0
-            file.nextFrameDue = Capture.SystemClocks.monotonicNanos() + file.intervalNanos
-            lock.broadcast()
-            return 0
-        case CV4L2_VIDIOC_STREAMOFF:
-            file.streaming = false
-            file.nextFrameDue = nil
-            for i in file.buffers.indices { file.buffers[i].state = .dequeued }
-            return 0
-        case CV4L2_VIDIOC_QUERY_EXT_CTRL:
-            let q = argument.assumingMemoryBound(to: v4l2_query_ext_ctrl.self)
-            let wanted = q.pointee.id
-            let next = wanted & CV4L2_CTRL_FLAG_NEXT_CTRL != 0
-            let base = wanted & ~(CV4L2_CTRL_FLAG_NEXT_CTRL | CV4L2_CTRL_FLAG_NEXT_COMPOUND)
-            let sorted = camera.controls.sorted { $0.id < $1.id }
-            guard let c = next ? sorted.first(where: { $0.id > base }) : sorted.first(where: { $0.id == base }) else { return -EINVAL }
-            q.pointee = v4l2_query_ext_ctrl()
-            q.pointee.id = c.id
-            q.pointee.type = c.type.rawValue
-            Self.copy(c.name, into: &q.pointee.name)
-            q.pointee.minimum = c.minimum
-            q.pointee.maximum = c.maximum
-            q.pointee.step = c.step
-            q.pointee.default_value = c.defaultValue
-            q.pointee.elem_size = 4
-            q.pointee.elems = 1
-            return 0
-        case CV4L2_VIDIOC_QUERYMENU:
-            let m = argument.assumingMemoryBound(to: v4l2_querymenu.self)
-            let id = cv4l2_querymenu_id(m), index = Int64(cv4l2_querymenu_index(m))
-            guard let c = camera.controls.first(where: { $0.id == id }), let name = c.menu[index] else { return -EINVAL }
-            cv4l2_querymenu_set_name(m, name)
-            return 0
-        case CV4L2_VIDIOC_S_EXT_CTRLS, CV4L2_VIDIOC_G_EXT_CTRLS:
-            let x = argument.assumingMemoryBound(to: v4l2_ext_controls.self)
-            guard let list = x.pointee.controls else { return x.pointee.count == 0 ? 0 : -EINVAL }
-            // Validate every control before changing any: the kernel applies all or none.
-            for i in 0..<x.pointee.count {
-                let c = cv4l2_ext_control_at(list, i)
-                guard let spec = camera.controls.first(where: { $0.id == cv4l2_ext_control_id(c) }) else {
-                    x.pointee.error_idx = i
-                    return -EINVAL
-                }
-                if request == CV4L2_VIDIOC_S_EXT_CTRLS {
-                    let v = Int64(cv4l2_ext_control_value(c))
-                    if v < spec.minimum || v > spec.maximum || (spec.type == V4L2_CTRL_TYPE_MENU && spec.menu[v] == nil) {
-                        x.pointee.error_idx = i
-                        return -ERANGE
-                    }
-                }
-            }
-            for i in 0..<x.pointee.count {
-                let c = cv4l2_ext_control_at(list, i)
-                let id = cv4l2_ext_control_id(c)
-                if request == CV4L2_VIDIOC_S_EXT_CTRLS {
-                    file.controlValues[id] = Int64(cv4l2_ext_control_value(c))
-                } else {
-                    let value = file.controlValues[id] ?? camera.controls.first { $0.id == id }!.defaultValue
-                    cv4l2_ext_control_set_value(c, Int32(value))
-                }
-            }
-            return 0
-        default:
-            return -ENOTTY
         }
     }
 
@@ -376,7 +187,7 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
 
     /// Fills queued buffers with every frame whose time has come; frames due while no buffer
     /// is queued are lost, as with a real driver.
-    private func produceDueFrames(_ file: OpenFile) {
+    func produceDueFrames(_ file: OpenFile) {
         guard file.streaming, !file.camera.isWedged, var due = file.nextFrameDue else { return }
         let now = Capture.SystemClocks.monotonicNanos()
         // After a long stall start afresh instead of delivering a burst.
@@ -399,13 +210,5 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
         var ts = timespec()
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
         return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
-    }
-
-    static func copy<T>(_ string: String, into tuple: inout T) {
-        withUnsafeMutableBytes(of: &tuple) { raw in
-            raw.initializeMemory(as: UInt8.self, repeating: 0)
-            let bytes = Array(string.utf8.prefix(raw.count - 1))
-            raw.copyBytes(from: bytes)
-        }
     }
 }

@@ -40,55 +40,20 @@ struct CameraJobs {
         var schedules: [Schedule] = []
 
         // Motion first: a recording of motion only follows its timeline.
-        var motionSchedule: Schedule?
-        if let job = camera.motion {
-            let schedule = try Self.schedule(job.schedule, environment)
-            if same, previous?.camera.motion == job, let motion = previous?.motion {
-                self.motion = motion
-            } else {
-                var settings = MotionOutput.Settings(
-                    motion: job.settings, masks: job.masks, storageRoot: environment.storageRoot,
-                    schedule: schedule.isAlways ? nil : schedule)
-                // On a stream of its own, it still speaks of this camera.
-                if camera.detectURL != nil { settings.camera = camera.name }
-                motion = MotionOutput(settings)
-            }
-            motionSchedule = schedule
-        } else {
-            motion = nil
-        }
-        if let job = camera.record {
-            let schedule = try Self.schedule(job.schedule, environment)
-            var motionOnly: SegmentedMovieOutput.Settings.MotionOnly?
-            if job.mode == .motion, let motion, let detection = camera.motion {
-                // Held back long enough for detection to be sure: its min_seconds, a few pictures, a margin.
-                motionOnly = .init(
-                    timeline: motion.timeline, preSeconds: job.preSeconds, postSeconds: job.postSeconds,
-                    decisionDelaySeconds: job.preSeconds + detection.settings.minSeconds + 2)
-            }
-            if same, previous?.camera.record == job, let movie = previous?.movie,
-               movie.settings.motionOnly?.timeline === motionOnly?.timeline {
-                self.movie = movie
-            } else {
-                movie = try SegmentedMovieOutput(.init(
-                    storageRoot: environment.storageRoot, segmentSeconds: job.segmentSeconds, encoding: job.encoding,
-                    schedule: schedule.isAlways ? nil : schedule, motionOnly: motionOnly))
-            }
-            outputs.append((movie!, connection))
+        let reused = same ? previous : nil
+        let motionJob = try Self.motionOutput(camera, environment, reusing: reused)
+        motion = motionJob?.output
+        let motionSchedule = motionJob?.schedule
+        if case let (movie, schedule)? = try Self.movieOutput(camera, environment, motion: motion, reusing: reused) {
+            self.movie = movie
+            outputs.append((movie, connection))
             schedules.append(schedule)
         } else {
             movie = nil
         }
-        if let job = camera.timelapse {
-            let schedule = try Self.schedule(job.schedule, environment)
-            if same, previous?.camera.timelapse == job, let timelapse = previous?.timelapse {
-                self.timelapse = timelapse
-            } else {
-                timelapse = try TimelapseOutput(.init(
-                    storageRoot: environment.storageRoot, intervalSeconds: job.intervalSeconds, quality: job.quality,
-                    schedule: schedule.isAlways ? nil : schedule))
-            }
-            outputs.append((timelapse!, connection))
+        if case let (timelapse, schedule)? = try Self.timelapseOutput(camera, environment, reusing: reused) {
+            self.timelapse = timelapse
+            outputs.append((timelapse, connection))
             schedules.append(schedule)
         } else {
             timelapse = nil
@@ -125,6 +90,58 @@ struct CameraJobs {
             cameraID: camera.name, matches: Self.matcher(camera.match), format: camera.format, frameRate: camera.frameRate,
             controls: camera.controls, outputs: outputs,
             schedule: schedules.contains(where: \.isAlways) ? nil : AnyOfSchedules(schedules))
+    }
+
+    /// The camera's motion output and its schedule; the previous one when its job is unchanged
+    /// (`previous` is nil when the environment changed).
+    private static func motionOutput(
+        _ camera: CameraConfig, _ environment: Environment, reusing previous: CameraJobs?
+    ) throws -> (output: MotionOutput, schedule: Schedule)? {
+        guard let job = camera.motion else { return nil }
+        let schedule = try Self.schedule(job.schedule, environment)
+        if previous?.camera.motion == job, let motion = previous?.motion { return (motion, schedule) }
+        var settings = MotionOutput.Settings(
+            motion: job.settings, masks: job.masks, storageRoot: environment.storageRoot,
+            schedule: schedule.isAlways ? nil : schedule)
+        // On a stream of its own, it still speaks of this camera.
+        if camera.detectURL != nil { settings.camera = camera.name }
+        return (MotionOutput(settings), schedule)
+    }
+
+    /// The camera's movie output (continuous, or motion only following `motion`'s timeline) and its schedule.
+    private static func movieOutput(
+        _ camera: CameraConfig, _ environment: Environment, motion: MotionOutput?, reusing previous: CameraJobs?
+    ) throws -> (SegmentedMovieOutput, Schedule)? {
+        guard let job = camera.record else { return nil }
+        let schedule = try Self.schedule(job.schedule, environment)
+        var motionOnly: SegmentedMovieOutput.Settings.MotionOnly?
+        if job.mode == .motion, let motion, let detection = camera.motion {
+            // Held back long enough for detection to be sure: its min_seconds, a few pictures, a margin.
+            motionOnly = .init(
+                timeline: motion.timeline, preSeconds: job.preSeconds, postSeconds: job.postSeconds,
+                decisionDelaySeconds: job.preSeconds + detection.settings.minSeconds + 2)
+        }
+        if previous?.camera.record == job, let movie = previous?.movie,
+           movie.settings.motionOnly?.timeline === motionOnly?.timeline {
+            return (movie, schedule)
+        }
+        let movie = try SegmentedMovieOutput(.init(
+            storageRoot: environment.storageRoot, segmentSeconds: job.segmentSeconds, encoding: job.encoding,
+            schedule: schedule.isAlways ? nil : schedule, motionOnly: motionOnly))
+        return (movie, schedule)
+    }
+
+    /// The camera's timelapse output and its schedule.
+    private static func timelapseOutput(
+        _ camera: CameraConfig, _ environment: Environment, reusing previous: CameraJobs?
+    ) throws -> (TimelapseOutput, Schedule)? {
+        guard let job = camera.timelapse else { return nil }
+        let schedule = try Self.schedule(job.schedule, environment)
+        if previous?.camera.timelapse == job, let timelapse = previous?.timelapse { return (timelapse, schedule) }
+        let timelapse = try TimelapseOutput(.init(
+            storageRoot: environment.storageRoot, intervalSeconds: job.intervalSeconds, quality: job.quality,
+            schedule: schedule.isAlways ? nil : schedule))
+        return (timelapse, schedule)
     }
 
     /// Whether the running session must be touched at all when going from `previous` to this.

@@ -93,11 +93,6 @@ public final class RecorderService: Sendable {
         }
     }
 
-    /// A configuration that cannot be used: nothing was started.
-    public struct Refused: Error, CustomStringConvertible {
-        public let description: String
-    }
-
     /// Blocking work of the control plane: enumerating devices, loading the configuration,
     /// writing snapshots.
     static let controlIO = BlockingIO("vigil.control")
@@ -192,7 +187,24 @@ public final class RecorderService: Sendable {
         let outputs = await control.displayOutputs
         let display = StatusDisplay(outputs: outputs, root: root)
 
-        // Started in this order, shut down in the reverse one (see above).
+        try await runGroup(of: await services(
+            events: events, control: control, storage: storage, supervisor: supervisor, monitor: monitor,
+            synthetic: synthetic, display: display))
+
+        for s in await supervisor.status() {
+            let o = outputs[s.cameraID]
+            let drops = (o?.movie?.droppedFrameCount ?? 0) + (o?.timelapse?.droppedFrameCount ?? 0)
+            Console.line("\(s.cameraID): \(s.frames) frames" + (o?.movie.map { Self.recorded($0) } ?? "")
+                + ", \(drops) dropped, \(o?.timelapse?.skippedShotCount ?? 0) stills skipped")
+        }
+        Console.line("Recordings are in \(root). Play one with: ffplay FILE (or mpv/vlc)")
+    }
+
+    /// The recorder's services: started in this order, shut down in the reverse one (see above).
+    private func services(
+        events: RecorderEvents, control: RecorderControl, storage: StorageKeeper, supervisor: Supervisor,
+        monitor: DeviceMonitorService, synthetic: SyntheticDeviceSource, display: StatusDisplay
+    ) async -> [ServiceGroupConfiguration.ServiceConfiguration] {
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: EventService(events: events, hooks: control.hooks)),
             .init(service: StorageService(keeper: storage)),
@@ -213,6 +225,11 @@ public final class RecorderService: Sendable {
         if let seconds = options.durationSeconds {
             services.append(.init(service: DeadlineService(seconds: seconds), successTerminationBehavior: .gracefullyShutdownGroup))
         }
+        return services
+    }
+
+    /// Runs the services as one group until it ends; a `stop()` that came first ends it at once.
+    private func runGroup(of services: [ServiceGroupConfiguration.ServiceConfiguration]) async throws {
         let group = ServiceGroup(configuration: .init(
             services: services, gracefulShutdownSignals: [], logger: Logger(label: "vigil.services")))
         let stopAtOnce = self.group.withLock { g -> Bool in
@@ -222,14 +239,6 @@ public final class RecorderService: Sendable {
         // Remembered by the group and delivered as soon as it runs.
         if stopAtOnce { await group.triggerGracefulShutdown() }
         try await group.run()
-
-        for s in await supervisor.status() {
-            let o = outputs[s.cameraID]
-            let drops = (o?.movie?.droppedFrameCount ?? 0) + (o?.timelapse?.droppedFrameCount ?? 0)
-            Console.line("\(s.cameraID): \(s.frames) frames" + (o?.movie.map { Self.recorded($0) } ?? "")
-                + ", \(drops) dropped, \(o?.timelapse?.skippedShotCount ?? 0) stills skipped")
-        }
-        Console.line("Recordings are in \(root). Play one with: ffplay FILE (or mpv/vlc)")
     }
 
     /// What a movie output put in files, for a closing summary: frames written (not frames

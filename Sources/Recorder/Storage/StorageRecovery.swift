@@ -35,79 +35,110 @@ public struct RecoverySummary: Sendable, Equatable, CustomStringConvertible {
 enum StorageRecovery {
 
     static func run(root: String, index: RecordingIndex, logger: Logger) throws -> RecoverySummary {
-        var summary = RecoverySummary()
-        var indexed = Dictionary(try index.entries().map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
-        // Files adopted in a folder get the camera the index already uses for it.
-        let cameraOfFolder = camerasByFolder(indexed.values)
-        var seen = Set<String>()
         let walk = StorageWalk(root: root, logger: logger)
+        var pass = Pass(walk: walk, index: index, indexed: Dictionary(try index.entries().map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a }))
         try index.transaction {
             let cameraFolders = walk.cameraFolders()
             for folder in cameraFolders {
-                let camera = cameraOfFolder[folder] ?? folder
+                let camera = pass.cameraOfFolder[folder] ?? folder
                 for (kind, directory) in walk.recordingDirectories(of: folder) {
                     for name in walk.files(in: directory) {
-                        let relative = "\(directory)/\(name)"
-                        // Shaped like a recording but dated past what an index row can hold (2262):
-                        // not Vigil's, and no instant can be computed from it.
-                        if RecordingFileName.namesATimeOutOfRange(name) {
-                            let why = "is named for a time outside \(WallTime.rangeText)"
-                            if let entry = moveAside(relative, kind: kind, camera: camera, root: root, logger: logger, because: why) {
-                                try index.put(entry)
-                                seen.insert(entry.path)
-                                summary.quarantined += 1
-                            }
-                            continue
-                        }
-                        // Someone else's file (an export saved here, notes): neither ours to index nor to move.
-                        guard RecordingFileName(name) != nil else {
-                            logger.notice("recovery: \(relative) is not named like a Vigil recording; left alone")
-                            continue
-                        }
-                        if name.hasSuffix(StorageLayout.partialSuffix) {
-                            let final = String(relative.dropLast(StorageLayout.partialSuffix.count))
-                            if kind == .segment, let entry = recoverSegment(relative, final: final, known: indexed[final], camera: camera, root: root, logger: logger) {
-                                try index.put(entry)
-                                indexed[final] = entry
-                                seen.insert(final)
-                                summary.recovered += 1
-                            } else if var entry = moveAside(relative, kind: kind, camera: camera, root: root, logger: logger) {
-                                // The recording is in the quarantine, not missing: its entry moves there.
-                                if let known = indexed.removeValue(forKey: final) {
-                                    try index.remove(path: final)
-                                    entry.startNanos = known.startNanos
-                                    entry.endNanos = max(known.endNanos, known.startNanos)
-                                }
-                                try index.put(entry)
-                                seen.insert(entry.path)
-                                summary.quarantined += 1
-                            }
-                            continue
-                        }
-                        seen.insert(relative)
-                        if let known = indexed[relative], known.state != .writing, known.state != .missing {
-                            summary.known += 1
-                            continue
-                        }
-                        if let entry = adopt(relative, kind: kind, camera: indexed[relative]?.camera ?? camera, root: root) {
-                            try index.put(entry)
-                            summary.adopted += 1
-                        } else if let entry = moveAside(relative, kind: kind, camera: camera, root: root, logger: logger) {
-                            seen.remove(relative)
-                            try index.put(entry)
-                            seen.insert(entry.path)
-                            summary.quarantined += 1
-                        }
+                        try pass.visit(name, in: directory, kind: kind, camera: camera)
                     }
                 }
             }
-            // What earlier runs moved aside: indexed too, so it is listed and counted against the limits.
+            try pass.indexQuarantine(cameraFolders: cameraFolders)
+            try pass.markMissing()
+        }
+        return pass.summary
+    }
+
+    /// One recovery's walk: what the index listed, what was found, and the counts.
+    private struct Pass {
+        let walk: StorageWalk
+        let index: RecordingIndex
+        var root: String { walk.root }
+        var logger: Logger { walk.logger }
+        var indexed: [String: RecordingIndex.Entry]
+        /// Files adopted in a folder get the camera the index already uses for it.
+        let cameraOfFolder: [String: String]
+        var seen = Set<String>()
+        var summary = RecoverySummary()
+
+        init(walk: StorageWalk, index: RecordingIndex, indexed: [String: RecordingIndex.Entry]) {
+            self.walk = walk
+            self.index = index
+            self.indexed = indexed
+            cameraOfFolder = StorageRecovery.camerasByFolder(indexed.values)
+        }
+
+        /// One file in a camera's recording directory: known, recovered, adopted, moved aside or left alone.
+        mutating func visit(_ name: String, in directory: String, kind: RecordingIndex.Kind, camera: String) throws {
+            let relative = "\(directory)/\(name)"
+            // Shaped like a recording but dated past what an index row can hold (2262):
+            // not Vigil's, and no instant can be computed from it.
+            if RecordingFileName.namesATimeOutOfRange(name) {
+                let why = "is named for a time outside \(WallTime.rangeText)"
+                if let entry = StorageRecovery.moveAside(relative, kind: kind, camera: camera, root: root, logger: logger, because: why) {
+                    try index.put(entry)
+                    seen.insert(entry.path)
+                    summary.quarantined += 1
+                }
+                return
+            }
+            // Someone else's file (an export saved here, notes): neither ours to index nor to move.
+            guard RecordingFileName(name) != nil else {
+                logger.notice("recovery: \(relative) is not named like a Vigil recording; left alone")
+                return
+            }
+            if name.hasSuffix(StorageLayout.partialSuffix) {
+                let final = String(relative.dropLast(StorageLayout.partialSuffix.count))
+                if kind == .segment, let entry = StorageRecovery.recoverSegment(relative, final: final, known: indexed[final], camera: camera, root: root, logger: logger) {
+                    try index.put(entry)
+                    indexed[final] = entry
+                    seen.insert(final)
+                    summary.recovered += 1
+                } else if var entry = StorageRecovery.moveAside(relative, kind: kind, camera: camera, root: root, logger: logger) {
+                    // The recording is in the quarantine, not missing: its entry moves there.
+                    if let known = indexed.removeValue(forKey: final) {
+                        try index.remove(path: final)
+                        entry.startNanos = known.startNanos
+                        entry.endNanos = max(known.endNanos, known.startNanos)
+                    }
+                    try index.put(entry)
+                    seen.insert(entry.path)
+                    summary.quarantined += 1
+                }
+                return
+            }
+            seen.insert(relative)
+            if let known = indexed[relative], known.state != .writing, known.state != .missing {
+                summary.known += 1
+                return
+            }
+            if let entry = StorageRecovery.adopt(relative, kind: kind, camera: indexed[relative]?.camera ?? camera, root: root) {
+                try index.put(entry)
+                summary.adopted += 1
+            } else if let entry = StorageRecovery.moveAside(relative, kind: kind, camera: camera, root: root, logger: logger) {
+                seen.remove(relative)
+                try index.put(entry)
+                seen.insert(entry.path)
+                summary.quarantined += 1
+            }
+        }
+
+        /// What earlier runs moved aside: indexed too, so it is listed and counted against the limits.
+        mutating func indexQuarantine(cameraFolders: [String]) throws {
             for relative in walk.files(under: StorageLayout.quarantineFolder) where !seen.contains(relative) {
                 seen.insert(relative)
                 if indexed[relative]?.state == .quarantined { continue }
-                let entry = quarantined(relative, root: root, cameraFolders: cameraFolders, cameraOfFolder: cameraOfFolder, logger: logger)
+                let entry = StorageRecovery.quarantined(relative, root: root, cameraFolders: cameraFolders, cameraOfFolder: cameraOfFolder, logger: logger)
                 try index.put(entry)
             }
+        }
+
+        /// What the index lists and the walk did not find: missing (or, in the quarantine, gone for good).
+        mutating func markMissing() throws {
             for (path, entry) in indexed where !seen.contains(path) {
                 if entry.state == .quarantined {
                     // A person looked at it and removed it: nothing was lost.
@@ -120,7 +151,6 @@ enum StorageRecovery {
                 }
             }
         }
-        return summary
     }
 
     /// The camera each camera folder belongs to, as the index names it: a camera id may differ

@@ -26,6 +26,36 @@ public final class LiveMP4Feed: @unchecked Sendable {
         /// The fragments since the last keyframe's, joined: what a new viewer gets after the init segment.
         var fragmentsSinceKeyframe = Data()
         var joining: [LiveViewer] = []
+
+        /// The first viewer: mux the run so far, so it starts at its keyframe.
+        mutating func startFragmenter(_ stream: StreamDescription) throws {
+            let fragmenter = try LiveFragmenter(stream: stream)
+            fragmentsSinceKeyframe = Data()
+            var start = 0
+            for p in packets {
+                let end = p.end
+                try run.withUnsafeBytes { all in
+                    try fragmenter.append(UnsafeRawBufferPointer(rebasing: all[start..<end]), dts: p.dts, presentationDelay: p.delay, keyframe: start == 0) { f, _ in
+                        fragmentsSinceKeyframe.append(contentsOf: f)
+                    }
+                }
+                start = end
+            }
+            self.fragmenter = fragmenter
+        }
+
+        /// Muxes one packet; the previous packet's fragment, if one came out, and whether it starts at a keyframe.
+        mutating func fragment(
+            _ bytes: UnsafeRawBufferPointer, dts: Int64, presentationDelay: Int64, keyframe: Bool
+        ) throws -> (Data, Bool)? {
+            var fragment: (Data, Bool)?
+            try fragmenter!.append(bytes, dts: dts, presentationDelay: presentationDelay, keyframe: keyframe) { f, isKey in
+                if isKey { fragmentsSinceKeyframe.removeAll(keepingCapacity: true) }
+                fragmentsSinceKeyframe.append(contentsOf: f)
+                fragment = (Data(f), isKey)
+            }
+            return fragment
+        }
     }
 
     private let lock = NSLock()
@@ -112,25 +142,9 @@ public final class LiveMP4Feed: @unchecked Sendable {
             }
             do {
                 if s.fragmenter == nil {
-                    // The first viewer: mux the run so far, so it starts at its keyframe.
-                    let fragmenter = try LiveFragmenter(stream: usable)
-                    s.fragmentsSinceKeyframe = Data()
-                    var start = 0
-                    for p in s.packets {
-                        try s.run.withUnsafeBytes { all in
-                            try fragmenter.append(UnsafeRawBufferPointer(rebasing: all[start..<p.end]), dts: p.dts, presentationDelay: p.delay, keyframe: start == 0) { f, _ in
-                                s.fragmentsSinceKeyframe.append(contentsOf: f)
-                            }
-                        }
-                        start = p.end
-                    }
-                    s.fragmenter = fragmenter
+                    try s.startFragmenter(usable)
                 } else {
-                    try s.fragmenter!.append(bytes, dts: dts, presentationDelay: presentationDelay, keyframe: keyframe) { f, isKey in
-                        if isKey { s.fragmentsSinceKeyframe.removeAll(keepingCapacity: true) }
-                        s.fragmentsSinceKeyframe.append(contentsOf: f)
-                        fragment = (Data(f), isKey)
-                    }
+                    fragment = try s.fragment(bytes, dts: dts, presentationDelay: presentationDelay, keyframe: keyframe)
                 }
             } catch {
                 ended = s.joining + viewers.all

@@ -1,0 +1,65 @@
+import Glibc
+import Logging
+
+/// Keeps the free-space floor: below it, deletes the oldest files (quarantined leftovers first,
+/// then videos of every camera, stills only when no video is left) until it is met again. Looked
+/// at after each file Vigil writes and every 30 s; after ENOSPC it is also how a full disk is
+/// cleared so recording resumes by itself. Used only on `StorageKeeper.io`.
+final class FreeSpaceFloor {
+    /// Deletes, and holds what the sweep reads and says: the index, the events, the log.
+    private let deleter: RecordingDeleter
+    private var root: String { deleter.layout.root }
+    private var index: RecordingIndex { deleter.index }
+    private var events: RecorderEvents { deleter.events }
+    private var logger: Logger { deleter.logger }
+    private var lastNothingToFree: Int64?
+    private var diskLowReported = false
+
+    init(deleter: RecordingDeleter) { self.deleter = deleter }
+
+    /// Free and total bytes of the file system holding `path`, as an unprivileged writer sees them.
+    static func space(_ path: String) -> (free: Int64, total: Int64)? {
+        var st = statvfs()
+        guard statvfs(path, &st) == 0 else { return nil }
+        return (Int64(st.f_bavail) * Int64(st.f_frsize), Int64(st.f_blocks) * Int64(st.f_frsize))
+    }
+
+    func check(_ policy: RetentionPolicy, now: Int64, emergency: Bool) {
+        guard let space = Self.space(root) else { return }
+        var free = space.free
+        let total = space.total
+        // After ENOSPC, at least 2 % of the disk is made free so the next segment fits.
+        let floor = max(policy.freeFloor(totalBytes: total), emergency ? total / 50 : 0)
+        guard free < floor else {
+            if emergency { return }
+            diskLowReported = false
+            lastNothingToFree = nil
+            return
+        }
+        if !diskLowReported {
+            diskLowReported = true
+            events.emit(.diskLow(path: root, freeBytes: free))
+        }
+        do {
+            let order = [try index.entries(kinds: nil, states: [.quarantined]), try index.entries(kinds: StorageKeeper.videoKinds, states: StorageKeeper.finished),
+                         try index.entries(kinds: StorageKeeper.stillKinds, states: StorageKeeper.finished)]
+            for entries in order where free < floor {
+                for entry in entries where free < floor {
+                    deleter.delete(entry, reason: "free space below \(floor / 1_048_576) MiB")
+                    (free, _) = Self.space(root) ?? (free + entry.bytes, total)
+                }
+            }
+        } catch {
+            logger.error("free-space sweep: \(error)")
+        }
+        // The index's write-ahead log gives its space back too, now that there is room to copy it.
+        do { try index.truncateJournal() } catch { logger.warning("free-space sweep: the index journal could not be emptied: \(error)") }
+        if free < floor, lastNothingToFree.map({ now - $0 >= 30_000_000_000 }) ?? true {
+            lastNothingToFree = now
+            let message = "the disk under \(root) is full and no finished recording is left to delete (\(free / 1_048_576) MiB free): "
+                + "free space or give Vigil another disk; recording resumes by itself as soon as there is room"
+            logger.error("\(message)")
+            events.emit(.error(camera: "storage", message: message))
+        }
+    }
+}

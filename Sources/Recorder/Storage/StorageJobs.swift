@@ -1,0 +1,76 @@
+import Capture
+import Logging
+
+/// The storage keeper's jobs, each its own type: indexing every file Vigil writes as it is
+/// written (`EventIndexer`, with `PendingIndexWrites` for writes the index refused), retention by
+/// age and bytes per camera every 30 s (`RetentionEnforcer`), the free-space floor after every
+/// file it indexes and every 30 s for what others write (`FreeSpaceFloor`, also how a full disk
+/// is cleared so recording resumes by itself), clock steps (`ClockStepWatch`) and the days-left
+/// estimate (`StorageForecast`). This type decides when each runs; `StorageKeeper` runs it on its thread.
+final class StorageJobs {
+    var policy: RetentionPolicy
+    private let logger: Logger
+    private let pendingWrites: PendingIndexWrites
+    private let indexer: EventIndexer
+    private let retention: RetentionEnforcer
+    private let floor: FreeSpaceFloor
+    private var clock = ClockStepWatch()
+    private var forecast: StorageForecast
+
+    init(root: String, index: RecordingIndex, policy: RetentionPolicy, events: RecorderEvents, logger: Logger) {
+        self.policy = policy
+        self.logger = logger
+        let layout = StorageLayout(root: root)
+        pendingWrites = PendingIndexWrites(logger: logger)
+        indexer = EventIndexer(index: index, layout: layout)
+        let deleter = RecordingDeleter(layout: layout, index: index, events: events, pending: pendingWrites, logger: logger)
+        retention = RetentionEnforcer(index: index, layout: layout, deleter: deleter, logger: logger)
+        floor = FreeSpaceFloor(deleter: deleter)
+        forecast = StorageForecast(root: root, index: index)
+    }
+
+    /// Indexes an event, after the writes still waiting (`pendingWrites`).
+    func record(_ event: RecorderEvent) {
+        defer {
+            // Vigil's own writes are what fills the disk: the floor is looked at after each one.
+            switch event {
+            case .segmentStarted, .segmentFinalized, .stillSaved: checkFreeSpace(SystemClocks.monotonicNanos())
+            default: break
+            }
+        }
+        pendingWrites.append("index \(event)") { [self] in
+            if case .error(_, _, let code?) = event, code.isDiskFull {
+                // A write hit ENOSPC: make room now, even if the floor was set to nothing.
+                makeRoom()
+            } else {
+                try indexer.write(event)
+            }
+        }
+        pendingWrites.writeAll(makingRoom: makeRoom)
+    }
+
+    /// After ENOSPC: at least 2 % of the disk is made free, whatever the floor.
+    private func makeRoom() { checkFreeSpace(SystemClocks.monotonicNanos(), emergency: true) }
+
+    /// Every 30 s: a clock step, the free-space floor (others write to the disk too), retention,
+    /// and now and then how many days the disk holds.
+    func tick() {
+        let now = SystemClocks.monotonicNanos()
+        noteClock(wall: SystemClocks.wallNanos(), sinceBoot: ClockStepWatch.nanosSinceBoot())
+        pendingWrites.writeAll(makingRoom: makeRoom)
+        checkFreeSpace(now)
+        enforceRetention(nowWall: SystemClocks.wallNanos())
+        forecast.reportIfDue(policy, now: now, logger: logger)
+    }
+
+    /// A forward clock step makes retention wary of deleting most of a camera's recordings by age.
+    func noteClock(wall: Int64, sinceBoot: Int64) {
+        if clock.note(wall: wall, sinceBoot: sinceBoot, index: indexer.index, logger: logger) { retention.clockSuspect = true }
+    }
+
+    func enforceRetention(nowWall: Int64) { retention.enforce(policy, nowWall: nowWall) }
+
+    func checkFreeSpace(_ now: Int64, emergency: Bool = false) { floor.check(policy, now: now, emergency: emergency) }
+
+    func daysOfStorageLeft(nowWall: Int64) -> Double? { forecast.daysLeft(policy, nowWall: nowWall) }
+}
