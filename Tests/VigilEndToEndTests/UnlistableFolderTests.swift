@@ -33,8 +33,9 @@ import Testing
         #expect(first.status == 0, "\(first.errorOutput)")
         let before = try RecordingIndex(root: data).entries(camera: "a", kind: .segment)
         #expect(before.count >= 2 && before.allSatisfy { $0.state == .complete }, "\(before)")
-        // Camera a's video folder is closed to nobody; camera b records as nobody.
-        for (path, mode) in [(dir.path, "755"), (data + "/a/video", "000")] {
+        // Camera a's video folder is closed to nobody; camera b records as nobody. (Modes are
+        // set outright: another test in this process may have set a umask of 077.)
+        for (path, mode) in [(dir.path, "755"), (dir.path + "/b.toml", "644"), (data + "/a/video", "000")] {
             #expect(RecordingInspector.run("/bin/chmod", [mode, path]).status == 0)
         }
         #expect(RecordingInspector.run("/bin/chown", ["-R", "65534:65534", data]).status == 0)

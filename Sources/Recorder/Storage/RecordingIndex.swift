@@ -94,7 +94,7 @@ public final class RecordingIndex: Sendable {
     /// Read-only connections for listings (the web server's, the commands'), taken one per
     /// query: with the write-ahead log a slow listing and indexing never wait for each other.
     /// Empty and unused for an index in memory, which only its one connection can see.
-    private let readers = Mutex<[SQLiteConnection]>([])
+    private let readers = Mutex<[ReaderSlot]>([])
     /// Idle read-only connections kept open at most.
     private static let idleReaders = 4
 
@@ -339,9 +339,8 @@ public final class RecordingIndex: Sendable {
     /// A listing, on a read-only connection of its own: it sees what was committed when it began.
     func read<T: Sendable>(_ sql: String, _ values: [SQLiteValue], _ row: @Sendable (OpaquePointer) -> T) throws -> [T] {
         guard let path else { return try query(sql, values, row) }
-        let reader: SQLiteConnection
-        if let idle = readers.withLock({ $0.popLast() }) { reader = idle } else { reader = try SQLiteConnection(readOnly: path) }
-        let rows = try reader.rows(sql, values, row)
+        let reader = try readers.withLock { $0.popLast() } ?? ReaderSlot(path: path)
+        let rows = try reader.connection.withLock { try $0.rows(sql, values, row) }
         readers.withLock { if $0.count < Self.idleReaders { $0.append(reader) } }
         return rows
     }

@@ -1,5 +1,6 @@
 internal import CSQLite
 import Glibc
+import Synchronization
 import SystemPackage
 
 /// A value bound to a statement's `?N`.
@@ -11,9 +12,9 @@ enum SQLiteValue {
 }
 
 /// One SQLite connection and its prepared statements, closed with it.
-/// `@unchecked Sendable`: one thread at a time uses it, under `RecordingIndex`'s writer lock or
-/// taken out of its pool of readers (SQLite's own mutexes are off: SQLITE_OPEN_NOMUTEX).
-final class SQLiteConnection: @unchecked Sendable {
+/// Used under a lock (`RecordingIndex`'s writer, a `ReaderSlot`), so by one thread at a time
+/// (SQLite's own mutexes are off for readers: SQLITE_OPEN_NOMUTEX).
+final class SQLiteConnection {
     let db: OpaquePointer
     private var statements: [String: OpaquePointer] = [:]
 
@@ -81,5 +82,15 @@ final class SQLiteConnection: @unchecked Sendable {
         return .index(
             code: code, errno: systemErrno > 0 ? Errno(rawValue: systemErrno) : nil,
             message: "index: \(message ?? String(cString: sqlite3_errmsg(db)))", isNewer: false)
+    }
+}
+
+/// A read-only connection of the index's pool, taken by one listing at a time (its lock is
+/// never contended: the pool hands a slot to one caller).
+final class ReaderSlot: Sendable {
+    let connection: Mutex<SQLiteConnection>
+
+    init(path: String) throws {
+        connection = Mutex(try SQLiteConnection(readOnly: path))
     }
 }
