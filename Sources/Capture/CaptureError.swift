@@ -18,7 +18,8 @@ public enum CaptureError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A V4L2 call failed on a node (`open`, `VIDIOC_STREAMON`, …).
     case deviceCall(call: String, node: String, errno: Errno)
     /// The camera went away (unplugged, powered off): the session is interrupted, not failed.
-    case disconnected(reason: String)
+    /// `cause` says which: the device was removed (`unplugged`), or it stopped answering.
+    case disconnected(reason: String, cause: LossCause)
     /// A file being played as a camera was read to its end.
     case endOfFile
     /// A file-system call failed (`write`, `fsync`, `rename`, …) on `path`.
@@ -71,7 +72,7 @@ public enum CaptureError: Error, Sendable, Equatable, CustomStringConvertible {
             return "camera \(camera): \(reason)"
         case .deviceCall(let call, let node, let errno):
             return Self.describe(call: call, node: node, errno: errno)
-        case .disconnected(let reason):
+        case .disconnected(let reason, _):
             return reason
         case .endOfFile:
             return "end of input file"

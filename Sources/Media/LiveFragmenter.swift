@@ -68,8 +68,10 @@ public final class LiveFragmenter {
             avio_flush(ctx.pointee.pb)
             body(sink.take(), wasKeyframe)
         }
+        let (pts, overflow) = dts.addingReportingOverflow(max(0, presentationDelay))
+        guard !overflow else { throw MediaError(operation: "live MP4 fragment", message: "a presentation time past what a file can hold") }
         try held.copy(bytes, pts: dts)
-        held.packet.pointee.pts = dts + max(0, presentationDelay)
+        held.packet.pointee.pts = pts
         if keyframe { held.packet.pointee.flags |= AV_PKT_FLAG_KEY }
         holdsPacket = true
     }

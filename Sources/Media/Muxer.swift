@@ -82,8 +82,11 @@ public final class Muxer {
     /// file's start; it is shown `presentationDelay` later (B-frames), at once otherwise.
     public func write(_ packet: Packet, dts: Int64, presentationDelay: Int64 = 0) throws(MediaError) {
         guard let ctx = context else { throw MediaError(operation: "write", message: "\(path) is already closed") }
+        // Times may come from a file on disk or a camera: a sum that does not fit is an error.
+        let (pts, overflow) = dts.addingReportingOverflow(presentationDelay)
+        guard !overflow else { throw MediaError(operation: "write \(path)", message: "a presentation time past what a file can hold") }
         let p = packet.packet
-        p.pointee.pts = dts + presentationDelay
+        p.pointee.pts = pts
         p.pointee.dts = dts
         p.pointee.stream_index = 0
         av_packet_rescale_ts(p, sourceTimeBase, stream.pointee.time_base)

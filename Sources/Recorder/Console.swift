@@ -61,7 +61,8 @@ final class ConsoleWriter: Sendable {
         let bytes = Array(text.utf8)
         let queued = state.withLock { s -> Bool in
             guard !s.broken.contains(fd) else { return false }
-            guard s.queuedBytes + bytes.count <= limitBytes else {
+            // An empty queue takes any text, however long (a command's whole listing).
+            guard s.queuedBytes == 0 || s.queuedBytes + bytes.count <= limitBytes else {
                 s.dropped += 1
                 s.droppedTotal += 1
                 return false

@@ -94,9 +94,9 @@ struct ClipRoutes: Sendable {
 }
 
 /// One clip being joined on its own thread while its file is read for the response, each side
-/// driven by the other: the response reads when the join says it has written (after each
-/// segment, and at its end), and the join waits before its next segment while the file is more
-/// than `window` bytes ahead of what the client took. Nothing polls.
+/// driven by the other: the response reads when the join says it has written (every 256 KiB,
+/// after each segment, and at its end), and the join waits before its next segment while the
+/// file is more than `window` bytes ahead of what the client took. Nothing polls.
 final class ClipJoin: Sendable {
     let segments: [RecordingIndex.Entry]
     let root: String
@@ -140,6 +140,8 @@ final class ClipJoin: Sendable {
                     if progress.done > 0 { written.signal() }
                     waitForTheClient()
                     if cancelled.load(ordering: .relaxed) { throw CancellationError() }
+                } wrote: { [written] in
+                    written.signal()
                 }
             }
             outcome.withLock { $0 = result }

@@ -56,8 +56,8 @@ struct CheckConfig: ParsableCommand {
             Console.error((problems.map(\.description) + ["\(file): \(problems.count) error(s)"]).joined(separator: "\n") + "\n")
             throw ExitCode.failure
         }
-        print("\(file): OK")
-        print(configuration.summary(present: present))
-        for note in network.notes { print(note) }
+        Console.line("\(file): OK")
+        Console.line(configuration.summary(present: present))
+        for note in network.notes { Console.line(note) }
     }
 }

@@ -62,10 +62,10 @@ struct Export: ParsableCommand {
             let summary = try SegmentJoiner.export(segments, root: root, from: start, to: end, output: output, exact: exact) { bar.update($0) }
             // In Double: index times are whatever a file on disk held, and cannot trap here.
             let seconds = (Double(summary.lastNanos) - Double(summary.firstNanos)) / 1e9
-            print("Wrote \(output): \(summary.frames) frames from \(summary.segments) segment(s), \(String(format: "%.1f", seconds)) s of recording"
+            Console.line("Wrote \(output): \(summary.frames) frames from \(summary.segments) segment(s), \(String(format: "%.1f", seconds)) s of recording"
                 + (summary.reencoded ? ", re-encoded" : ", stream copy"))
             for gap in summary.gaps {
-                print("  closed a gap of \(String(format: "%.1f", (Double(gap.to) - Double(gap.from)) / 1e9)) s (nothing was recorded then)")
+                Console.line("  closed a gap of \(String(format: "%.1f", (Double(gap.to) - Double(gap.from)) / 1e9)) s (nothing was recorded then)")
             }
         } catch let exit as ExitCode {
             throw exit

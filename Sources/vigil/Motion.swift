@@ -128,7 +128,7 @@ struct MotionTest: AsyncParsableCommand {
         let masks = mask.isEmpty ? job?.masks ?? [] : mask
         let pictures = FileManager.default.temporaryDirectory.appendingPathComponent("vigil-motion-test-\(getpid())").path
         defer { try? FileManager.default.removeItem(atPath: pictures) }
-        print("Watching camera \(name) for \(DeviceFormat.rate(seconds)) s" + (job == nil ? " (it has no [[motion]] table: default settings)" : " with its [[motion]] settings") + "…")
+        Console.line("Watching camera \(name) for \(DeviceFormat.rate(seconds)) s" + (job == nil ? " (it has no [[motion]] table: default settings)" : " with its [[motion]] settings") + "…")
         let report = MotionReport(origin: Date().timeIntervalSince1970)
         do {
             try await test.run(seconds: seconds, settings: settings, masks: masks, pictureDirectory: pictures) { sample, change, detector in
@@ -177,7 +177,7 @@ final class MotionReport: Sendable {
 
     init(origin: Double) {
         self.origin = origin
-        print("second  changed  noise  ")
+        Console.line("second  changed  noise  ")
     }
 
     func add(_ sample: MotionDetector.Sample, _ change: MotionEventTracker.Change?, _ detector: MotionDetector) {
@@ -201,7 +201,7 @@ final class MotionReport: Sendable {
 
     private static func line(_ s: (index: Int, maxPercent: Double, noise: Double, lights: Int), inEvent: Bool) {
         let state = (s.lights > 0 ? " light switch" : "") + (inEvent ? " MOTION" : "")
-        print(String(format: "%6d  %6.2f %%  %5.1f ", s.index, s.maxPercent, s.noise) + state)
+        Console.line(String(format: "%6d  %6.2f %%  %5.1f ", s.index, s.maxPercent, s.noise) + state)
     }
 
     /// The last second and the events; `last` is the tracker's final change (a file's end).
@@ -211,9 +211,9 @@ final class MotionReport: Sendable {
             state.end(last, origin: origin)
             let stillUnderWay = state.inEvent
             let events = state.events
-            print(events.isEmpty && !stillUnderWay ? "No motion event." : "\(events.count + (stillUnderWay ? 1 : 0)) event(s):")
-            for e in events { print(String(format: "  %.1f s – %.1f s, peak %.1f %% of the picture", e.start, e.end, e.peak)) }
-            if stillUnderWay { print("  one still under way when the test ended") }
+            Console.line(events.isEmpty && !stillUnderWay ? "No motion event." : "\(events.count + (stillUnderWay ? 1 : 0)) event(s):")
+            for e in events { Console.line(String(format: "  %.1f s – %.1f s, peak %.1f %% of the picture", e.start, e.end, e.peak)) }
+            if stillUnderWay { Console.line("  one still under way when the test ended") }
         }
     }
 
@@ -236,7 +236,7 @@ final class MotionReport: Sendable {
             for y in 0..<(h / 2) { (chroma + y * chromaStride).update(repeating: 128, count: w / 2) }
         }
         try encoder.encode(picture) { bytes in try Data(bytes).write(to: URL(fileURLWithPath: path)) }
-        print("Changed cells at the peak (white) and masks (dark): \(path)")
+        Console.line("Changed cells at the peak (white) and masks (dark): \(path)")
     }
 }
 

@@ -59,7 +59,7 @@ struct Timelapse: ParsableCommand {
             do {
                 let summary = try TimelapseBuilder.build(stills: start, output: output, framesPerSecond: fps) { bar.update($0) }
                 let seconds = Double(summary.frames) / Double(fps)
-                print("Wrote \(output): \(summary.frames) frames, \(String(format: "%.1f", seconds)) s at \(fps) fps"
+                Console.line("Wrote \(output): \(summary.frames) frames, \(String(format: "%.1f", seconds)) s at \(fps) fps"
                     + (summary.skipped > 0 ? "; \(summary.skipped) unreadable still(s) skipped" : ""))
             } catch {
                 Console.error("vigil: \(error)\n")

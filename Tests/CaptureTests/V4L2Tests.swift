@@ -179,6 +179,8 @@ import Testing
         #expect(await waitUntil(seconds: 20) { !session.isRunning && !log.segments.isEmpty })
         let interruption = log.all.compactMap { if case .interrupted(_, _, let reason) = $0 { return reason } else { return nil } }
         #expect(interruption.count == 1)
+        // The device is gone (ENODEV): counted as unplugged, whoever notices first.
+        #expect(log.all.compactMap { if case .interrupted(_, let c, _) = $0 { return c } else { return nil } } == [LossCause.unplugged])
         #expect(interruption.first?.contains("disconnected") == true, "\(interruption)")
         #expect(log.errors.isEmpty)
         #expect(RecordingInspector.files(under: dir.path, endingWith: ".partial").isEmpty)
@@ -274,9 +276,10 @@ import Testing
 
     /// A driver that reports POLLHUP or POLLERR while the node is still there: the session ends
     /// as a disconnect (so the supervisor reopens the camera) and says which poll event it was.
-    @Test(arguments: [(Int16(POLLHUP), "/dev/video0 stopped responding (poll reported hang-up): unplugged?"),
-                      (Int16(POLLERR), "/dev/video0 stopped responding (poll reported an error): unplugged?")])
-    func pollErrorsEndTheSessionAsADisconnectNamingTheEvent(events: Int16, reason: String) async throws {
+    /// A hang-up is counted as unplugged (metrics, `VIGIL_CAUSE`), an error alone as disconnected.
+    @Test(arguments: [(Int16(POLLHUP), "/dev/video0 stopped responding (poll reported hang-up): unplugged?", LossCause.unplugged),
+                      (Int16(POLLERR), "/dev/video0 stopped responding (poll reported an error): unplugged?", LossCause.disconnected)])
+    func pollErrorsEndTheSessionAsADisconnectNamingTheEvent(events: Int16, reason: String, cause: LossCause) async throws {
         let emulated = EmulatedCamera()
         let kernel = EmulatedV4L2([emulated])
         let frames = FrameLog()
@@ -287,6 +290,7 @@ import Testing
         #expect(await waitUntil(seconds: 10) { log.hasStopped }, "the session did not end")
         let interruptions = log.all.compactMap { if case .interrupted(_, _, let r) = $0 { return r } else { return nil } }
         #expect(interruptions == [reason])
+        #expect(log.all.compactMap { if case .interrupted(_, let c, _) = $0 { return c } else { return nil } } == [cause])
         #expect(log.errors.isEmpty, "a disconnect is not reported as a failure: \(log.errors)")
         #expect(!session.isRunning)
         #expect(kernel.openFileCount == 0)

@@ -1,16 +1,22 @@
 import Foundation
 import Glibc
 @testable import Recorder
+import Synchronization
 import Testing
 
 /// Saying a line never waits for the terminal: a pipe nobody reads fills, the writer's own
 /// thread waits on it, and the lines said meanwhile are queued up to a limit, then dropped and
 /// counted; once the pipe is read, everything queued arrives in order, then the count.
+/// What the reader thread of a test received.
+private final class Received: Sendable {
+    let bytes = Mutex<[UInt8]>([])
+    let done = DispatchSemaphore(value: 0)
+}
+
 @Suite(.timeLimit(.minutes(1))) struct ConsoleWriterTests {
     @Test func aTerminalThatStopsReadingNeverBlocksTheSpeaker() throws {
         var fds: [Int32] = [0, 0]
         #expect(pipe(&fds) == 0)
-        defer { close(fds[0]) }
         let writer = ConsoleWriter(limitBytes: 32 * 1024)
         // At most 64 KiB fill the pipe and 32 KiB are queued: of 400 KiB, most are dropped.
         let line = String(repeating: "x", count: 1023) + "\n"
@@ -21,15 +27,27 @@ import Testing
         // Read everything: the queued lines arrive, then the writer says how many were dropped
         // (on standard error, before the next line of this pipe).
         let readEnd = fds[0]
+        let received = Received()
         let reader = Thread {
             var buffer = [UInt8](repeating: 0, count: 65536)
-            while read(readEnd, &buffer, buffer.count) > 0 {}
+            while true {
+                let n = read(readEnd, &buffer, buffer.count)
+                guard n > 0 else { break }
+                received.bytes.withLock { $0 += buffer[..<n] }
+            }
+            received.done.signal()
         }
         reader.start()
         writer.write("after\n", to: fds[1])
         writer.flush(waitingAtMost: 30_000_000_000)
         #expect(writer.droppedCount.unsaid == 0, "the count is said once the terminal reads again (was \(dropped))")
+        // The reader ends at the end of the pipe, before its descriptor is closed (and reused).
         close(fds[1])
+        #expect(received.done.wait(timeout: .now() + 30) == .success)
+        close(fds[0])
+        let text = String(decoding: received.bytes.withLock { $0 }, as: UTF8.self)
+        #expect(text.hasPrefix("first\n") && text.hasSuffix("after\n"), "\(text.prefix(40))…\(text.suffix(40))")
+        #expect(text.count < 400 * 1024, "the dropped lines are not there")
     }
 
     @Test func everythingQueuedIsWrittenInOrder() throws {

@@ -165,10 +165,10 @@ final class CaptureThread: @unchecked Sendable {
             } catch CaptureError.endOfFile {
                 frame.release()
                 return
-            } catch CaptureError.disconnected(let reason) {
+            } catch CaptureError.disconnected(let reason, let cause) {
                 frame.release()
                 logger.warning("camera \(device.id) disconnected: \(reason)")
-                events.emit(.interrupted(camera: device.id, cause: .disconnected, reason: reason))
+                events.emit(.interrupted(camera: device.id, cause: cause, reason: reason))
                 return
             } catch {
                 frame.release()

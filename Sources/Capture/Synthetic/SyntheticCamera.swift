@@ -36,7 +36,7 @@ public struct SyntheticCamera: CaptureDeviceBackend {
     }
 
     public func open(format: DeviceFormat, frameRate: Double) throws -> any CaptureStream {
-        if faults.isUnplugged { throw CaptureError.disconnected(reason: "synthetic camera is unplugged") }
+        if faults.isUnplugged { throw CaptureError.disconnected(reason: "synthetic camera is unplugged", cause: .unplugged) }
         return try SyntheticStream(format: format, frameRate: frameRate, faults: faults, scene: scene)
     }
 }
@@ -77,7 +77,7 @@ final class SyntheticStream: CaptureStream {
     deinit { yuyv?.deallocate() }
 
     func readFrame(into frame: CapturedFrame, timeoutNanos: Int64) throws -> ReadResult {
-        if faults.isUnplugged { throw CaptureError.disconnected(reason: "synthetic camera was unplugged") }
+        if faults.isUnplugged { throw CaptureError.disconnected(reason: "synthetic camera was unplugged", cause: .unplugged) }
         if faults.isWedged {
             SystemClocks.sleep(untilMonotonic: SystemClocks.monotonicNanos() + timeoutNanos)
             return .timeout

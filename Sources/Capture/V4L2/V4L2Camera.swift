@@ -31,6 +31,7 @@ final class V4L2Stream: CaptureStream {
     private var buffers: [(address: UnsafeMutableRawPointer, length: Int)] = []
     private var streaming = false
     private(set) var maximumFrameBytes = 0
+    /// Why the device is gone, found while giving a buffer back (ENODEV: it was removed).
     private var disconnected: String?
     /// H.264 cameras: the stream the frames belong to (parameter sets from the first keyframe).
     private var compressedStream: StreamDescription?
@@ -153,14 +154,17 @@ final class V4L2Stream: CaptureStream {
 
     func readFrame(into frame: CapturedFrame, timeoutNanos: Int64) throws -> ReadResult {
         try requeueReturned()
-        if let disconnected { throw CaptureError.disconnected(reason: disconnected) }
+        if let disconnected { throw CaptureError.disconnected(reason: disconnected, cause: .unplugged) }
         let (ready, events) = system.poll(fd, timeoutMilliseconds: Int32(timeoutNanos / 1_000_000))
         if ready < 0 {
             if -ready == EINTR { return .timeout }
             throw CaptureError.deviceCall(call: "poll", node: node, errno: Errno(rawValue: -ready))
         }
         if events & Int16(POLLERR | POLLHUP) != 0 {
-            throw CaptureError.disconnected(reason: "\(node) stopped responding (poll reported \(events & Int16(POLLHUP) != 0 ? "hang-up" : "an error")): unplugged?")
+            // A hang-up is the kernel saying the device is gone; an error alone, that it stopped answering.
+            let hangUp = events & Int16(POLLHUP) != 0
+            throw CaptureError.disconnected(
+                reason: "\(node) stopped responding (poll reported \(hangUp ? "hang-up" : "an error")): unplugged?", cause: hangUp ? .unplugged : .disconnected)
         }
         if ready == 0 { return .timeout }
         var b = v4l2_buffer()
@@ -170,7 +174,7 @@ final class V4L2Stream: CaptureStream {
         if r < 0 {
             let error = CaptureError.deviceCall(call: "VIDIOC_DQBUF", node: node, errno: Errno(rawValue: -r))
             if -r == EAGAIN { return .timeout }
-            if error.isDisconnect { throw CaptureError.disconnected(reason: error.description) }
+            if error.isDisconnect { throw CaptureError.disconnected(reason: error.description, cause: .unplugged) }
             throw error
         }
         queuedCount -= 1

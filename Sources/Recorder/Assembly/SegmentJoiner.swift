@@ -43,7 +43,7 @@ public enum SegmentJoiner {
 
     public static func export(
         _ segments: [RecordingIndex.Entry], root: String, from: Int64, to: Int64, output: String, exact: Bool,
-        progress: (AssemblyProgress) throws -> Void
+        progress: (AssemblyProgress) throws -> Void, wrote: (() -> Void)? = nil
     ) throws -> ExportSummary {
         let usable = segments.filter {
             // Only playable files: not missing, being written or quarantined.
@@ -55,7 +55,7 @@ public enum SegmentJoiner {
         guard (output as NSString).pathExtension.lowercased() == container.fileExtension else {
             throw RecorderError.export("these recordings are \(Self.codecName(first.codec)): write them to a .\(container.fileExtension) file (-o NAME.\(container.fileExtension))")
         }
-        var job = Join(root: root, from: from, to: to, partial: output + StorageLayout.partialSuffix, container: container)
+        var job = Join(root: root, from: from, to: to, partial: output + StorageLayout.partialSuffix, container: container, wrote: wrote)
         defer { unlink(job.partial) }
         for (n, entry) in usable.enumerated() {
             try progress(AssemblyProgress(done: n, total: usable.count))
@@ -89,12 +89,25 @@ public enum SegmentJoiner {
         var outPTS: Int64 = -1
         var frameTicks: Int64 = 6000
 
-        init(root: String, from: Int64, to: Int64, partial: String, container: Container) {
+        /// Told after every `tellEvery` bytes handed to the muxer (a clip's response reads them).
+        let wrote: (() -> Void)?
+        var sinceTold = 0
+        static let tellEvery = 256 * 1024
+
+        init(root: String, from: Int64, to: Int64, partial: String, container: Container, wrote: (() -> Void)?) {
             self.root = root
             self.from = from
             self.to = to
             self.partial = partial
             self.container = container
+            self.wrote = wrote
+        }
+
+        mutating func told(_ bytes: Int) {
+            sinceTold += bytes
+            guard sinceTold >= Self.tellEvery else { return }
+            sinceTold = 0
+            wrote?()
         }
 
         mutating func begin(_ entry: RecordingIndex.Entry, width: Int, height: Int) throws {
@@ -158,6 +171,7 @@ public enum SegmentJoiner {
                 if segmentBase == nil { segmentBase = try base(firstPTS: packet.dts, of: entry) }
                 outPTS = try Self.checked(packet.dts.adding(segmentBase!), entry)
                 try muxer!.write(packet, dts: outPTS, presentationDelay: try Self.checked(packet.pts.subtracting(packet.dts), entry))
+                told(packet.size)
                 record(wall)
             }
         }
@@ -194,14 +208,15 @@ public enum SegmentJoiner {
             frames += 1
         }
 
-        func drain() throws {
+        mutating func drain() throws {
             while try encoder!.receive(into: packet) == .ok {
                 defer { packet.unref() }
                 try muxer!.write(packet, dts: packet.pts)
+                told(packet.size)
             }
         }
 
-        func finish() throws {
+        mutating func finish() throws {
             if let encoder {
                 try encoder.sendEndOfStream()
                 try drain()

@@ -45,17 +45,17 @@ struct StorageWalk {
         } catch {
             // A folder that is not there holds nothing (a camera without stills); one that is there
             // but cannot be listed (permissions, an I/O error) hides its files: said, and remembered.
-            var st = stat()
-            guard lstat(directory, &st) == 0 else { return [] }
-            if unreadable.add(relative) {
-                logger.error("\(purpose): \(directory) cannot be listed (\(error.localizedDescription)); the recordings in it are left as the index has them")
-            }
+            if !Self.isAbsent(directory) { hidden(relative, directory, "cannot be listed (\(error.localizedDescription))") }
             return []
         }
         return names.sorted().filter { name in
             let path = "\(directory)/\(name)"
             var st = stat()
-            guard lstat(path, &st) == 0 else { return false }
+            guard lstat(path, &st) == 0 else {
+                // Gone since the listing: nothing. Anything else (EACCES, EIO): it hides what it is.
+                if errno != ENOENT { hidden(relative.isEmpty ? name : "\(relative)/\(name)", path, "cannot be looked at (\(String(cString: strerror(errno))))") }
+                return false
+            }
             if (st.st_mode & S_IFMT) == S_IFLNK {
                 if relative.isEmpty && folders && !name.hasPrefix(".") && stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR { return true }
                 if !relative.isEmpty || !folders {
@@ -64,6 +64,19 @@ struct StorageWalk {
                 return false
             }
             return (st.st_mode & S_IFMT) == (folders ? S_IFDIR : S_IFREG)
+        }
+    }
+
+    /// Only a path that is not there (ENOENT, ENOTDIR) holds nothing; one that cannot be looked
+    /// at (EACCES on a folder above it, EIO) may.
+    private static func isAbsent(_ path: String) -> Bool {
+        var st = stat()
+        return lstat(path, &st) != 0 && (errno == ENOENT || errno == ENOTDIR)
+    }
+
+    private func hidden(_ relative: String, _ path: String, _ why: String) {
+        if unreadable.add(relative) {
+            logger.error("\(purpose): \(path) \(why); the recordings in it are left as the index has them")
         }
     }
 }
@@ -75,8 +88,8 @@ final class UnreadableFolders: Sendable {
     /// Adds `relative`; false if it was there already.
     func add(_ relative: String) -> Bool { folders.withLock { $0.insert(relative).inserted } }
 
-    /// Whether `path` lies in a folder that could not be listed: its absence proves nothing.
+    /// Whether `path` is, or lies in, something that could not be looked at: its absence proves nothing.
     func hide(_ path: String) -> Bool {
-        folders.withLock { $0.contains { $0.isEmpty || path.hasPrefix($0 + "/") } }
+        folders.withLock { $0.contains { $0.isEmpty || path == $0 || path.hasPrefix($0 + "/") } }
     }
 }
