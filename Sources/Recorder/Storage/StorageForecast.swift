@@ -28,12 +28,18 @@ struct StorageForecast {
     /// recordings use now plus what is free above the floor, divided by bytes per day. Nil
     /// before there is a rate to go by.
     func daysLeft(_ policy: RetentionPolicy, nowWall: Int64) -> Double? {
-        guard let (free, total) = FreeSpaceFloor.space(root),
-              let recent = try? index.bytesRecorded(sinceNanos: nowWall - 86_400_000_000_000),
-              let first = recent.firstStart, recent.bytes > 0 else { return nil }
+        guard let (free, total) = FreeSpaceFloor.space(root) else { return nil }
+        let recent: (bytes: Int64, firstStart: Int64?), stored: Int64
+        do {
+            recent = try index.bytesRecorded(sinceNanos: nowWall - 86_400_000_000_000)
+            stored = try index.entries(states: StorageKeeper.deletable).reduce(Int64(0)) { $0 + $1.bytes }
+        } catch {
+            Logger(label: "vigil.storage").warning("the days-left estimate cannot read the index: \(error)")
+            return nil
+        }
+        guard let first = recent.firstStart, recent.bytes > 0 else { return nil }
         let span = max(Double(nowWall - first) / 86_400e9, 1.0 / 1440)
         let perDay = Double(recent.bytes) / span
-        let stored = (try? index.entries(states: StorageKeeper.deletable).reduce(Int64(0)) { $0 + $1.bytes }) ?? 0
         return Double(stored + max(free - policy.freeFloor(totalBytes: total), 0)) / perDay
     }
 }
