@@ -112,8 +112,9 @@ final class ClipJoin: Sendable {
     private let outcome = Mutex<Result<Void, any Error>?>(nil)
     /// Told by the join when there is more to read (or it ended).
     private let written = Wakeup()
-    /// Bytes the client took, and whether the join waits for it to take more.
-    private let flow = Mutex<(sent: Int64, joinWaits: Bool)>((0, false))
+    /// Bytes the client took, and whether the join waits for it to take more (then the file,
+    /// which does not grow while the join waits, is `size` long).
+    private let flow = Mutex<(sent: Int64, joinWaits: Bool, size: Int64)>((0, false, 0))
     /// Releases the waiting join.
     private let caughtUp = DispatchSemaphore(value: 0)
 
@@ -156,6 +157,7 @@ final class ClipJoin: Sendable {
         guard stat(partial, &st) == 0 else { return }
         let size = Int64(st.st_size)
         let waits = flow.withLock { f -> Bool in
+            f.size = size
             f.joinWaits = size - f.sent > window && !cancelled.load(ordering: .relaxed)
             return f.joinWaits
         }
@@ -167,9 +169,7 @@ final class ClipJoin: Sendable {
         let release = flow.withLock { f -> Bool in
             f.sent += Int64(count)
             guard f.joinWaits else { return false }
-            var st = stat()
-            let size = stat(partial, &st) == 0 ? Int64(st.st_size) : 0
-            f.joinWaits = size - f.sent > window
+            f.joinWaits = f.size - f.sent > window
             return !f.joinWaits
         }
         if release { caughtUp.signal() }
