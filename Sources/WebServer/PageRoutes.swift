@@ -21,17 +21,36 @@ struct PageRoutes: Sendable {
     }
 }
 
-/// The page's files by name, with their content types.
+/// The page's files by name: every file of the page's folder with a known type (so a view's
+/// new script or an icon needs no change here), read once.
 struct PageFiles: Sendable {
+    /// Content types by file extension; other files in the folder are not served.
     static let types = [
-        "index.html": "text/html; charset=utf-8", "app.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8",
+        "html": "text/html; charset=utf-8", "css": "text/css; charset=utf-8", "js": "text/javascript; charset=utf-8",
+        "svg": "image/svg+xml", "png": "image/png", "webmanifest": "application/manifest+json",
         // The API's OpenAPI description (docs/openapi.yaml is a link to it), also at /api/v1/openapi.yaml.
-        "openapi.yaml": "application/yaml; charset=utf-8",
+        "yaml": "application/yaml; charset=utf-8",
     ]
+    /// Without these a folder is not the page (an older install, or another folder).
+    static let required = ["index.html", "app.js", "style.css", "openapi.yaml"]
+    /// Bounds on what is read: the folder is trusted, but a stray large file must not be kept in memory.
+    static let maximumFiles = 64
+    static let maximumFileBytes = 4 << 20
 
     /// Where the files were looked for, for the error when they are missing.
     let searched: [String]
     private let contents: [String: ByteBuffer]
+
+    /// The names served (for tests and the size budget).
+    var names: [String] { contents.keys.sorted() }
+
+    /// The content type of a file name, or nil if it is not one the page serves.
+    static func type(of name: String) -> String? {
+        guard let dot = name.lastIndex(of: "."), !name.hasPrefix("."), name.utf8.count <= 64,
+              name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "." || $0 == "_") })
+        else { return nil }
+        return types[String(name[name.index(after: dot)...])]
+    }
 
     /// Beside the binary, where a build puts them (`Vigil_WebServer.resources/Page`), else in
     /// `../share/vigil/page` from the binary (an installed vigil, see the README). Blocking
@@ -43,18 +62,24 @@ struct PageFiles: Sendable {
             folder.appendingPathComponent("../share/vigil/page").standardizedFileURL,
         ].map(\.path)
         for directory in candidates {
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory),
+                  required.allSatisfy(names.contains) else { continue }
             var contents: [String: ByteBuffer] = [:]
-            for name in types.keys {
-                guard let data = FileManager.default.contents(atPath: directory + "/" + name) else { break }
+            for name in names.sorted().prefix(maximumFiles) where type(of: name) != nil {
+                let path = directory + "/" + name
+                guard let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int,
+                      size <= maximumFileBytes, let data = FileManager.default.contents(atPath: path) else { continue }
                 contents[name] = ByteBuffer(bytes: data)
             }
-            if contents.count == types.count { return PageFiles(searched: candidates, contents: contents) }
+            if required.allSatisfy({ contents[$0] != nil }) { return PageFiles(searched: candidates, contents: contents) }
         }
         return PageFiles(searched: candidates, contents: [:])
     }
 
     func response(_ name: String) throws(APIError) -> Response {
-        guard let type = Self.types[name] else { throw APIError(.notFound, "no such file: /static/\(name.prefix(64))") }
+        guard let type = Self.type(of: name), contents[name] != nil || contents.isEmpty else {
+            throw APIError(.notFound, "no such file: /static/\(name.prefix(64))")
+        }
         guard let body = contents[name] else {
             throw APIError(.internalServerError, "the web page's files are missing (looked in \(searched.joined(separator: " and "))); "
                 + "install them as the README says (Sources/WebServer/Page to /usr/local/share/vigil/page). The API works without them.")

@@ -1,0 +1,92 @@
+"""What the page's browser checks share: a headless Chromium at desktop or phone size, waiting,
+screenshots, axe-core's accessibility check and the page's console errors.
+
+The checks run with the virtual environment that Scripts/setup --tests makes
+(~/.cache/vigil/browser: Debian's selenium and chromium, PyPI's axe-selenium-python).
+Nothing here asserts: every check reports what it saw, and the Swift test decides.
+"""
+import json
+import os
+import time
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+
+# CSS pixels of the window: a laptop, and a phone held upright (with touch and a mobile user agent).
+SIZES = {"desktop": (1280, 900), "phone": (390, 844)}
+PHONE_AGENT = ("Mozilla/5.0 (Linux; Android 13; Pixel 7) AppleWebKit/537.36 (KHTML, like Gecko) "
+               "Chrome/120.0 Mobile Safari/537.36")
+
+
+def start(size="desktop", downloads=None, dark=False):
+    """A headless Chromium at `size` ("desktop" or "phone"), in dark mode if asked."""
+    width, height = SIZES[size]
+    options = webdriver.ChromeOptions()
+    for flag in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--autoplay-policy=no-user-gesture-required", "--hide-scrollbars"]:
+        options.add_argument(flag)
+    if dark:
+        options.add_argument("--force-dark-mode")
+        options.add_argument("--blink-settings=preferredColorScheme=0")
+    if size == "phone":
+        options.add_experimental_option("mobileEmulation", {
+            "deviceMetrics": {"width": width, "height": height, "pixelRatio": 2.0, "touch": True},
+            "userAgent": PHONE_AGENT})
+    else:
+        options.add_argument(f"--window-size={width},{height}")
+    options.binary_location = "/usr/bin/chromium"
+    if downloads:
+        options.add_experimental_option("prefs", {"download.default_directory": downloads,
+                                                  "download.prompt_for_download": False})
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    if size == "desktop":
+        # --window-size is the outer window: make the page's viewport the stated size.
+        inner = driver.execute_script("return [window.innerWidth, window.innerHeight]")
+        driver.set_window_size(2 * width - inner[0], 2 * height - inner[1])
+    return driver
+
+
+def wait(condition, seconds=20.0):
+    """condition()'s first truthy value within `seconds`, else None (exceptions count as not yet)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            value = condition()
+            if value:
+                return value
+        except Exception:
+            pass
+        time.sleep(0.1)
+    return None
+
+
+def screenshot(driver, folder, name):
+    """Saves the viewport as FOLDER/NAME.png and returns its path (None without a folder)."""
+    if not folder:
+        return None
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"{name}.png")
+    driver.save_screenshot(path)
+    return path
+
+
+def accessibility(driver):
+    """axe-core's serious and critical violations on the page as it is now."""
+    from axe_selenium_python import Axe
+    axe = Axe(driver)
+    axe.inject()
+    results = axe.run()
+    return [{"id": v["id"], "impact": v["impact"], "help": v["help"],
+             "targets": [" ".join(map(str, n.get("target", []))) for n in v.get("nodes", [])][:5]}
+            for v in results.get("violations", []) if v.get("impact") in ("serious", "critical")]
+
+
+def console_errors(driver):
+    """The page's console errors since the last call (failed loads such as a missing favicon too)."""
+    return [entry["message"] for entry in driver.get_log("browser") if entry.get("level") == "SEVERE"]
+
+
+def report(seen):
+    """Prints what was seen as one JSON object, for the Swift test."""
+    print(json.dumps(seen))
