@@ -5,8 +5,7 @@
 
 const $ = (id) => document.getElementById(id);
 const api = "/api/v1";
-const view = { camera: null, day: null, span: 3600, end: null, recordings: [], playing: null, drag: null };
-let gridTimer = null, dayTimer = null;
+let gridTimer = null;
 
 // ---- Fetching ----
 
@@ -34,9 +33,9 @@ function showError(error) {
 function clearError() { $("error").hidden = true; }
 
 function showLogin() {
-  stopLive();
-  for (const id of ["grid", "day"]) $(id).hidden = true;
-  $("login").hidden = false;
+  if (currentView) currentView.hide();
+  currentView = null;
+  for (const section of document.querySelectorAll("main > section")) section.hidden = section.id !== "login";
 }
 
 // ---- Time ----
@@ -118,25 +117,44 @@ async function refreshGrid() {
 }
 
 function showGrid() {
-  clearInterval(dayTimer);
-  $("player").pause();
-  for (const id of ["login", "day"]) $(id).hidden = true;
-  $("grid").hidden = false;
   refreshGrid();
   clearInterval(gridTimer);
   gridTimer = setInterval(refreshGrid, 2000);
 }
 
-// ---- Routing: #camera/NAME or the grid ----
+// ---- Views and routing ----
+// A view registers itself in `views` under the first word of its address ("#review",
+// "#camera/NAME?…"; "" is the grid): `section` is its element's id, `show(argument, params)`
+// runs each time its address is opened, `hide()` when another view is (it stops its streams).
+const views = {};
+let currentView = null;
 
 function route() {
-  const match = location.hash.match(/^#camera\/(.+)$/);
-  if (match) showDay(decodeURIComponent(match[1])); else showGrid();
+  const match = location.hash.match(/^#([a-z]+)(?:\/([^?]*))?(?:\?(.*))?$/);
+  const name = match && views[match[1]] ? match[1] : "";
+  const argument = match && match[2] ? decodeURIComponent(match[2]) : null;
+  const params = new URLSearchParams((match && match[3]) || "");
+  const next = views[name];
+  if (currentView && currentView !== next) currentView.hide();
+  currentView = next;
+  for (const section of document.querySelectorAll("main > section")) section.hidden = section.id !== next.section;
+  for (const link of document.querySelectorAll("header nav a")) {
+    if (link.getAttribute("href") === `#${name}`) link.setAttribute("aria-current", "page"); else link.removeAttribute("aria-current");
+  }
+  next.show(argument, params);
+}
+
+views[""] = { section: "grid", show: showGrid, hide: stopLive };
+
+// "Log out" only where there is something to log out of: a server with a token.
+async function showLogout() {
+  try { $("logout").hidden = !(await getJSON(`${api}/session`)).token_required; } catch { $("logout").hidden = true; }
 }
 
 window.addEventListener("hashchange", route);
 document.addEventListener("DOMContentLoaded", () => {
   setUpTimeline();
   setUpControls();
+  showLogout();
   route();
 });

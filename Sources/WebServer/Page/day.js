@@ -1,6 +1,9 @@
 // Vigil's page: one camera's day (timeline, player, clip, stills). Uses app.js's helpers.
 "use strict";
 
+const view = { camera: null, day: null, span: 3600, end: null, recordings: [], playing: null, drag: null };
+let dayTimer = null;
+
 // ---- One camera's day ----
 
 function windowBounds() {
@@ -92,9 +95,6 @@ function drawStills(stills) {
 }
 
 function showDay(camera) {
-  stopLive();
-  for (const id of ["login", "grid"]) $(id).hidden = true;
-  $("day").hidden = false;
   if (view.camera !== camera) {
     view.camera = camera;
     view.end = new Date();
@@ -252,3 +252,10 @@ function setUpControls() {
   player.addEventListener("timeupdate", onPlayerTime);
   player.addEventListener("ended", onPlayerEnded);
 }
+
+function hideDay() {
+  clearInterval(dayTimer);
+  $("player").pause();
+}
+
+views.camera = { section: "day", show: showDay, hide: hideDay };
