@@ -74,20 +74,22 @@ struct APITime: Sendable {
     /// offset form is RFC 3339, a "+" sent as %2B); by default
     /// today from local midnight to now.
     func range(_ request: Request, now: Date = Date()) throws(APIError) -> (from: Int64, to: Int64) {
-        let query = request.uri.queryParameters
-        func parse(_ key: String, end: Bool, default fallback: Date) throws(APIError) -> Int64 {
-            guard let text = query[Substring(key)].map(String.init) else { return WallTime.clamped(fallback) }
-            do {
-                return try TimeArgument.nanos(text, end: end, timeZone: timeZone, now: now)
-            } catch {
-                throw APIError(.badRequest, error.message("\(key)=\(text)"))
-            }
-        }
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = timeZone
-        let from = try parse("from", end: false, default: calendar.startOfDay(for: now))
-        let to = try parse("to", end: true, default: now)
+        let from = try instant(request, "from", end: false, now: now) ?? WallTime.clamped(calendar.startOfDay(for: now))
+        let to = try instant(request, "to", end: true, now: now) ?? WallTime.clamped(now)
         guard from <= to else { throw APIError(.badRequest, "from must come before to") }
         return (from, to)
+    }
+
+    /// The query's `key` (`from`, `to`) as an instant; nil when the query has none. `end`: a bare
+    /// day means its end.
+    func instant(_ request: Request, _ key: String, end: Bool, now: Date = Date()) throws(APIError) -> Int64? {
+        guard let text = request.uri.queryParameters[Substring(key)].map(String.init) else { return nil }
+        do {
+            return try TimeArgument.nanos(text, end: end, timeZone: timeZone, now: now)
+        } catch {
+            throw APIError(.badRequest, error.message("\(key)=\(text)"))
+        }
     }
 }
