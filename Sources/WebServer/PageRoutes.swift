@@ -1,8 +1,9 @@
 import Foundation
 import Hummingbird
 
-/// The page: `GET /` and its script and style under `/static/`, and the API's description
-/// (`/api/v1/openapi.yaml`). Plain files (Sources/WebServer/Page,
+/// The page: `GET /` and its script, style, manifest and icons under `/static/`, `/favicon.ico`
+/// (the 192-pixel icon: browsers ask for it whatever the page links), and the API's
+/// description (`/api/v1/openapi.yaml`). Plain files (Sources/WebServer/Page,
 /// no build step), read once when the server starts and served from memory.
 struct PageRoutes: Sendable {
     let files: PageFiles
@@ -10,6 +11,7 @@ struct PageRoutes: Sendable {
     func add(to router: Router<WebRequestContext>) {
         router.get("/") { _, _ in try files.response("index.html") }
         router.get("/api/v1/openapi.yaml") { _, _ in try files.response("openapi.yaml") }
+        router.get("/favicon.ico") { _, _ in try files.response("icon-192.png") }
         router.get("/static/{name}") { _, context in
             try files.response(context.parameters.require("name"))
         }
@@ -89,6 +91,8 @@ struct PageFiles: Sendable {
             headers: [
                 .contentType: type, .cacheControl: "no-cache",
                 // Only this server's own script, styles, images and videos: nothing injected runs.
+                // connect-src and manifest-src fall back to default-src; 'self' covers ws: and
+                // wss: to this same host and port (CSP level 3), so live view's WebSocket is allowed.
                 .contentSecurityPolicy: "default-src 'self'; img-src 'self' data: blob:; media-src 'self' blob:; frame-ancestors 'none'; form-action 'self'",
                 .xContentTypeOptions: "nosniff", .init("Referrer-Policy")!: "no-referrer",
             ],
