@@ -1,6 +1,7 @@
 import Capture
 import Foundation
 import Hummingbird
+import NIOCore
 import Recorder
 
 /// An error the API answers with `{"error": "message"}` and its status (the contract's shape),
@@ -47,6 +48,9 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch let error as HTTPError {
             let message = error.body ?? (error.status == .notFound ? "no such resource: \(request.uri.path)" : error.status.reasonPhrase)
             throw APIError(error.status, message)
+        } catch is NIOTooManyBytesError {
+            // A body over a route's `collectBody(upTo:)`: Hummingbird alone answers 413 with no body.
+            throw APIError(.contentTooLarge, "the request's body is larger than \(request.method) \(request.uri.path) takes")
         }
     }
 }

@@ -162,6 +162,7 @@ import Testing
             }
             try await client.execute(uri: "/api/v1/events/\(toggled)/reviewed", method: .post, body: ByteBuffer(repeating: UInt8(ascii: " "), count: 4096)) {
                 #expect($0.status == .contentTooLarge)
+                #expect($0.errorMessage?.contains("body") == true, "413 is JSON like every error")
             }
             for id in ["\(ids.max()! + 1)", "0", "abc", "99999999999999999999"] {
                 try await client.execute(uri: "/api/v1/events/\(id)/reviewed", method: .post) { response in
