@@ -218,6 +218,31 @@ import Testing
         }
     }
 
+    /// Over a real socket, with a token: the page served under a LAN name (Host and Origin
+    /// name it) may mark; another site's page may not, though the browser sent the cookie.
+    @Test func overHTTPThePageOfTheHostItWasSentToMayMarkAndNoOther() async throws {
+        let recording = try await Recording.start(segments: 0)
+        defer { recording.remove() }
+        await recording.stop()
+        let ids = try Self.addEvents(recording.keeper.index)
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        try await recording.server(AuthTests.settings(listen: "0.0.0.0:0")).application().test(.live) { client in
+            let port = client.port!
+            func post(origin: String) async throws -> String {
+                try await curl(["-s", "-X", "POST", "-w", "%{http_code}", "--max-time", "5", "-H", "Cookie: vigil_session=\(AuthTests.token)",
+                                "-H", "Host: vigil.lan:\(port)", "-H", "Origin: \(origin)", "http://127.0.0.1:\(port)/api/v1/events/\(ids[0])/reviewed"],
+                               output: dir.path + "/body").written
+            }
+            let own = try await post(origin: "http://vigil.lan:\(port)")
+            let marked = try String(contentsOfFile: dir.path + "/body", encoding: .utf8)
+            #expect(own == "200" && marked.contains(#""reviewed":true"#), "\(own) \(marked)")
+            let evil = try await post(origin: "http://evil.example")
+            let refused = try String(contentsOfFile: dir.path + "/body", encoding: .utf8)
+            #expect(evil == "403" && refused.contains("refused"), "\(evil) \(refused)")
+        }
+    }
+
     @Test func logoutClearsTheCookieWithOrWithoutAToken() async throws {
         let clearing = "vigil_session=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict"
         for http in [HTTPSettings(), AuthTests.settings(listen: "0.0.0.0:0")] {
