@@ -282,7 +282,7 @@ import Testing
     private func versionTwoIndex(_ dir: TemporaryDirectory) throws -> [Int64] {
         let index = try RecordingIndex(root: dir.path)
         let ids = try Self.addEvents(index)
-        try index.execute("ALTER TABLE motion_events DROP COLUMN reviewed_ns; PRAGMA user_version = 2")
+        try index.execute("DROP INDEX motion_events_newest; ALTER TABLE motion_events DROP COLUMN reviewed_ns; PRAGMA user_version = 2")
         #expect(try Self.columns(index).contains("reviewed_ns") == false)
         return ids
     }
@@ -299,6 +299,8 @@ import Testing
         let index = try RecordingIndex(root: dir.path)
         #expect(try index.userVersion() == 3)
         #expect(try Self.columns(index).contains("reviewed_ns"))
+        let plan = try index.query("EXPLAIN QUERY PLAN SELECT id FROM motion_events ORDER BY start_ns DESC, id DESC LIMIT 5", []) { RecordingIndex.text($0, 3) }
+        #expect(plan.contains { $0.contains("motion_events_newest") }, "\(plan)")
         let events = try index.motionEventsNewestFirst(limit: 100)
         #expect(events.map(\.id) == ids)
         #expect(events.allSatisfy { $0.reviewedNanos == nil })
