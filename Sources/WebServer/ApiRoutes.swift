@@ -16,11 +16,22 @@ struct ApiRoutes: Sendable {
     /// `work` on the index, on the I/O thread. An index that cannot be read is a 500 and a log
     /// line, never a 404 or an empty list: the recordings may well be there.
     static func reading<T: Sendable>(_ index: RecordingIndex, _ work: @escaping @Sendable (RecordingIndex) throws -> T) async throws(APIError) -> T {
+        try await using(index, failing: "read", work)
+    }
+
+    /// `work` that writes to the index (the reviewed flag), the same way; its failure says so.
+    static func writing<T: Sendable>(_ index: RecordingIndex, _ work: @escaping @Sendable (RecordingIndex) throws -> T) async throws(APIError) -> T {
+        try await using(index, failing: "written", work)
+    }
+
+    private static func using<T: Sendable>(
+        _ index: RecordingIndex, failing verb: String, _ work: @escaping @Sendable (RecordingIndex) throws -> T
+    ) async throws(APIError) -> T {
         switch await io.run({ Result { try work(index) } }) {
         case .success(let value): return value
         case .failure(let error):
-            logger.error("the recordings index cannot be read: \(error)")
-            throw APIError(.internalServerError, "the recordings index cannot be read (the recorder's log says why)")
+            logger.error("the recordings index cannot be \(verb): \(error)")
+            throw APIError(.internalServerError, "the recordings index cannot be \(verb) (the recorder's log says why)")
         }
     }
 

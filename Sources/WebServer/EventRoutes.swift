@@ -130,7 +130,7 @@ struct EventRoutes: Sendable {
     /// answers it as the listing would; 404 when there is no such event.
     func mark(_ id: Int64, reviewed: Bool) async throws(APIError) -> EventJSON {
         let now = WallTime.clamped(Date())
-        let event = try await ApiRoutes.reading(api.recorder.index) { index -> RecordingIndex.MotionEvent? in
+        let event = try await ApiRoutes.writing(api.recorder.index) { index -> RecordingIndex.MotionEvent? in
             guard try index.setMotionEventReviewed(id: id, at: reviewed ? now : nil) else { return nil }
             return try index.motionEvent(id: id)
         }

@@ -276,6 +276,22 @@ import Testing
         }
     }
 
+    /// An index that cannot be used is a 500 that says whether reading or writing failed, never
+    /// a 404 (the event may well be there) nor an empty list.
+    @Test func anIndexThatCannotBeUsedIsAServerError() async throws {
+        try await withServer { client, index, ids in
+            try index.execute("ALTER TABLE motion_events RENAME TO motion_events_elsewhere")
+            try await client.execute(uri: "/api/v1/events", method: .get) { response in
+                #expect(response.status == .internalServerError)
+                #expect(response.errorMessage?.contains("index cannot be read") == true)
+            }
+            try await client.execute(uri: "/api/v1/events/\(ids[0])/reviewed", method: .post) { response in
+                #expect(response.status == .internalServerError)
+                #expect(response.errorMessage?.contains("index cannot be written") == true)
+            }
+        }
+    }
+
     // MARK: - The index's schema
 
     /// A version 2 file (motion events without `reviewed_ns`) with events in it.
