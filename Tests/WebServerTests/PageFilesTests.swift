@@ -119,6 +119,24 @@ import Testing
         } }
     }
 
+    /// Safari does not take 'self' to cover ws: and wss:, so the page's policy names the host and
+    /// port it was asked under for live view's WebSocket.
+    @Test func thePagesPolicyLetsItsWebSocketConnectToTheHostItCameFrom() async throws {
+        let recording = try await Recording.start(segments: 0)
+        defer { recording.remove() }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        try await recording.stopping { try await recording.server().application(page: Self.built).test(.live) { client in
+            let port = client.port!
+            for host in ["127.0.0.1:\(port)", "localhost:\(port)", "[::1]:\(port)"] {
+                _ = try await curl(["-s", "-D", dir.path + "/head", "-H", "Host: \(host)", "http://127.0.0.1:\(port)/"], output: dir.path + "/body")
+                let head = try String(contentsOfFile: dir.path + "/head", encoding: .utf8).lowercased()
+                #expect(head.contains("connect-src 'self' ws://\(host) wss://\(host)"), "\(head)")
+            }
+        } }
+        #expect(try Self.built.response("index.html").headers[.contentSecurityPolicy]?.contains("connect-src") == false)
+    }
+
     /// Width and height from a PNG's IHDR chunk; nil when the bytes do not start as a PNG does.
     static func pngSize(_ data: Data) -> (width: Int, height: Int)? {
         let bytes = [UInt8](data.prefix(24))
