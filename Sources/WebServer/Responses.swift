@@ -50,7 +50,7 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             throw APIError(error.status, message)
         } catch is NIOTooManyBytesError {
             // A body over a route's `collectBody(upTo:)`: Hummingbird alone answers 413 with no body.
-            throw APIError(.contentTooLarge, "the request's body is larger than \(request.method) \(request.uri.path) takes")
+            throw APIError(.contentTooLarge, "the request's body is larger than \(request.method) \(request.uri.path.prefix(128)) takes")
         }
     }
 }
