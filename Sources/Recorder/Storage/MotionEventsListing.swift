@@ -1,3 +1,4 @@
+import CheckedMath
 import Foundation
 
 /// What `vigil events` prints: motion events in time order, with their length, peak changed
@@ -22,7 +23,7 @@ public struct MotionEventsListing: Sendable {
             for e in list {
                 let span = e.endNanos.map {
                     "→ \(TimeArgument.format(Date(timeIntervalSince1970: Double($0) / 1e9), timeZone: timeZone, roundingUp: true))  "
-                        + RecordingsListing.duration($0 - e.startNanos).padding(toLength: 7, withPad: " ", startingAt: 0)
+                        + RecordingsListing.duration(max(0, $0.subtracting(e.startNanos) ?? 0)).padding(toLength: 7, withPad: " ", startingAt: 0)
                 } ?? "under way"
                 lines.append("  \(TimeArgument.format(Date(timeIntervalSince1970: Double(e.startNanos) / 1e9), timeZone: timeZone)) \(span)  "
                     + String(format: "peak %5.1f %%", e.peakPercent) + (e.picture.map { "  \($0)" } ?? ""))

@@ -174,9 +174,11 @@ enum StorageRecovery {
                   (try? FragmentedMP4.trimToCompleteFragments(path)) != nil else { return nil }
         }
         guard var entry = describe(path, relative: final, camera: known?.camera ?? camera) else { return nil }
-        if let known, known.state == .writing {
-            // The index has the first frame's exact time (the name has whole seconds).
-            entry.endNanos += known.startNanos - entry.startNanos
+        // The index has the first frame's exact time (the name has whole seconds); a damaged
+        // index's value that would not fit is left out, the file's own times stand.
+        if let known, known.state == .writing, WallTime.range.contains(known.startNanos),
+           let shift = known.startNanos.subtracting(entry.startNanos), let end = entry.endNanos.adding(shift) {
+            entry.endNanos = end
             entry.startNanos = known.startNanos
         }
         do {
