@@ -107,7 +107,7 @@ function livePlayer(box, camera) {
           if (!codec || !MediaSource.isTypeSupported(type)) { mjpeg = true; clear(); return openMJPEG(); }
           buffer = source.addSourceBuffer(type);
           buffer.mode = liveMode;
-          buffer.addEventListener("updateend", () => { follow(); pump(); });
+          buffer.addEventListener("updateend", () => { if (source.readyState === "open" && media === video) { follow(); pump(); } });
           retry = 1000;
         }
         queue.push(message.data);

@@ -85,6 +85,7 @@ function hideTogether() {
     for (const video of tile.videos || []) { video.pause(); video.removeAttribute("src"); video.load(); }
   }
   together.tiles = [];
+  $("tg-grid").replaceChildren();
 }
 
 function tgTick() {
