@@ -255,6 +255,7 @@ let dayLive = null;
 
 async function showDayLive(name) {
   stopDayLive();
+  $("day-full").href = `#live/${encodeURIComponent(name)}`;
   $("player").pause();
   $("player").hidden = true;
   $("day-live").hidden = false;

@@ -206,6 +206,13 @@ def main():
         paused = driver.execute_script("return [document.getElementById('player').paused, document.getElementById('player').hidden]")
         check("day-live-again", again and paused == [True, True] and live_of("#day-live") == "mse", f"live again {bool(again)}, recorded player paused/hidden {paused}")
 
+        # The day view's link to full screen, and back.
+        driver.find_element(By.ID, "day-full").click()
+        full = browser.wait(lambda: driver.execute_script("return location.hash") == f"#live/{first}" and playing("#full-box video", 20))
+        driver.find_element(By.ID, "full-back").click()
+        returned = browser.wait(lambda: driver.execute_script("return location.hash") == f"#camera/{first}" and playing("#day-live video", 20))
+        check("day-to-full", full and returned, f"day view -> full screen playing {bool(full)}; Back -> the day view, live {bool(returned)}")
+
         # ---- Side by side: from the header's link; live by default ----
         driver.find_element(By.CSS_SELECTOR, 'header nav a[href="#together"]').click()
         both_live = browser.wait(lambda: len(driver.find_elements(By.CSS_SELECTOR, "#tg-grid .tile")) >= 2 and all(
