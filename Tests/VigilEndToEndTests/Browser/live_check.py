@@ -250,6 +250,25 @@ def main():
         driver.find_element(By.ID, "tg-play").click()
         view("together")
 
+        # An instant before the first recording: both say "no recording", then join when it starts.
+        earliest = driver.execute_script("""
+            const to = new Date(), from = new Date(to - 6 * 3600e3);
+            return fetch(`/api/v1/cameras/${encodeURIComponent(arguments[0])}/recordings?from=${from.toISOString()}&to=${to.toISOString()}`)
+              .then((r) => r.json()).then((j) => j.recordings.length ? Date.parse(j.recordings[0].start) : null);""", first)
+        if earliest:
+            driver.execute_script("""
+                const at = new Date(arguments[0] - 3000), p = (n) => String(n).padStart(2, '0');
+                document.getElementById('tg-day').value = `${at.getFullYear()}-${p(at.getMonth() + 1)}-${p(at.getDate())}`;
+                document.getElementById('tg-time').value = `${p(at.getHours())}:${p(at.getMinutes())}:${p(at.getSeconds())}`;""", earliest)
+            driver.find_element(By.CSS_SELECTOR, '#tg-form button[type="submit"]').click()
+            none = browser.wait(lambda: len(driver.find_elements(By.CSS_SELECTOR, "#tg-grid .tile .none")) == 2 and all(
+                e.is_displayed() for e in driver.find_elements(By.CSS_SELECTOR, "#tg-grid .tile .none")), 10)
+            joined = browser.wait(lambda: not any(e.is_displayed() for e in driver.find_elements(By.CSS_SELECTOR, "#tg-grid .tile .none")) and all(
+                driver.execute_script(PLAYING, v) for v in driver.find_elements(By.CSS_SELECTOR, "#tg-grid .tile video:not(.off)")), 20)
+            check("together-joins", none and joined, f"3 s before the first recording: 'no recording' on both {bool(none)}; both playing once it starts {bool(joined)}")
+        else:
+            check("together-joins", False, "no recording found in the last 6 h")
+
         # Leaving for the grid stops the side-by-side players.
         driver.find_element(By.CSS_SELECTOR, "header nav a[href='#']").click()
         left = browser.wait(lambda: driver.execute_script("return document.querySelectorAll('#tg-grid video').length === 0"), 5)
