@@ -147,8 +147,9 @@ def main():
         box = driver.execute_script("const r = document.querySelector('#full-box video').getBoundingClientRect();"
                                     "return [r.width, r.height, innerWidth, innerHeight]") if video else None
         fills = box and abs(box[0] - box[2]) < 2 and abs(box[1] - box[3]) < 2
-        check("full-live", opened and video and fills and live_of("#full-box") == "mse",
-              f"hash {driver.execute_script('return location.hash')}, player {live_of('#full-box')}, video box vs viewport {box}")
+        grid_left = driver.execute_script("return document.querySelectorAll('#grid video, #grid img').length")
+        check("full-live", opened and video and fills and live_of("#full-box") == "mse" and grid_left == 0,
+              f"hash {driver.execute_script('return location.hash')}, player {live_of('#full-box')}, video box vs viewport {box}, grid players left {grid_left}")
         over = driver.execute_script("return [document.getElementById('full-name').textContent, document.getElementById('full-state').textContent,"
                                      "getComputedStyle(document.querySelector('#live .over')).position]")
         check("full-overlay", over[0] == first and over[1] and over[2] == "absolute", f"name, state, overlay: {over}")
