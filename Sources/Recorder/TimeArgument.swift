@@ -43,20 +43,34 @@ public enum TimeArgument {
     /// The instant meant (as `parse` reads it) in Vigil's nanoseconds, checked against
     /// `WallTime.range`: the one conversion of a time someone typed.
     public static func nanos(_ text: String, end: Bool, timeZone: TimeZone = .current, now: Date = Date()) throws(Problem) -> Int64 {
-        guard let date = parse(text, end: end, timeZone: timeZone, now: now) else { throw .notATime }
-        guard let nanos = WallTime.nanos(date) else { throw .outOfRange }
+        guard let (date, fraction) = instant(text, end: end, timeZone: timeZone, now: now) else { throw .notATime }
+        // The written fraction is added in integers: through a Double, 12:00:00.517 could come
+        // back as 12:00:00.516999999 and miss a frame stamped at .517.
+        // A whole second (any written time) is converted in integers too: a Double product is
+        // exact only up to about 2115.
+        let seconds = date.timeIntervalSince1970
+        let isWhole = seconds.rounded(.down) == seconds && seconds.magnitude < 1e12
+        guard let whole = isWhole ? WallTime.nanos(wholeSeconds: Int64(seconds)) : WallTime.nanos(date),
+              case (let nanos, false) = whole.addingReportingOverflow(fraction),
+              WallTime.range.contains(nanos) else { throw .outOfRange }
         return nanos
     }
 
     /// The instant meant, or for a bare day its start (`end: false`) or its end (`end: true`).
     public static func parse(_ text: String, end: Bool, timeZone: TimeZone = .current, now: Date = Date()) -> Date? {
+        instant(text, end: end, timeZone: timeZone, now: now).map { $0.date.addingTimeInterval(Double($0.fraction) / 1e9) }
+    }
+
+    /// The instant as a date without the written fraction of a second, and that fraction in
+    /// nanoseconds (0 when none was written).
+    static func instant(_ text: String, end: Bool, timeZone: TimeZone, now: Date) -> (date: Date, fraction: Int64)? {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = timeZone
         func day(_ start: Date) -> Date { end ? calendar.date(byAdding: .day, value: 1, to: start)!.addingTimeInterval(-0.001) : start }
         switch text.lowercased() {
-        case "now": return now
-        case "today": return day(calendar.startOfDay(for: now))
-        case "yesterday": return day(calendar.date(byAdding: .day, value: -1, to: calendar.startOfDay(for: now))!)
+        case "now": return (now, 0)
+        case "today": return (day(calendar.startOfDay(for: now)), 0)
+        case "yesterday": return (day(calendar.date(byAdding: .day, value: -1, to: calendar.startOfDay(for: now))!), 0)
         default: break
         }
         // ASCII digits only: fixed widths keep every number far from Int's edges.
@@ -64,14 +78,15 @@ public enum TimeArgument {
         guard let m = try? pattern.wholeMatch(in: text) else { return nil }
         let ymd = DateComponents(year: Int(m.1)!, month: Int(m.2)!, day: Int(m.3)!)
         guard let midnight = calendar.date(from: ymd), calendar.dateComponents([.year, .month, .day], from: midnight) == ymd else { return nil }
-        guard let hourText = m.4, let minuteText = m.5 else { return day(midnight) }
+        guard let hourText = m.4, let minuteText = m.5 else { return (day(midnight), 0) }
         let hour = Int(hourText)!, minute = Int(minuteText)!, second = m.6.map { Int($0)! } ?? 0
         guard hour < 24, minute < 60, second < 60 else { return nil }
-        let fraction = m.7.map { Double("0" + $0)! } ?? 0
+        // Up to 9 digits after the point: at most 999,999,999 ns.
+        let fraction = m.7.map { Int64($0.dropFirst().padding(toLength: 9, withPad: "0", startingAt: 0))! } ?? 0
         var clock = ymd
         (clock.hour, clock.minute, clock.second) = (hour, minute, second)
         guard let zoneText = m.8 else {
-            return calendar.date(from: clock)?.addingTimeInterval(fraction)
+            return calendar.date(from: clock).map { ($0, fraction) }
         }
         var offsetSeconds = 0
         if zoneText != "Z" && zoneText != "z" {
@@ -81,6 +96,6 @@ public enum TimeArgument {
             offsetSeconds = (hours * 3600 + minutes * 60) * (zoneText.first == "-" ? -1 : 1)
         }
         calendar.timeZone = TimeZone(identifier: "UTC")!
-        return calendar.date(from: clock)?.addingTimeInterval(fraction - Double(offsetSeconds))
+        return calendar.date(from: clock).map { ($0.addingTimeInterval(-Double(offsetSeconds)), fraction) }
     }
 }

@@ -55,8 +55,19 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
 struct APITime: Sendable {
     let timeZone: TimeZone
     private var style: Date.ISO8601FormatStyle { Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: timeZone) }
+    private var wholeSeconds: Date.ISO8601FormatStyle { Date.ISO8601FormatStyle(timeZone: timeZone) }
 
-    func string(_ nanos: Int64) -> String { string(WallTime.date(nanos)) }
+    /// The milliseconds are cut from the integer, not from a Double: through a Double a frame at
+    /// .517 s could be written .516, and a client asking from that time would miss it.
+    func string(_ nanos: Int64) -> String {
+        let (seconds, rest) = (nanos.quotientAndRemainder(dividingBy: 1_000_000_000))
+        let (whole, subsecond) = rest < 0 ? (seconds - 1, rest + 1_000_000_000) : (seconds, rest)
+        var text = Date(timeIntervalSince1970: Double(whole)).formatted(wholeSeconds)
+        // "2026-11-26T21:10:07Z" or "…07+01:00": the fraction goes after the seconds.
+        let millis = String(subsecond / 1_000_000)
+        text.insert(contentsOf: "." + String(repeating: "0", count: 3 - millis.count) + millis, at: text.index(text.startIndex, offsetBy: 19))
+        return text
+    }
     func string(_ date: Date) -> String { date.formatted(style) }
 
     /// `from`/`to` of a query: RFC 3339 or the command line's forms (`TimeArgument`: its

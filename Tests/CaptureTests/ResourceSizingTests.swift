@@ -91,7 +91,8 @@ import Testing
                 format: .size(width: 160, height: 120, pixelFormat: .yuyv422), fps: 30, outputs: [(movie, .init())])
             #expect(await waitUntil(seconds: 20) { movie.receivedFrameCount >= 3 })
             await stopAndDrain(session, log)
-            #expect(log.segments.count == 1)
+            // Two where the few frames crossed a minute of the wall clock (segments are cut there).
+            #expect(log.segments.count == 1 || log.segments.count == 2)
             if let segment = log.segments.first { #expect(RecordingInspector.ffprobeProblem(segment.path) == nil) }
         }
         #expect(automatic.encoderThreads == 1)

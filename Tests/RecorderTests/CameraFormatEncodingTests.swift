@@ -53,7 +53,8 @@ import Testing
             segmentSeconds: 60, encoder: EncoderSettings(preset: "ultrafast")
         ).run()
         let files = RecordingInspector.files(under: dir.path + "/out", endingWith: ".mp4")
-        #expect(files.count == 1)
+        // Segments are cut on the wall clock's minutes: 3 s of frames may cross one.
+        #expect(files.count == 1 || files.count == 2, "\(files)")
         var sequences: [UInt32?] = []
         for file in files {
             #expect(RecordingInspector.ffprobeProblem(file) == nil)

@@ -118,7 +118,8 @@ final class SequenceLog: Sendable {
         #expect(numbers.count == kept.all.count)
         #expect(zip(numbers, numbers.dropFirst()).allSatisfy { $1 == $0 + 1 }, "a gap in the kept output")
         let files = RecordingInspector.files(under: storage.path, endingWith: ".mp4")
-        #expect(files.count == 1)
+        // One file, or two where the run crossed an hour of the wall clock (segments are cut there).
+        #expect(files.count == 1 || files.count == 2, "\(files)")
         let recorded = try files.flatMap { try RecordingInspector.decode($0).sequences }
         #expect(recorded.compactMap { $0 } == numbers, "the movie lost or repeated a frame across the reconfigurations")
     }

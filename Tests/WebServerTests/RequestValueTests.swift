@@ -10,6 +10,29 @@ import Testing
 /// names its parameter (it used to trap, stopping every camera: one `<img>` on any web page
 /// could do it), and an id or a range has one written form.
 @Suite(.timeLimit(.minutes(2))) struct RequestValueTests {
+    /// A time the API writes is read back as the same millisecond, in any zone: a client that
+    /// asks for a clip from a recording's `start` gets its first frame (through a Double,
+    /// …29.517 came back as …29.516999999 and the frame stamped .517 was left out).
+    @Test func aTimeTheAPIWritesIsReadBackToTheMillisecond() throws {
+        let zones = ["UTC", "Europe/Berlin", "America/St_Johns", "Asia/Kolkata"].map { TimeZone(identifier: $0)! }
+        var state: UInt64 = 0x5EED
+        var instants: [Int64] = [1_795_727_489_517_000_000, 0, 1_000_000, 9_214_646_399_999_000_000]
+        for _ in 0..<2000 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            instants.append(Int64(state >> 4) % 4_102_444_800_000 * 1_000_000)  // 1970 to 2100, whole milliseconds
+        }
+        for zone in zones {
+            let time = APITime(timeZone: zone)
+            for nanos in instants {
+                let text = time.string(nanos)
+                #expect(try TimeArgument.nanos(text, end: false, timeZone: zones[0]) == nanos, "\(text)")
+            }
+        }
+        // Below the millisecond the API's text is cut, never rounded up past the frame.
+        #expect(APITime(timeZone: zones[0]).string(1_795_727_489_517_999_999) == "2026-11-26T21:11:29.517Z")
+        #expect(try TimeArgument.nanos("2026-11-26T21:11:29.517999999Z", end: false) == 1_795_727_489_517_999_999)
+    }
+
     @Test func timesOutsideWhatVigilCanHoldAre400NamingTheParameter() async throws {
         let recording = try await Recording.start(segments: 1)
         await recording.stop()

@@ -67,8 +67,11 @@ struct CameraClock {
     static func lateLimit(step: Int64) -> Int64 { max(500_000_000, 4 * step) }
 
     /// How far ahead of its arrival a frame without camera time is placed at most, beyond the
-    /// smoothing of jitter (steps at most 2 s: this fits).
-    static func leadLimit(step: Int64) -> Int64 { max(100_000_000, 2 * step) }
+    /// smoothing of jitter (steps at most 2 s: this fits). Half a second: frames a busy network
+    /// or camera sends a few at a time keep their spacing (at 100 ms, a 10 fps camera's frames
+    /// held 200 ms were squeezed and its files came out 0.2 s short); a longer stall's burst is
+    /// still squeezed well before the jump limit.
+    static func leadLimit(step: Int64) -> Int64 { max(500_000_000, 2 * step) }
     /// The shortest step a burst is squeezed to: this share of the interval.
     static let squeezeDivisor: Int64 = 16
 

@@ -1,5 +1,6 @@
 /// Paints synthetic test frames in YUYV (the synthetic camera and the emulated V4L2 device): the sequence block code (top half), a bar that moves
-/// one step per frame, and the UTC time of day as large digits (bottom half).
+/// one step per frame, and the UTC time of day as large digits `HH:MM:SS.d` (bottom half; the
+/// tenths let a test read how far behind a live view is).
 public struct PatternPainter: Sendable {
     let width: Int
     let height: Int
@@ -30,8 +31,11 @@ public struct PatternPainter: Sendable {
     }
 
     private func drawTime(_ p: UnsafeMutablePointer<UInt8>, wallNanos: Int64) {
-        let secondsOfDay = Int((wallNanos / 1_000_000_000) % 86_400)
-        let text = [secondsOfDay / 36000, (secondsOfDay / 3600) % 10, 10, (secondsOfDay / 600) % 6, (secondsOfDay / 60) % 10, 10, (secondsOfDay % 60) / 10, secondsOfDay % 10]
+        // Wrapped into 0..<864_000 for any time, before 1970 too (a negative index would trap).
+        let tenthsOfDay = Int(((wallNanos / 100_000_000) % 864_000 + 864_000) % 864_000)
+        let secondsOfDay = tenthsOfDay / 10
+        let text = [secondsOfDay / 36000, (secondsOfDay / 3600) % 10, 10, (secondsOfDay / 600) % 6, (secondsOfDay / 60) % 10, 10,
+                    (secondsOfDay % 60) / 10, secondsOfDay % 10, 11, tenthsOfDay % 10]
         let scale = max(1, height / 48)
         let glyphWidth = 4 * scale
         let top = height * 3 / 4 + max(0, (height / 4 - 5 * scale) / 2)
@@ -46,11 +50,11 @@ public struct PatternPainter: Sendable {
         }
     }
 
-    /// 3×5 glyphs for 0–9 and ':' (index 10), one 3-bit row per entry.
+    /// 3×5 glyphs for 0–9, ':' (index 10) and '.' (11), one 3-bit row per entry.
     private static let font: [[UInt8]] = [
         [7, 5, 5, 5, 7], [2, 6, 2, 2, 7], [7, 1, 7, 4, 7], [7, 1, 7, 1, 7], [5, 5, 7, 1, 1],
         [7, 4, 7, 1, 7], [7, 4, 7, 5, 7], [7, 1, 1, 1, 1], [7, 5, 7, 5, 7], [7, 5, 7, 1, 7],
-        [0, 2, 0, 2, 0],
+        [0, 2, 0, 2, 0], [0, 0, 0, 0, 2],
     ]
 
     /// Fills a rectangle with grey `luma` (neutral chroma). x and width are rounded to even.
