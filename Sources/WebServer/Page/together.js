@@ -3,14 +3,16 @@
 // Uses app.js's helpers and live.js's player.
 "use strict";
 
-const together = { tiles: [], live: true, base: 0, t0: 0, paused: false, timer: null, cameras: [] };
+const together = { tiles: [], live: true, base: 0, t0: 0, paused: false, holding: 0, timer: null, cameras: [] };
 
-// The master clock: the instant every camera shows, in ms since 1970.
-const masterTime = () => together.paused ? together.base : together.base + (performance.now() - together.t0);
+// The master clock: the instant every camera shows, in ms since 1970. It holds (like a player
+// buffering) while a camera that has a recording at that instant cannot play it yet.
+const masterTime = () => together.paused || together.holding ? together.base : together.base + (performance.now() - together.t0);
 function setMaster(time, paused = together.paused) {
   together.base = time;
   together.t0 = performance.now();
   together.paused = paused;
+  together.holding = 0;
   $("tg-play").textContent = paused ? "Play" : "Pause";
 }
 
@@ -93,6 +95,13 @@ function tgTick() {
   const shown = new Date(t);
   $("tg-clock").textContent = `${dayKey(shown)} ${clock(shown)}.${Math.floor(shown.getMilliseconds() / 100)}`;
   for (const tile of together.tiles) { fetchRecordings(tile, t); syncTile(tile, t); }
+  // A camera still loading or seeking holds the clock (at most 3 s, so one broken file stops no one).
+  const now = performance.now(), stalled = !together.paused && now > (together.ignoreUntil || 0) && together.tiles.some((tile) => tile.stalled);
+  if (stalled && !together.holding) { together.base = t; together.holding = now; }
+  else if (together.holding && (!stalled || now - together.holding > 3000)) {
+    if (stalled) together.ignoreUntil = now + 3000;
+    setMaster(t);
+  }
 }
 
 // The recordings around the clock's time, asked again as it nears the end of what is known
@@ -125,6 +134,7 @@ function syncTile(tile, t) {
   const next = tile.recs.find((n) => n.from > (r ? r.until - 500 : t) && n !== r);
   if (next && b.rec !== next && b.rec !== r) loadTile(b, next);
   tile.none.hidden = !!r;
+  tile.stalled = false;
   if (!r) {
     a.pause();
     tile.note.textContent = next ? `next recording ${clock(new Date(next.from))}` : "no recording";
@@ -144,7 +154,8 @@ function syncTile(tile, t) {
     // Playing, a drift over 0.25 s is corrected; paused (stepping), the frame is put exactly.
     if (drift > (together.paused ? 0.02 : 0.25)) a.currentTime = Math.min(want, a.duration || want);
   }
-  if (together.paused) { if (!a.paused) a.pause(); } else if (a.paused && !a.ended) a.play().catch(() => {});
+  tile.stalled = a.rec === r && !a.error && (a.readyState < 3 || a.seeking);
+  if (together.paused || together.holding) { if (!a.paused) a.pause(); } else if (a.paused && !a.ended) a.play().catch(() => {});
 }
 
 function tgStep(ms) {

@@ -174,9 +174,12 @@ def main():
         check("live-fps", shown >= 0.9 * fps[first],
               f"{shown:.2f} frames/s shown (requestVideoFrameCallback, {samples['frames']} in {samples['elapsed']:.1f} s, {samples['dropped']} dropped) for a {fps[first]} fps camera")
         driver.find_element(By.ID, "full-back").click()
-        back = browser.wait(lambda: driver.execute_script("return location.hash") in ("", "#") and playing(f'#grid .camera[data-camera="{first}"] .media video', 20))
+        home = browser.wait(lambda: driver.execute_script("return location.hash") in ("", "#"), 10)
+        back = home and playing(f'#grid .camera[data-camera="{first}"] .media video', 30)
         streams = driver.execute_script("return document.querySelectorAll('#full-box video, #full-box img').length")
-        check("full-back", back and streams == 0, f"back on the grid, live again: {bool(back)}; full-screen players left: {streams}")
+        card = driver.execute_script("const m = document.querySelector(arguments[0]); const p = [...gridLive.players].find(([c]) => c.contains(m));"
+                                     "return [m && m.dataset.live, p && JSON.stringify(p[1].stats)]", f'#grid .camera[data-camera="{first}"] .media')
+        check("full-back", back and streams == 0, f"back on the grid {bool(home)}, live again: {bool(back)} (card {card}); full-screen players left: {streams}")
 
         # ---- A camera's day: live, recorded after a pick, live again ----
         driver.find_element(By.CSS_SELECTOR, f'#grid .camera[data-camera="{first}"] .name').click()
