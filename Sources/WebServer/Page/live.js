@@ -26,7 +26,7 @@ function livePlayer(box, camera) {
 
   function clear() {
     if (socket) { socket.onclose = socket.onmessage = socket.onerror = null; socket.close(); socket = null; }
-    if (media) { media.removeAttribute("src"); media.load?.(); media.remove(); media = null; }
+    if (media) { media.onerror = media.onload = null; media.removeAttribute("src"); media.load?.(); media.remove(); media = null; }
     if (url) { URL.revokeObjectURL(url); url = null; }
   }
 
@@ -55,6 +55,7 @@ function livePlayer(box, camera) {
     const video = media = document.createElement("video");
     video.muted = video.autoplay = video.playsInline = true;
     video.setAttribute("aria-label", `${camera.name}, live`);
+    video.onerror = again; // a fragment that does not decode: start again at a keyframe
     const source = new MediaSource();
     url = URL.createObjectURL(source);
     video.src = url;
@@ -72,11 +73,8 @@ function livePlayer(box, camera) {
         return buffer.remove(0, video.currentTime - 4);
       }
       if (!queue.length) return;
-      try { buffer.appendBuffer(queue.shift()); player.stats.appended++; } catch (error) {
-        // Full (QuotaExceededError): drop what waits and start over from the next keyframe.
-        queue.length = 0;
-        if (error.name !== "QuotaExceededError") again();
-      }
+      // Full (QuotaExceededError) or broken: start again, from the camera's latest keyframe.
+      try { buffer.appendBuffer(queue.shift()); player.stats.appended++; } catch { again(); }
     }
 
     function follow() {
@@ -113,8 +111,9 @@ function livePlayer(box, camera) {
           retry = 1000;
         }
         queue.push(message.data);
-        // A tab that cannot keep up drops what waits rather than growing without end.
-        if (queue.length > 60) queue.splice(1, queue.length - 1);
+        // A tab that cannot keep up starts again at a keyframe rather than queueing without end
+        // (fragments cannot be dropped from the middle of a run: the rest would not decode).
+        if (queue.length > 60) return again();
         pump();
       };
       socket.onclose = socket.onerror = again;
