@@ -25,7 +25,13 @@ function livePlayer(box, camera) {
   let retry = 1000, timer = null, socket = null, url = null, media = null, mjpeg = !camera.live_mp4 || !liveMSE;
 
   function clear() {
-    if (socket) { socket.onclose = socket.onmessage = socket.onerror = null; socket.close(); socket = null; }
+    if (socket) {
+      const s = socket;
+      socket = s.onclose = s.onmessage = s.onerror = null;
+      // Leaving, the page asks the server to end the stream, so that the server closes and sends
+      // no fragment after its close frame (a browser's close can cross one); closed here if not.
+      if (s.readyState === WebSocket.OPEN) { s.send("close"); setTimeout(() => s.close(), 2000); } else s.close();
+    }
     if (media) { media.onerror = media.onload = null; media.removeAttribute("src"); media.load?.(); media.remove(); media = null; }
     if (url) { URL.revokeObjectURL(url); url = null; }
   }
