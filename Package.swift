@@ -65,7 +65,7 @@ let package = Package(
         ]),
         // The HTTP server of `vigil run`/`demo`: API, files, clips, metrics (and live view, the page).
         .target(name: "WebServer", dependencies: [
-            "Recorder", "Capture", "Media",
+            "Recorder", "Capture", "Media", "CheckedMath",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),

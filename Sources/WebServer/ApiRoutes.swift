@@ -1,4 +1,5 @@
 import Capture
+import CheckedMath
 import Foundation
 import Hummingbird
 import Logging
@@ -15,11 +16,22 @@ struct ApiRoutes: Sendable {
     /// `work` on the index, on the I/O thread. An index that cannot be read is a 500 and a log
     /// line, never a 404 or an empty list: the recordings may well be there.
     static func reading<T: Sendable>(_ index: RecordingIndex, _ work: @escaping @Sendable (RecordingIndex) throws -> T) async throws(APIError) -> T {
+        try await using(index, failing: "read", work)
+    }
+
+    /// `work` that writes to the index (the reviewed flag), the same way; its failure says so.
+    static func writing<T: Sendable>(_ index: RecordingIndex, _ work: @escaping @Sendable (RecordingIndex) throws -> T) async throws(APIError) -> T {
+        try await using(index, failing: "written", work)
+    }
+
+    private static func using<T: Sendable>(
+        _ index: RecordingIndex, failing verb: String, _ work: @escaping @Sendable (RecordingIndex) throws -> T
+    ) async throws(APIError) -> T {
         switch await io.run({ Result { try work(index) } }) {
         case .success(let value): return value
         case .failure(let error):
-            logger.error("the recordings index cannot be read: \(error)")
-            throw APIError(.internalServerError, "the recordings index cannot be read (the recorder's log says why)")
+            logger.error("the recordings index cannot be \(verb): \(error)")
+            throw APIError(.internalServerError, "the recordings index cannot be \(verb) (the recorder's log says why)")
         }
     }
 
@@ -97,41 +109,23 @@ struct ApiRoutes: Sendable {
     }
 
     struct EventsJSON: Encodable {
-        struct Event: Encodable {
-            let id: Int64
-            let start: String
-            /// nil while the event is under way.
-            let end: String?
-            let peakAreaPercent: Double
-            let thumbnail: String?
-
-            enum CodingKeys: String, CodingKey {
-                case id, start, end, thumbnail
-                case peakAreaPercent = "peak_area_percent"
-            }
-
-            func encode(to encoder: Encoder) throws {
-                var c = encoder.container(keyedBy: CodingKeys.self)
-                try c.encode(id, forKey: .id)
-                try c.encode(start, forKey: .start)
-                // `end` and `thumbnail` are null, not missing, while there is none.
-                try c.encode(end, forKey: .end)
-                try c.encode(peakAreaPercent, forKey: .peakAreaPercent)
-                try c.encode(thumbnail, forKey: .thumbnail)
-            }
-        }
         let camera: String
-        let events: [Event]
+        let events: [EventJSON]
     }
 
     /// Motion events that overlap the range (none for a camera without `[[motion]]`).
     func events(_ camera: String, _ range: (from: Int64, to: Int64)) async throws(APIError) -> EventsJSON {
         let events = try await Self.reading(recorder.index) { try $0.motionEvents(camera: camera, from: range.from, to: range.to) }
-        return EventsJSON(camera: camera, events: events.map {
-            EventsJSON.Event(
-                id: $0.id, start: time.string($0.startNanos), end: $0.endNanos.map(time.string), peakAreaPercent: ($0.peakPercent * 10).rounded() / 10,
-                thumbnail: $0.picture == nil ? nil : "/api/v1/events/\($0.id)/thumbnail.jpg")
-        })
+        return EventsJSON(camera: camera, events: events.map(eventJSON))
+    }
+
+    /// A motion event as every listing and the reviewed route write it.
+    func eventJSON(_ event: RecordingIndex.MotionEvent) -> EventJSON {
+        EventJSON(
+            id: event.id, camera: event.camera, start: time.string(event.startNanos), end: event.endNanos.map(time.string),
+            durationSeconds: event.endNanos.flatMap { $0.subtracting(event.startNanos) }.map { (Double(max(0, $0)) / 1e8).rounded() / 10 },
+            peakAreaPercent: (event.peakPercent * 10).rounded() / 10,
+            thumbnail: event.picture == nil ? nil : "/api/v1/events/\(event.id)/thumbnail.jpg", reviewed: event.reviewedNanos != nil)
     }
 
     /// The `:name` of the path: a camera the recorder runs or has recordings of, or 404.
@@ -226,5 +220,38 @@ struct CameraJSON: Encodable {
         try c.encode(snapshot, forKey: .snapshot)
         try c.encode(liveMjpeg, forKey: .liveMjpeg)
         try c.encode(liveMp4, forKey: .liveMp4)
+    }
+}
+
+/// One motion event in the API (`/api/v1/events`, a camera's events, `POST …/reviewed`); nil
+/// values are written as null, not left out.
+struct EventJSON: Encodable {
+    let id: Int64
+    let camera: String
+    let start: String
+    /// nil while the event is under way.
+    let end: String?
+    /// nil while the event is under way (or when its times cannot be subtracted); 0.1 s steps.
+    let durationSeconds: Double?
+    let peakAreaPercent: Double
+    let thumbnail: String?
+    let reviewed: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case id, camera, start, end, thumbnail, reviewed
+        case durationSeconds = "duration_seconds"
+        case peakAreaPercent = "peak_area_percent"
+    }
+
+    func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(camera, forKey: .camera)
+        try c.encode(start, forKey: .start)
+        try c.encode(end, forKey: .end)
+        try c.encode(durationSeconds, forKey: .durationSeconds)
+        try c.encode(peakAreaPercent, forKey: .peakAreaPercent)
+        try c.encode(thumbnail, forKey: .thumbnail)
+        try c.encode(reviewed, forKey: .reviewed)
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 import Hummingbird
 
-/// With a token configured, every request but `/healthz` and `POST /login` needs
+/// With a token configured, every request but `/healthz`, `POST /login` and `POST /logout` needs
 /// `Authorization: Bearer TOKEN` or the `vigil_session` cookie that `POST /login` sets; others
 /// get 401 JSON, and a browser asking for the page gets the login form instead. Without a token
 /// (loopback only: the configuration refuses anything else) nothing is checked.
@@ -12,7 +12,8 @@ struct AuthMiddleware<Context: RequestContext>: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let path = request.uri.path
-        if path == "/healthz" || (path == "/login" && request.method == .post) || isAuthorized(request) {
+        let isSessionForm = request.method == .post && (path == "/login" || path == "/logout")
+        if path == "/healthz" || isSessionForm || isAuthorized(request) {
             return try await next(request, context)
         }
         if request.method == .get && path == "/" { return LoginPage.response(status: .unauthorized, failed: false) }
@@ -48,13 +49,25 @@ struct AuthMiddleware<Context: RequestContext>: RouterMiddleware {
     }
 }
 
-/// `POST /login` (form field `token`): sets the session cookie and sends the browser to `/`.
-/// The cookie holds the token itself: HttpOnly (the page's scripts cannot read it),
-/// SameSite=Strict (no other site's page can make the browser send it), kept 30 days.
+/// The session: `POST /login` (form field `token`) sets the session cookie and sends the browser
+/// to `/`; `POST /logout` clears it (it needs no session, and exists without a token too, where
+/// it only sends the browser to `/`); `GET /api/v1/session` tells the page whether a token is
+/// needed, so it shows "Log out" only then. The cookie holds the token itself: HttpOnly (the
+/// page's scripts cannot read it), SameSite=Strict (no other site's page can make the browser
+/// send it), kept 30 days. Logging in and out are same-origin only.
 enum LoginRoutes {
-    static func add<Context: RequestContext>(to router: Router<Context>, token: String?) {
+    struct SessionJSON: Encodable { let tokenRequired: Bool }
+
+    static func add<Context: RequestContext>(to router: Router<Context>, token: String?, hosts: AllowedHosts) {
+        router.get("/api/v1/session") { _, _ in JSONBody.response(SessionJSON(tokenRequired: token != nil)) }
+        router.post("/logout") { request, _ -> Response in
+            try hosts.requireSameOrigin(request)
+            let cookie = "\(AuthMiddleware<Context>.cookieName)=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict"
+            return Response(status: .seeOther, headers: [.location: "/", .setCookie: cookie, .cacheControl: "no-store"])
+        }
         guard let token else { return }
         router.post("/login") { request, context -> Response in
+            try hosts.requireSameOrigin(request)
             var request = request
             let body = try await request.collectBody(upTo: 4096)
             let given = formField("token", in: String(buffer: body)) ?? ""

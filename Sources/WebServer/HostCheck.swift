@@ -59,6 +59,23 @@ struct AllowedHosts: Sendable {
     }
 }
 
+extension AllowedHosts {
+    /// A request that changes something (`POST`) comes from this server's own page or from no
+    /// page at all (curl sends no `Origin`): a browser that says it comes from another site
+    /// (`Sec-Fetch-Site: cross-site`, or an `Origin` that is not a page of this server, as for
+    /// the WebSocket) is refused with 403, whatever token or cookie it carries.
+    func requireSameOrigin(_ request: Request) throws(APIError) {
+        if request.headers[Self.fetchSite]?.lowercased() == "cross-site" {
+            throw APIError(.forbidden, "refused: this request comes from another site's page (Sec-Fetch-Site: cross-site); only Vigil's own page may change anything")
+        }
+        guard allowsOrigin(of: request) else {
+            throw APIError(.forbidden, "refused: Origin \(request.headers[.origin]?.prefix(256) ?? "") is not a page of this server; only Vigil's own page may change anything")
+        }
+    }
+
+    static let fetchSite = HTTPFields.Element.Name("Sec-Fetch-Site")!
+}
+
 /// Refuses a request whose `Host` is not one this server answers to (see `AllowedHosts`), with
 /// 421 JSON: the name is not this server's.
 struct HostCheckMiddleware<Context: RequestContext>: RouterMiddleware {

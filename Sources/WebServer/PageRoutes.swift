@@ -1,23 +1,33 @@
 import Foundation
 import Hummingbird
 
-/// The page: `GET /` and its script and style under `/static/`, and the API's description
-/// (`/api/v1/openapi.yaml`). Plain files (Sources/WebServer/Page,
+/// The page: `GET /` and its script, style, manifest and icons under `/static/`, `/favicon.ico`
+/// (the 192-pixel icon: browsers ask for it whatever the page links), and the API's
+/// description (`/api/v1/openapi.yaml`). Plain files (Sources/WebServer/Page,
 /// no build step), read once when the server starts and served from memory.
 struct PageRoutes: Sendable {
     let files: PageFiles
 
     func add(to router: Router<WebRequestContext>) {
-        router.get("/") { _, _ in try files.response("index.html") }
+        router.get("/") { request, _ in try files.response("index.html", webSocketAuthority: Self.authority(request)) }
         router.get("/api/v1/openapi.yaml") { _, _ in try files.response("openapi.yaml") }
+        router.get("/favicon.ico") { _, _ in try files.response("icon-192.png") }
         router.get("/static/{name}") { _, context in
             try files.response(context.parameters.require("name"))
         }
         // HEAD: the headers a GET would get (link checkers and monitors ask it), no body.
-        router.head("/") { _, _ in try files.response("index.html").withoutBody() }
+        router.head("/") { request, _ in try files.response("index.html", webSocketAuthority: Self.authority(request)).withoutBody() }
         router.head("/static/{name}") { _, context in
             try files.response(context.parameters.require("name")).withoutBody()
         }
+    }
+
+    /// The `Host` the page was asked under, when it is a host and port and nothing else (it goes
+    /// into a header): live view's WebSocket goes to it.
+    static func authority(_ request: Request) -> String? {
+        guard let authority = request.head.authority, AllowedHosts.host(ofAuthority: authority) != nil,
+              authority.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || ".-:[]".contains($0)) }) else { return nil }
+        return authority
     }
 }
 
@@ -76,7 +86,9 @@ struct PageFiles: Sendable {
         return PageFiles(searched: candidates, contents: [:])
     }
 
-    func response(_ name: String) throws(APIError) -> Response {
+    /// `webSocketAuthority`: the host and port the page was asked under, named in `connect-src`
+    /// beside 'self', which Safari does not take to cover ws: and wss: (CSP level 3 does).
+    func response(_ name: String, webSocketAuthority: String? = nil) throws(APIError) -> Response {
         guard let type = Self.type(of: name), contents[name] != nil || contents.isEmpty else {
             throw APIError(.notFound, "no such file: /static/\(name.prefix(64))")
         }
@@ -89,7 +101,9 @@ struct PageFiles: Sendable {
             headers: [
                 .contentType: type, .cacheControl: "no-cache",
                 // Only this server's own script, styles, images and videos: nothing injected runs.
-                .contentSecurityPolicy: "default-src 'self'; img-src 'self' data: blob:; media-src 'self' blob:; frame-ancestors 'none'; form-action 'self'",
+                // manifest-src falls back to default-src.
+                .contentSecurityPolicy: "default-src 'self'; img-src 'self' data: blob:; media-src 'self' blob:; frame-ancestors 'none'; form-action 'self'"
+                    + (webSocketAuthority.map { "; connect-src 'self' ws://\($0) wss://\($0)" } ?? ""),
                 .xContentTypeOptions: "nosniff", .init("Referrer-Policy")!: "no-referrer",
             ],
             body: .init(byteBuffer: body))

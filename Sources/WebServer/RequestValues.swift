@@ -25,7 +25,11 @@ enum RequestValues {
     /// camera's name, nothing with control characters, which no camera's name has).
     static func cameraName(_ context: some RequestContext) throws(APIError) -> String {
         let raw = context.parameters.get("name") ?? ""
-        let name = raw.removingPercentEncoding ?? raw
+        return try cameraName(decoded: raw.removingPercentEncoding ?? raw)
+    }
+
+    /// A camera name already percent-decoded (a query's `camera`), checked as a path's is.
+    static func cameraName(decoded name: String) throws(APIError) -> String {
         guard !name.isEmpty, name.utf8.count <= maxNameLength, !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
             throw APIError(.notFound, "no camera named \(name.prefix(maxNameLength))")
         }

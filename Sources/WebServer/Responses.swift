@@ -1,6 +1,7 @@
 import Capture
 import Foundation
 import Hummingbird
+import NIOCore
 import Recorder
 
 /// An error the API answers with `{"error": "message"}` and its status (the contract's shape),
@@ -47,6 +48,9 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch let error as HTTPError {
             let message = error.body ?? (error.status == .notFound ? "no such resource: \(request.uri.path)" : error.status.reasonPhrase)
             throw APIError(error.status, message)
+        } catch is NIOTooManyBytesError {
+            // A body over a route's `collectBody(upTo:)`: Hummingbird alone answers 413 with no body.
+            throw APIError(.contentTooLarge, "the request's body is larger than \(request.method) \(request.uri.path.prefix(128)) takes")
         }
     }
 }
@@ -74,20 +78,22 @@ struct APITime: Sendable {
     /// offset form is RFC 3339, a "+" sent as %2B); by default
     /// today from local midnight to now.
     func range(_ request: Request, now: Date = Date()) throws(APIError) -> (from: Int64, to: Int64) {
-        let query = request.uri.queryParameters
-        func parse(_ key: String, end: Bool, default fallback: Date) throws(APIError) -> Int64 {
-            guard let text = query[Substring(key)].map(String.init) else { return WallTime.clamped(fallback) }
-            do {
-                return try TimeArgument.nanos(text, end: end, timeZone: timeZone, now: now)
-            } catch {
-                throw APIError(.badRequest, error.message("\(key)=\(text)"))
-            }
-        }
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = timeZone
-        let from = try parse("from", end: false, default: calendar.startOfDay(for: now))
-        let to = try parse("to", end: true, default: now)
+        let from = try instant(request, "from", end: false, now: now) ?? WallTime.clamped(calendar.startOfDay(for: now))
+        let to = try instant(request, "to", end: true, now: now) ?? WallTime.clamped(now)
         guard from <= to else { throw APIError(.badRequest, "from must come before to") }
         return (from, to)
+    }
+
+    /// The query's `key` (`from`, `to`) as an instant; nil when the query has none. `end`: a bare
+    /// day means its end.
+    func instant(_ request: Request, _ key: String, end: Bool, now: Date = Date()) throws(APIError) -> Int64? {
+        guard let text = request.uri.queryParameters[Substring(key)].map(String.init) else { return nil }
+        do {
+            return try TimeArgument.nanos(text, end: end, timeZone: timeZone, now: now)
+        } catch {
+            throw APIError(.badRequest, error.message("\(key)=\(text)"))
+        }
     }
 }

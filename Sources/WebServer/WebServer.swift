@@ -78,7 +78,8 @@ public struct WebServer: Service {
     }
 
     /// The server with every route group. Each concern adds its routes in its own function:
-    /// `ApiRoutes` (cameras, recordings, stills), `FileRoutes` (files by id), `ClipRoutes`,
+    /// `LoginRoutes` (the session), `ApiRoutes` (cameras, recordings, stills, a camera's events),
+    /// `EventRoutes` (event review), `FileRoutes` (files by id), `ClipRoutes`,
     /// `RecorderMetrics` (`/metrics`); live view (`LiveRoutes`) and the page (`PageRoutes`, `/` and `/static`)
     /// are added here the same way. In front of the routes: the request count, a refused
     /// WebSocket's answer, JSON errors, the Host check, the token.
@@ -89,13 +90,12 @@ public struct WebServer: Service {
         router.add(middleware: JSONErrorMiddleware())
         let hosts = AllowedHosts(settings: settings)
         router.add(middleware: HostCheckMiddleware(hosts: hosts))
-        if let token = settings.token {
-            router.add(middleware: AuthMiddleware(token: token))
-            LoginRoutes.add(to: router, token: token)
-        }
+        if let token = settings.token { router.add(middleware: AuthMiddleware(token: token)) }
+        LoginRoutes.add(to: router, token: settings.token, hosts: hosts)
         let time = APITime(timeZone: recorder.configuration.timeZone)
         let api = ApiRoutes(recorder: recorder, time: time)
         api.add(to: router)
+        EventRoutes(api: api, hosts: hosts).add(to: router)
         FileRoutes(recorder: recorder).add(to: router)
         ClipRoutes(api: api, budget: clips).add(to: router)
         metrics?.add(to: router)

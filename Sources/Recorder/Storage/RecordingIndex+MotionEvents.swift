@@ -12,6 +12,8 @@ extension RecordingIndex {
         public var peakPercent: Double
         /// The picture of peak motion, relative to the root (nil until the event ends, or if none was saved).
         public var picture: String?
+        /// When someone marked it reviewed on the page (`WallTime` nanoseconds); nil: not reviewed.
+        public var reviewedNanos: Int64?
     }
 
     /// An event began (`motion_start`): listed at once, with no end yet.
@@ -31,13 +33,19 @@ extension RecordingIndex {
     /// Events that overlap [from, to] (nil: unbounded), oldest first; one under way overlaps
     /// everything after its start.
     public func motionEvents(camera: String? = nil, from: Int64? = nil, to: Int64? = nil) throws -> [MotionEvent] {
-        var sql = "SELECT \(Self.motionColumns) FROM motion_events WHERE 1"
+        let select = Self.motionEventsSelect(camera: camera, from: from, to: to)
+        return try read(select.sql + " ORDER BY start_ns, id", select.values, Self.motionEvent)
+    }
+
+    /// The SELECT of the events of `camera` (nil: all) that overlap [from, to] (nil: unbounded),
+    /// and its values; callers add their own conditions and order.
+    private static func motionEventsSelect(camera: String?, from: Int64?, to: Int64?) -> (sql: String, values: [SQLiteValue]) {
+        var sql = "SELECT \(motionColumns) FROM motion_events WHERE 1"
         var values: [SQLiteValue] = []
         if let camera { values.append(.text(camera)); sql += " AND camera = ?\(values.count)" }
         if let from { values.append(.integer(from)); sql += " AND (end_ns IS NULL OR end_ns >= ?\(values.count))" }
         if let to { values.append(.integer(to)); sql += " AND start_ns <= ?\(values.count)" }
-        sql += " ORDER BY start_ns, id"
-        return try read(sql, values, Self.motionEvent)
+        return (sql, values)
     }
 
     /// The event with this id.
@@ -45,13 +53,55 @@ extension RecordingIndex {
         try read("SELECT \(Self.motionColumns) FROM motion_events WHERE id = ?1", [.integer(id)], Self.motionEvent).first
     }
 
-    private static let motionColumns = "id, camera, start_ns, end_ns, peak_percent, picture"
+    /// Where a page of the review listing goes on from: events older than this one in
+    /// (start, id) order, so events that began at the same instant are neither repeated nor skipped.
+    public struct MotionEventCursor: Sendable, Equatable {
+        public var startNanos: Int64
+        public var id: Int64
+
+        public init(startNanos: Int64, id: Int64) {
+            self.startNanos = startNanos
+            self.id = id
+        }
+
+        public init(_ event: MotionEvent) { self.init(startNanos: event.startNanos, id: event.id) }
+    }
+
+    /// At most `limit` events across cameras (or of `camera`), newest first, for review: those
+    /// that overlap [from, to] (nil: unbounded), only the unreviewed ones if asked, after `before`.
+    public func motionEventsNewestFirst(
+        camera: String? = nil, from: Int64? = nil, to: Int64? = nil, unreviewedOnly: Bool = false, before: MotionEventCursor? = nil, limit: Int
+    ) throws -> [MotionEvent] {
+        var (sql, values) = Self.motionEventsSelect(camera: camera, from: from, to: to)
+        if unreviewedOnly { sql += " AND reviewed_ns IS NULL" }
+        if let before {
+            values.append(.integer(before.startNanos))
+            values.append(.integer(before.id))
+            sql += " AND (start_ns < ?\(values.count - 1) OR (start_ns = ?\(values.count - 1) AND id < ?\(values.count)))"
+        }
+        values.append(.integer(Int64(max(0, limit))))
+        sql += " ORDER BY start_ns DESC, id DESC LIMIT ?\(values.count)"
+        return try read(sql, values, Self.motionEvent)
+    }
+
+    /// Marks the event reviewed at `nanos` (kept from the first time when it already is), or not
+    /// reviewed when `nanos` is nil. False when there is no event with this id.
+    public func setMotionEventReviewed(id: Int64, at nanos: Int64?) throws -> Bool {
+        try transaction {
+            try run("UPDATE motion_events SET reviewed_ns = CASE WHEN ?2 IS NULL THEN NULL ELSE COALESCE(reviewed_ns, ?2) END WHERE id = ?1",
+                    [.integer(id), nanos.map { .integer($0) } ?? .null])
+            return try query("SELECT changes()", []) { sqlite3_column_int64($0, 0) }.first ?? 0 > 0
+        }
+    }
+
+    private static let motionColumns = "id, camera, start_ns, end_ns, peak_percent, picture, reviewed_ns"
 
     private static func motionEvent(_ s: OpaquePointer) -> MotionEvent {
         MotionEvent(
             id: sqlite3_column_int64(s, 0), camera: text(s, 1), startNanos: sqlite3_column_int64(s, 2),
             endNanos: sqlite3_column_type(s, 3) == SQLITE_NULL ? nil : sqlite3_column_int64(s, 3),
-            peakPercent: sqlite3_column_double(s, 4), picture: sqlite3_column_type(s, 5) == SQLITE_NULL ? nil : text(s, 5))
+            peakPercent: sqlite3_column_double(s, 4), picture: sqlite3_column_type(s, 5) == SQLITE_NULL ? nil : text(s, 5),
+            reviewedNanos: sqlite3_column_type(s, 6) == SQLITE_NULL ? nil : sqlite3_column_int64(s, 6))
     }
 
     /// Events left under way by a crash end where they began (their end is unknown); returns how many.

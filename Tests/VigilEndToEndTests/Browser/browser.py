@@ -90,3 +90,10 @@ def console_errors(driver):
 def report(seen):
     """Prints what was seen as one JSON object, for the Swift test."""
     print(json.dumps(seen))
+
+
+def outside_loads(driver):
+    """Every resource the page loaded from anywhere but its own server (it must load none)."""
+    return driver.execute_script(
+        "return performance.getEntriesByType('resource').map(e => e.name)"
+        ".filter(u => !u.startsWith(location.origin) && !u.startsWith('blob:') && !u.startsWith('data:'))")
