@@ -278,6 +278,8 @@ def main():
         left = browser.wait(lambda: driver.execute_script("return document.querySelectorAll('#tg-grid video').length === 0"), 5)
         count = driver.execute_script("return document.querySelectorAll('#tg-grid video').length")
         check("together-stops", left, f"side-by-side players left after leaving: {count}")
+        outside = browser.outside_loads(driver)
+        check("no-outside-loads", not outside, outside or "every resource came from the page's own server")
         errors.extend(browser.console_errors(driver))
         page_error = driver.execute_script("const e = document.getElementById('error'); return e.hidden ? null : e.textContent")
         check("console", not errors and not page_error, errors or page_error or "no console error")
