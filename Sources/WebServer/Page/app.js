@@ -53,8 +53,8 @@ function duration(ms) {
 // ---- The grid of cameras ----
 
 function stopLive() {
-  // Leaving the grid closes the live streams: each is one of the server's capped live clients.
-  for (const img of document.querySelectorAll("#grid img")) img.removeAttribute("src");
+  // Leaving the grid closes the live streams (live.js): each is one of the server's capped live clients.
+  unwatchGrid();
   $("grid").replaceChildren();
   clearInterval(gridTimer);
 }
@@ -75,19 +75,21 @@ function cameraCard(camera) {
   card.className = "camera";
   card.dataset.camera = camera.name;
   card.tabIndex = 0;
-  const img = document.createElement("img");
-  img.alt = `${camera.name}, live`;
-  img.src = camera.live_mjpeg || camera.snapshot;
-  // A stream that ends (camera lost, server restarted, viewer cap) is tried again later.
-  img.onerror = () => setTimeout(() => { if (img.isConnected) img.src = `${camera.live_mjpeg || camera.snapshot}?retry=${Date.now()}`; }, 3000);
+  const media = document.createElement("div");
+  media.className = "media";
   const info = document.createElement("div");
   info.className = "info";
-  info.innerHTML = `<span class="name"></span><span class="state"></span><span class="facts"></span>`;
-  card.append(img, info);
+  info.innerHTML = `<span class="name"></span><span class="state"></span><span class="facts"></span><button type="button" class="full">Full screen</button>`;
+  card.append(media, info);
   const open = () => { location.hash = `#camera/${encodeURIComponent(camera.name)}`; };
-  card.addEventListener("click", open);
-  card.addEventListener("keydown", (e) => { if (e.key === "Enter") open(); });
+  card.addEventListener("click", (e) => { if (!e.target.closest("button")) open(); });
+  card.addEventListener("keydown", (e) => { if (e.key === "Enter" && e.target === card) open(); });
+  const full = info.querySelector(".full");
+  full.setAttribute("aria-label", `Full screen live: ${camera.name}`);
+  full.addEventListener("click", () => { location.hash = `#live/${encodeURIComponent(camera.name)}`; });
   updateCard(card, camera);
+  // Live while on screen, a snapshot a second otherwise (live.js); appended first, watched after.
+  queueMicrotask(() => watchCard(card, camera));
   return card;
 }
 
@@ -109,7 +111,7 @@ async function refreshGrid() {
       const card = cards.get(camera.name);
       if (card) { updateCard(card, camera); cards.delete(camera.name); } else grid.append(cameraCard(camera));
     }
-    for (const gone of cards.values()) gone.remove();
+    for (const gone of cards.values()) { unwatchCard(gone); gone.remove(); }
     const recording = cameras.filter((c) => c.state === "recording").length;
     $("summary").textContent = `${cameras.length} camera(s), ${recording} recording`;
     if (!cameras.length) grid.textContent = "No camera is configured.";

@@ -109,6 +109,7 @@ function showDay(camera) {
   $("span").value = String(view.span);
   refreshState();
   loadDay();
+  showDayLive(camera); // live.js: live until a time is picked
   clearInterval(dayTimer);
   // Today's window follows the clock while its end is now.
   dayTimer = setInterval(() => {
@@ -136,6 +137,7 @@ function recordingAt(time) {
 function playFrom(time) {
   const recording = recordingAt(time);
   if (!recording) { $("now-playing").textContent = `Nothing recorded after ${clock(new Date(time))} in this window.`; return; }
+  stopDayLive(); // live.js: the recorded video plays instead
   const player = $("player");
   const offset = Math.max(0, time - recording.from) / 1000;
   view.playing = recording;
@@ -255,6 +257,7 @@ function setUpControls() {
 
 function hideDay() {
   clearInterval(dayTimer);
+  stopDayLive(false);
   $("player").pause();
 }
 

@@ -49,9 +49,11 @@ def main():
         cards = wait(lambda: len(driver.find_elements(By.CSS_SELECTOR, "#grid .camera")) >= len(cameras)
                      and driver.find_elements(By.CSS_SELECTOR, "#grid .camera"))
         seen["grid"] = [c.get_attribute("data-camera") for c in cards or []]
-        # The live image changes: two pictures of the first camera's image a second and a half apart.
-        image = driver.find_element(By.CSS_SELECTOR, "#grid .camera img")
-        if wait(lambda: driver.execute_script("return arguments[0].naturalWidth > 0", image)):
+        # The live picture changes: two pictures of the first camera's player (a video through
+        # MSE, or an MJPEG image) a second and a half apart, once it plays.
+        wait(lambda: driver.execute_script("return ['mse', 'mjpeg'].includes(document.querySelector('#grid .camera .media').dataset.live)"))
+        image = driver.find_element(By.CSS_SELECTOR, "#grid .camera .media > video, #grid .camera .media > img")
+        if wait(lambda: driver.execute_script("return arguments[0].naturalWidth > 0 || arguments[0].videoWidth > 0", image)):
             first = hashlib.sha256(image.screenshot_as_png).hexdigest()
             seen["live_changed"] = bool(wait(lambda: hashlib.sha256(image.screenshot_as_png).hexdigest() != first, 8))
         # A camera's day: the timeline lists the recordings, the strip the stills.
