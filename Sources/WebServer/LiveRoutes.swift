@@ -111,10 +111,12 @@ struct LiveRoutes: Sendable {
             guard let viewer = (try? output(context.requestContext))?.1.mp4Viewer() else { return }
             defer { viewer.close() }
             await Self.keepSendBufferSmall(context.requestContext.channel)
-            // The viewer sends nothing; its close (or its connection's end) ends the stream at once.
+            // The viewer sends nothing but, when it leaves, one message ("close"): that, its close
+            // or its connection's end ends the stream at once. Ended here, the server's close
+            // frame is the last thing sent (a browser's own close can cross a fragment in flight).
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
-                    for try await _ in inbound {}
+                    for try await _ in inbound { break }
                     viewer.close()
                 }
                 try await withGracefulShutdownHandler {

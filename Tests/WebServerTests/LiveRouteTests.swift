@@ -127,6 +127,37 @@ import Testing
         }
     }
 
+    /// A page leaving says "close": the server ends the stream and closes first, so no
+    /// fragment crosses the browser's own close (Chromium logs "Data frame received after
+    /// close"). Before, the server waited for the client's close and the stream went on.
+    @Test(.timeLimit(.minutes(1))) func aViewerThatSaysCloseIsClosedByTheServer() async throws {
+        let recording = try await Recording.start(segments: 0)
+        defer { recording.remove() }
+        try await recording.stopping {
+            try await recording.server().application().test(.live) { client in
+                let after = Mutex<(binary: Int, ended: Bool)>((0, false))
+                try await client.ws("/api/v1/cameras/\(Recording.camera)/live", configuration: WebSocketClientConfiguration(maxFrameSize: 1 << 24)) { inbound, outbound, _ in
+                    var messages = 0, said = false
+                    for try await message in inbound.messages(maxSize: 1 << 24) {
+                        guard case .binary = message else { continue }
+                        messages += 1
+                        if said { after.withLock { $0.binary += 1 } }
+                        if messages == 3 && !said {
+                            try await outbound.write(.text("close"))
+                            said = true
+                        }
+                    }
+                    // The loop ends only when the server closes: the client never does here.
+                    after.withLock { $0.ended = true }
+                }
+                let seen = after.withLock { $0 }
+                #expect(seen.ended)
+                // What was in flight when the message was sent, not a stream that went on.
+                #expect(seen.binary <= 3, "\(seen.binary) fragments after the close was asked for")
+            }
+        }
+    }
+
     @Test func webSocketFromAnotherOriginIsRefused() async throws {
         let recording = try await Recording.start(segments: 0)
         defer { recording.remove() }
