@@ -62,6 +62,17 @@ struct ServedPage {
         return ServedPage(dir: dir, process: process, url: url)
     }
 
+    /// Runs `body`, then stops vigil whether it threw or not.
+    func stopping(_ body: () async throws -> Void) async throws {
+        do {
+            try await body()
+        } catch {
+            await stop()
+            throw error
+        }
+        await stop()
+    }
+
     /// Stops vigil (it must exit cleanly) and removes its folder.
     func stop() async {
         kill(process.processIdentifier, SIGTERM)

@@ -6,7 +6,7 @@ import Testing
 /// The page as a person uses it, in a real headless Chromium (Browser/page_check.py, through
 /// Selenium): `vigil run` with two synthetic cameras (motion detection on the first) serves it
 /// on a free loopback port.
-@Suite(.timeLimit(.minutes(4))) struct WebPageTests {
+@Suite(.timeLimit(.minutes(10))) struct WebPageTests {
     private struct Seen: Decodable {
         let grid: [String]
         let liveChanged: Bool
@@ -81,4 +81,29 @@ import Testing
         #expect(await waitForExit(process, seconds: 30))
         #expect(process.terminationStatus == 0)
     }
+
+    /// Live view (Browser/live_check.py) at desktop and phone sizes, in light and dark mode:
+    /// the grid live through Media Source Extensions for the cards on screen and snapshots for
+    /// the rest, one camera full screen, a camera's day live until a time is picked, side by
+    /// side in step, axe-core on every view, and the live latency: the time painted into the
+    /// synthetic camera's frames against the time the page shows them, at most 1 s (median).
+    @Test func liveViewIsFullRateInStepAndWithinASecond() async throws {
+        let page = try await ServedPage.start()
+        try await page.stopping {
+            for (size, dark) in [("desktop", false), ("phone", false), ("desktop", true), ("phone", true)] {
+                let report = try BrowserCheck.run("live_check.py", url: page.url, size: size, arguments: dark ? ["dark"] : [])
+                BrowserCheck.expect(report, required: Self.liveChecks, size: dark ? size + " dark" : size)
+                for check in report.checks where ["live-latency", "live-fps", "together-in-step"].contains(check.name) {
+                    print("\(size)\(dark ? " dark" : ""): \(check.name): \(check.detail)")
+                }
+            }
+        }
+    }
+
+    static let liveChecks = [
+        "grid-live-mse", "axe-grid", "grid-offscreen-snapshot", "grid-scroll-live", "full-live", "full-overlay", "axe-live",
+        "full-fullscreen-api", "live-latency", "live-fps", "full-back", "day-live", "axe-day-live", "day-recorded-after-pick",
+        "day-live-again", "day-to-full", "together-live", "together-address", "together-in-step", "together-layout",
+        "together-pause", "axe-together", "together-joins", "together-stops", "no-outside-loads", "console",
+    ]
 }
