@@ -1,9 +1,10 @@
 import Foundation
 import Hummingbird
 
-/// With a token configured, every request but `/healthz`, `POST /login` and `POST /logout` needs
-/// `Authorization: Bearer TOKEN` or the `vigil_session` cookie that `POST /login` sets; others
-/// get 401 JSON, and a browser asking for the page gets the login form instead. Without a token
+/// With a token configured, every request but `/healthz`, `POST /login`, `POST /logout` and the
+/// app's manifest and icons needs `Authorization: Bearer TOKEN` or the `vigil_session` cookie
+/// that `POST /login` sets; others get 401 JSON, and a browser asking for the page gets the
+/// login form instead. Without a token
 /// (loopback only: the configuration refuses anything else) nothing is checked.
 struct AuthMiddleware<Context: RequestContext>: RouterMiddleware {
     let token: String
@@ -13,11 +14,17 @@ struct AuthMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let path = request.uri.path
         let isSessionForm = request.method == .post && (path == "/login" || path == "/logout")
-        if path == "/healthz" || isSessionForm || isAuthorized(request) {
+        if path == "/healthz" || isSessionForm || Self.isPublic(path) || isAuthorized(request) {
             return try await next(request, context)
         }
         if request.method == .get && path == "/" { return LoginPage.response(status: .unauthorized, failed: false) }
         throw APIError(.unauthorized, "this server needs a token: send Authorization: Bearer TOKEN, or log in at /")
+    }
+
+    /// The app's manifest and icons: a browser fetches them without the session cookie (to
+    /// show the tab's icon on the login form, to install the page), and they tell nothing.
+    static func isPublic(_ path: String) -> Bool {
+        path == "/favicon.ico" || path == "/static/manifest.webmanifest" || (path.hasPrefix("/static/icon") && PageFiles.type(of: String(path.dropFirst(8)))?.hasPrefix("image/") == true)
     }
 
     private func isAuthorized(_ request: Request) -> Bool {
@@ -94,7 +101,7 @@ enum LoginRoutes {
 enum LoginPage {
     static func response(status: HTTPResponse.Status, failed: Bool) -> Response {
         let html = """
-            <!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+            <!doctype html><html lang="en"><head><meta charset="utf-8"><link rel="icon" href="/static/icon.svg" type="image/svg+xml"><meta name="viewport" content="width=device-width, initial-scale=1">
             <title>Vigil: log in</title></head><body style="font-family: sans-serif; max-width: 24em; margin: 3em auto">
             <h1>Vigil</h1>\(failed ? "<p role=\"alert\">That token is not the right one.</p>" : "")
             <form method="post" action="/login"><label>Token <input type="password" name="token" autocomplete="current-password" autofocus required></label>

@@ -68,7 +68,10 @@ extension AllowedHosts {
         if request.headers[Self.fetchSite]?.lowercased() == "cross-site" {
             throw APIError(.forbidden, "refused: this request comes from another site's page (Sec-Fetch-Site: cross-site); only Vigil's own page may change anything")
         }
-        guard allowsOrigin(of: request) else {
+        // A form the page posts is sent with `Origin: null` under some referrer policies; the
+        // browser's own `Sec-Fetch-Site` (no script can set it) then says where it comes from.
+        let fromOwnPage = request.headers[Self.fetchSite]?.lowercased() == "same-origin" && request.headers[values: .origin] == ["null"]
+        guard fromOwnPage || allowsOrigin(of: request) else {
             throw APIError(.forbidden, "refused: Origin \(request.headers[.origin]?.prefix(256) ?? "") is not a page of this server; only Vigil's own page may change anything")
         }
     }

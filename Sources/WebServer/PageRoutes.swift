@@ -104,7 +104,7 @@ struct PageFiles: Sendable {
                 // manifest-src falls back to default-src.
                 .contentSecurityPolicy: "default-src 'self'; img-src 'self' data: blob:; media-src 'self' blob:; frame-ancestors 'none'; form-action 'self'"
                     + (webSocketAuthority.map { "; connect-src 'self' ws://\($0) wss://\($0)" } ?? ""),
-                .xContentTypeOptions: "nosniff", .init("Referrer-Policy")!: "no-referrer",
+                .xContentTypeOptions: "nosniff", .init("Referrer-Policy")!: "same-origin",
             ],
             body: .init(byteBuffer: body))
     }

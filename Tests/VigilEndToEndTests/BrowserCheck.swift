@@ -12,9 +12,16 @@ struct ServedPage {
     let url: String
     var root: String { dir.path + "/data" }
 
-    static func start(extraConfiguration: String = "") async throws -> ServedPage {
+    /// With a `token`, the page asks for it (`[http] token_file`).
+    static func start(token: String? = nil) async throws -> ServedPage {
         let dir = try TemporaryDirectory()
         let root = dir.path + "/data", file = dir.path + "/vigil.toml"
+        var tokenLine = ""
+        if let token {
+            try token.write(toFile: dir.path + "/token", atomically: true, encoding: .utf8)
+            chmod(dir.path + "/token", 0o600)
+            tokenLine = "token_file = \"\(dir.path)/token\""
+        }
         func camera(_ name: String, _ device: Int) -> String {
             """
             [cameras.\(name)]
@@ -35,7 +42,7 @@ struct ServedPage {
 
             [http]
             listen = "127.0.0.1:0"
-            \(extraConfiguration)
+            \(tokenLine)
 
             \(camera("porch", 0))
             [[timelapse]]

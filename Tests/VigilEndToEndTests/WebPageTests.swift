@@ -106,4 +106,27 @@ import Testing
         "day-live-again", "day-to-full", "together-live", "together-address", "together-in-step", "together-layout",
         "together-pause", "axe-together", "together-joins", "together-stops", "no-outside-loads", "console",
     ]
+
+    /// The page as an app (Browser/tidy_check.py), on a vigil with a token, at desktop and phone
+    /// sizes: Chromium reads the manifest and finds it installable, the icons and favicon load
+    /// (before logging in too), dark mode follows the system, the header is reached by Tab with
+    /// a visible focus, nothing is loaded from elsewhere, the page's files stay within 150 KB,
+    /// and Log out ends the session.
+    @Test func thePageIsAnInstallableAppWithLoginLogoutAndDarkMode() async throws {
+        let token = "browser-check-token-4711"
+        let page = try await ServedPage.start(token: token)
+        try await page.stopping {
+            for size in ["desktop", "phone"] {
+                let report = try BrowserCheck.run("tidy_check.py", url: page.url, size: size, arguments: [token])
+                BrowserCheck.expect(report, required: Self.tidyChecks, size: size)
+                for check in report.checks where check.name == "page-size" { print("\(size): \(check.name): \(check.detail)") }
+            }
+        }
+    }
+
+    static let tidyChecks = [
+        "login-form-light", "axe-login-light", "logged-in-light", "colours-light", "keyboard-header", "manifest", "installable",
+        "icons", "page-size", "no-outside-loads-light", "logout-light", "console-light",
+        "login-form-dark", "axe-login-dark", "logged-in-dark", "colours-dark", "no-outside-loads-dark", "logout-dark", "console-dark",
+    ]
 }

@@ -211,6 +211,22 @@ import Testing
             }
             try await client.execute(uri: uri, method: .post, headers: [.cookie: cookie, .origin: "https://evil.example"]) { #expect($0.status == .forbidden) }
             try await client.execute(uri: uri, method: .post, headers: [.cookie: cookie, AllowedHosts.fetchSite: "cross-site"]) { #expect($0.status == .forbidden) }
+            // A form of the page itself may be sent with `Origin: null`: the browser's
+            // Sec-Fetch-Site says it is this site's; from anywhere else, null is refused.
+            try await client.execute(uri: uri, method: .post, headers: [.cookie: cookie, .origin: "null", AllowedHosts.fetchSite: "same-origin"],
+                                     body: ByteBuffer(string: #"{"reviewed":false}"#)) { #expect($0.status == .ok) }
+            for site in ["same-site", "cross-site", "none"] {
+                try await client.execute(uri: uri, method: .post, headers: [.cookie: cookie, .origin: "null", AllowedHosts.fetchSite: site]) { #expect($0.status == .forbidden, "\(site)") }
+            }
+            try await client.execute(uri: uri, method: .post, headers: [.cookie: cookie, .origin: "null"]) { #expect($0.status == .forbidden) }
+            // The app's manifest and icons need no login (a browser fetches them without the
+            // cookie); the page's script does.
+            for path in ["/favicon.ico", "/static/manifest.webmanifest", "/static/icon.svg", "/static/icon-192.png"] {
+                try await client.execute(uri: path, method: .get) { #expect($0.status == .ok, "\(path)") }
+            }
+            for path in ["/static/app.js", "/static/icons.js", "/static/icon-192.png/../app.js"] {
+                try await client.execute(uri: path, method: .get) { #expect($0.status == .unauthorized, "\(path)") }
+            }
             try await client.execute(uri: "/api/v1/events?unreviewed=true", method: .get, headers: [.cookie: cookie]) { response in
                 #expect(response.status == .ok)
                 #expect(Self.ids(response) == ids)
