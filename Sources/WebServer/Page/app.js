@@ -59,11 +59,12 @@ const asRecordings = (list) => list.map((r) => ({ ...r, from: Date.parse(r.start
 
 // `video` plays `player.recordings` (sorted, with from/until in ms); onTime(ms) as it plays.
 function recordedPlayer(video, onTime) {
-  const player = { recordings: [], playing: null };
+  // held: paused by the viewer (not by a recording's end), so the next recording waits too.
+  const player = { recordings: [], playing: null, held: false };
   player.now = () => player.playing ? player.playing.from + video.currentTime * 1000 : null;
   player.at = (time) => player.recordings.find((r) => r.from <= time && time < r.until) || player.recordings.find((r) => r.from > time);
   // Plays from `time`, or from the next recording after it; the recording played, or undefined.
-  player.play = (time) => {
+  player.play = (time, onward) => {
     const r = player.at(time);
     if (!r) return r;
     const offset = Math.max(0, time - r.from) / 1000;
@@ -71,16 +72,22 @@ function recordedPlayer(video, onTime) {
     if (video.dataset.id !== String(r.id)) {
       video.dataset.id = r.id;
       video.src = r.url;
-      video.addEventListener("loadedmetadata", () => { if (player.playing === r) { video.currentTime = offset; video.play().catch(() => {}); } }, { once: true });
+      video.addEventListener("loadedmetadata", () => {
+        if (player.playing !== r) return;
+        video.currentTime = offset;
+        if (!(onward && player.held)) video.play().catch(() => {});
+      }, { once: true });
     } else { video.currentTime = offset; video.play().catch(() => {}); }
     return r;
   };
   player.stop = () => { video.pause(); video.removeAttribute("src"); delete video.dataset.id; player.playing = null; };
   video.addEventListener("timeupdate", () => { if (player.playing) onTime(player.now()); });
+  video.addEventListener("pause", () => { player.held = !video.ended; });
+  video.addEventListener("play", () => { player.held = false; });
   video.addEventListener("ended", () => {
     const r = player.playing;
     const next = r && player.recordings.find((n) => n.from >= r.until - 500 && n.id !== r.id);
-    if (next) player.play(next.from);
+    if (next) player.play(next.from, true);
   });
   return player;
 }

@@ -139,3 +139,11 @@ def decodes(path):
         return int(run.stdout.strip().split(",")[0]) if run.returncode == 0 else 0
     except ValueError:
         return 0
+
+
+def tap(driver, element):
+    """A finger's tap on the element's centre (on a phone, where a mouse click after touches may be dropped)."""
+    box = driver.execute_script("return arguments[0].getBoundingClientRect().toJSON()", element)
+    point = (box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    touch(driver, "touchStart", [point])
+    touch(driver, "touchEnd", [])

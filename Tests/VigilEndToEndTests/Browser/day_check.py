@@ -202,12 +202,18 @@ try:
     checks.add("range-one-line", one_line, f"range bar {range_line[0]['height'] if range_line else 0:.0f} px high, its buttons {button[0]['height'] if button else 0:.0f} px")
     file = None
     if clip and clip.is_enabled():
-        clip.click()
+        # A tap just after a drag may be taken for part of it (dropped): tap again until the download starts.
+        for attempt in range(5):
+            browser.tap(driver, clip) if phone else clip.click()
+            if browser.wait(lambda: os.listdir(downloads), 3):
+                break
         done = browser.wait(lambda: [f for f in glob.glob(os.path.join(downloads, "*.mp4")) if not f.endswith(".crdownload")], 60)
         file = done[0] if done else None
     frames = browser.decodes(file) if file else 0
     checks.add("range-download", file and frames > 0, f"{file} ({frames} frames decoded)" if file else
-               f"no clip downloaded (a drag {a:.0f}→{b:.0f} px: range {js('return view.range')}, {driver.find_element(By.ID, 'range-text').text!r})")
+               f"no clip downloaded (range {driver.find_element(By.ID, 'range-text').text!r}; {os.listdir(downloads)}; "
+               f"the server answers {js('return fetch(`${api}/cameras/${view.camera}/clip.mp4?${query(new Date(view.range.from), new Date(view.range.to))}`).then((r) => r.status)')}; "
+               f"{browser.console_errors(driver)})")
     # A range over no footage (the empty time before the first recording): no download, and why.
     driver.find_element(By.ID, "zoom-out").click()
     driver.find_element(By.ID, "zoom-out").click()
