@@ -111,6 +111,16 @@ class Checks:
             if path:
                 self.seen["screenshots"].append(path)
 
+    def dark(self, address, view, size, ready):
+        """`VIEW-axe-dark`: a browser in dark mode opens `address` and waits for ready(driver) first."""
+        driver = start(size, dark=True)
+        try:
+            driver.get(address)
+            wait(lambda: ready(driver))
+            self.page(driver, view, size, None, dark=True)
+        finally:
+            driver.quit()
+
     def console(self, driver, view):
         errors = console_errors(driver)
         self.add(f"{view}-console", not errors, errors or "no console error")

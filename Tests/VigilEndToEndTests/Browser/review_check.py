@@ -217,11 +217,5 @@ try:
 finally:
     driver.quit()
 
-driver = browser.start(size, dark=True)
-try:
-    driver.get(f"{url}/#review")
-    browser.wait(lambda: driver.find_elements(By.CSS_SELECTOR, "#review-list li") or driver.find_element(By.ID, "error").is_displayed(), 10)
-    checks.page(driver, "review", size, folder, dark=True)
-finally:
-    driver.quit()
+checks.dark(f"{url}/#review", "review", size, lambda d: d.find_elements(By.CSS_SELECTOR, "#review-list li") or d.find_element(By.ID, "error").is_displayed())
 browser.report(checks.seen)
