@@ -60,7 +60,7 @@ const asRecordings = (list) => list.map((r) => ({ ...r, from: Date.parse(r.start
 // `video` plays `player.recordings` (sorted, with from/until in ms); onTime(ms) as it plays.
 function recordedPlayer(video, onTime) {
   // held: paused by the viewer (not by a recording's end), so the next recording waits too.
-  const player = { recordings: [], playing: null, held: false };
+  const player = { recordings: [], playing: null, held: false, advancing: false };
   player.now = () => player.playing ? player.playing.from + video.currentTime * 1000 : null;
   player.at = (time) => player.recordings.find((r) => r.from <= time && time < r.until) || player.recordings.find((r) => r.from > time);
   // Plays from `time`, or from the next recording after it; the recording played, or undefined.
@@ -72,13 +72,21 @@ function recordedPlayer(video, onTime) {
     if (video.dataset.id !== String(r.id)) {
       video.dataset.id = r.id;
       video.src = r.url;
+      player.advancing = onward;
       video.addEventListener("loadedmetadata", () => {
         if (player.playing !== r) return;
+        player.advancing = false;
         video.currentTime = offset;
         if (!(onward && player.held)) video.play().catch(() => {});
       }, { once: true });
     } else { video.currentTime = offset; video.play().catch(() => {}); }
     return r;
+  };
+  // Space: the viewer's hold (a recording's end or the next one loading is no hold).
+  player.toggle = () => {
+    const play = player.held || (video.paused && !player.advancing);
+    player.held = !play;
+    if (play) video.play().catch(() => {}); else video.pause();
   };
   player.stop = () => { video.pause(); video.removeAttribute("src"); delete video.dataset.id; player.playing = null; };
   video.addEventListener("timeupdate", () => { if (player.playing) onTime(player.now()); });

@@ -142,14 +142,14 @@ async function toggleReviewed() {
 
 function onReviewKey(event) {
   if (currentView !== views.review || event.ctrlKey || event.metaKey || event.altKey) return;
-  const tag = event.target.tagName, video = $("review-video");
+  const tag = event.target.tagName;
   if (["INPUT", "SELECT", "TEXTAREA"].includes(tag)) return;
   const arrows = tag !== "VIDEO";
   const keys = {
     j: () => select(review.selected + 1), k: () => select(Math.max(0, review.selected - 1)),
     ArrowDown: arrows && (() => select(review.selected + 1)), ArrowUp: arrows && (() => select(Math.max(0, review.selected - 1))),
     Enter: event.target.id === "review-list" && (() => select(Math.max(0, review.selected))),
-    " ": !["BUTTON", "VIDEO", "A"].includes(tag) && (() => (video.paused ? video.play().catch(() => {}) : video.pause())),
+    " ": !["BUTTON", "VIDEO", "A"].includes(tag) && review.player.toggle,
     r: toggleReviewed,
   };
   if (!keys[event.key]) return;
