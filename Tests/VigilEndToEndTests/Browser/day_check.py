@@ -220,6 +220,13 @@ try:
                f"no clip downloaded (range {driver.find_element(By.ID, 'range-text').text!r}; {os.listdir(downloads)}; "
                f"the server answers {js('return fetch(`${api}/cameras/${view.camera}/clip.mp4?${query(new Date(view.range.from), new Date(view.range.to))}`).then((r) => r.status)')}; "
                f"{browser.console_errors(driver)})")
+    # A range's end handle drags it longer (its start stays).
+    before = js("return view.range && [view.range.from, view.range.to]")
+    handle = rects('.handle[data-end="to"]')
+    x = handle[0]["x"] + handle[0]["width"] / 2 if handle else 0
+    longer = before and again(lambda: pointer_drag(x, x - timeline_box()["width"] * 0.1),
+                              lambda: (lambda r: r if r and abs(r[0] - before[0]) < 1000 and r[1] < before[1] - 1000 else None)(js("return view.range && [view.range.from, view.range.to]")))
+    checks.add("range-handles", longer, f"dragging the end handle left: {driver.find_element(By.ID, 'range-text').text!r}" if longer else f"the range stayed {before}")
     # A range over no footage (the empty time before the first recording): no download, and why.
     js("zoomAround(view.from + span() / 2, 4)")
     runs, box = rects("#lanes .segment"), timeline_box()
