@@ -174,7 +174,8 @@ try:
     # A click inside a recording plays from there, the playhead on it.
     runs = rects("#lanes .segment")
     x = runs[-1]["x"] + runs[-1]["width"] / 2
-    head = again(lambda: tap(x), lambda: playing() and js("return view.player.now() > view.cursor - 1000") and driver.find_element(By.ID, "playhead").is_displayed()
+    at = js("return timeAt(arguments[0])", x)
+    head = again(lambda: tap(x), lambda: playing() and js("return Math.abs(view.player.now() - arguments[0]) < 3000", at) and driver.find_element(By.ID, "playhead").is_displayed()
                         and rects("#playhead")[0], seconds=8)
     checks.add("click-plays", head and abs(head["x"] - x) < timeline_box()["width"] * 0.05,
                f"playing {playing()}, playhead {head['x'] - x:+.0f} px from the click" if head else
