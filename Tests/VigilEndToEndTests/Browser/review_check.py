@@ -78,7 +78,7 @@ def listed(query):
         want = [e["id"] for e in want if not newest or e["start"] <= newest]
         empty = not want and "No events" in driver.find_element(By.ID, "review-more").text
         return (empty or (want and shown_ids[:len(want)] == want)) and (shown(), want)
-    return browser.wait(same, 10) or (None, [e["id"] for e in events(query)])
+    return browser.wait(same, 20) or (None, [e["id"] for e in events(query)])
 
 
 def selected():
@@ -145,7 +145,8 @@ try:
         count = len(shown())
         if count >= 2:
             keys("j")
-            down = browser.wait(lambda: selected() == 1 and str(events()[1]["camera"]) in driver.find_element(By.ID, "review-info").text, 5)
+            second = shown()[1]
+            down = browser.wait(lambda: selected() == 1 and f"{second[1]}, motion at" in driver.find_element(By.ID, "review-info").text, 5)
             keys("k")
             up = browser.wait(lambda: selected() == 0, 5)
             checks.add("review-keys-jk", down and up, f"j: item {1 if down else selected()} selected and opened; k: back to {0 if up else selected()}")
@@ -157,7 +158,8 @@ try:
         else:
             checks.add("review-keys-jk", False, f"needs two events, {count} listed")
             checks.add("review-keys-arrows", False, f"needs two events, {count} listed")
-        browser.wait(lambda: js("return !document.getElementById('review-video').paused"), 10)
+        # The event opened last is playing (its recordings fetched) before space.
+        browser.wait(lambda: "(from " in driver.find_element(By.ID, "review-info").text and js("return !document.getElementById('review-video').paused"), 10)
         keys(" ")
         paused = browser.wait(lambda: js("return document.getElementById('review-video').paused"), 5)
         keys(" ")
