@@ -136,7 +136,7 @@ try:
         mark = js("const m = document.getElementById('review-mark').getBoundingClientRect(), b = document.getElementById('review-bar').getBoundingClientRect();"
                   "return [(m.left - b.left) / b.width, m.width / b.width]")
         at = js("return parseFloat(document.getElementById('review-now').style.left)")
-        moved = browser.wait(lambda: js("return parseFloat(document.getElementById('review-now').style.left)") > at + 1, 10)
+        moved = browser.wait(lambda: js("return parseFloat(document.getElementById('review-now').style.left)") > at, 10)
         checks.add("review-marker", mark[1] > 0 and mark[0] > 0 and moved,
                    f"the event spans {mark[0]:.0%}–{mark[0] + mark[1]:.0%} of the bar; the current time {'moves' if moved else 'does not move'} along it")
         checks.page(driver, "review", size, folder)
