@@ -11,8 +11,8 @@ let gridTimer = null;
 
 class Unauthorized extends Error {}
 
-async function getJSON(path) {
-  const response = await fetch(path, { credentials: "same-origin", headers: { Accept: "application/json" } });
+async function request(path, init) {
+  const response = await fetch(path, { credentials: "same-origin", ...init, headers: { Accept: "application/json", ...(init && init.headers) } });
   if (response.status === 401) throw new Unauthorized();
   if (!response.ok) {
     let message = `${response.status} ${response.statusText}`;
@@ -23,6 +23,9 @@ async function getJSON(path) {
   }
   return response.json();
 }
+
+const getJSON = (path) => request(path);
+const postJSON = (path, body) => request(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
 
 function showError(error) {
   if (error instanceof Unauthorized) return showLogin();
@@ -48,6 +51,53 @@ const query = (from, to) => `from=${encodeURIComponent(from.toISOString())}&to=$
 function duration(ms) {
   const s = Math.round(ms / 1000);
   return s >= 3600 ? `${Math.floor(s / 3600)} h ${pad(Math.floor(s % 3600 / 60))} min` : `${Math.floor(s / 60)} min ${pad(s % 60)} s`;
+}
+
+// ---- Recorded video: a camera's segments played one after another as one span of time ----
+
+const asRecordings = (list) => list.map((r) => ({ ...r, from: Date.parse(r.start), until: Date.parse(r.end) }));
+
+// `video` plays `player.recordings` (sorted, with from/until in ms); onTime(ms) as it plays.
+function recordedPlayer(video, onTime) {
+  // held: paused by the viewer (not by a recording's end), so the next recording waits too.
+  const player = { recordings: [], playing: null, held: false, advancing: false };
+  player.now = () => player.playing ? player.playing.from + video.currentTime * 1000 : null;
+  player.at = (time) => player.recordings.find((r) => r.from <= time && time < r.until) || player.recordings.find((r) => r.from > time);
+  // Plays from `time`, or from the next recording after it; the recording played, or undefined.
+  player.play = (time, onward) => {
+    const r = player.at(time);
+    if (!r) return r;
+    const offset = Math.max(0, time - r.from) / 1000;
+    player.playing = r;
+    if (video.dataset.id !== String(r.id)) {
+      video.dataset.id = r.id;
+      video.src = r.url;
+      player.advancing = onward;
+      video.addEventListener("loadedmetadata", () => {
+        if (player.playing !== r) return;
+        player.advancing = false;
+        video.currentTime = offset;
+        if (!(onward && player.held)) video.play().catch(() => {});
+      }, { once: true });
+    } else { video.currentTime = offset; video.play().catch(() => {}); }
+    return r;
+  };
+  // Space: the viewer's hold (a recording's end or the next one loading is no hold).
+  player.toggle = () => {
+    const play = player.held || (video.paused && !player.advancing);
+    player.held = !play;
+    if (play) video.play().catch(() => {}); else video.pause();
+  };
+  player.stop = () => { video.pause(); video.removeAttribute("src"); delete video.dataset.id; player.playing = null; };
+  video.addEventListener("timeupdate", () => { if (player.playing) onTime(player.now()); });
+  video.addEventListener("pause", () => { player.held = !video.ended; });
+  video.addEventListener("play", () => { player.held = false; });
+  video.addEventListener("ended", () => {
+    const r = player.playing;
+    const next = r && player.recordings.find((n) => n.from >= r.until - 500 && n.id !== r.id);
+    if (next) player.play(next.from, true);
+  });
+  return player;
 }
 
 // ---- The grid of cameras ----

@@ -97,3 +97,70 @@ def outside_loads(driver):
     return driver.execute_script(
         "return performance.getEntriesByType('resource').map(e => e.name)"
         ".filter(u => !u.startsWith(location.origin) && !u.startsWith('blob:') && !u.startsWith('data:'))")
+
+
+class Checks:
+    """The checks a script records, and its screenshots, reported as one JSON object at the end."""
+
+    def __init__(self):
+        self.seen = {"checks": [], "screenshots": []}
+
+    def add(self, name, ok, detail):
+        self.seen["checks"].append({"name": name, "ok": bool(ok), "detail": str(detail)[:600]})
+        return ok
+
+    def page(self, driver, view, size, folder, dark=False):
+        """axe's check for the view as it is now (`VIEW-axe`, or `VIEW-axe-dark`) and its screenshot."""
+        violations = accessibility(driver)
+        self.add(f"{view}-axe{'-dark' if dark else ''}", not violations, violations or "no serious or critical violation")
+        if not dark:
+            path = screenshot(driver, folder, f"{view}-{size}")
+            if path:
+                self.seen["screenshots"].append(path)
+
+    def dark(self, address, view, size, ready):
+        """`VIEW-axe-dark`: a browser in dark mode opens `address` and waits for ready(driver) first."""
+        driver = start(size, dark=True)
+        try:
+            driver.get(address)
+            wait(lambda: ready(driver))
+            self.page(driver, view, size, None, dark=True)
+        finally:
+            driver.quit()
+
+    def console(self, driver, view):
+        errors = console_errors(driver)
+        self.add(f"{view}-console", not errors, errors or "no console error")
+
+
+def touch(driver, kind, points):
+    """One CDP touch event: kind touchStart/touchMove/touchEnd, points [(x, y), …] in CSS pixels."""
+    driver.execute_cdp_cmd("Input.dispatchTouchEvent", {
+        "type": kind, "touchPoints": [{"x": x, "y": y, "id": i} for i, (x, y) in enumerate(points)]})
+
+
+def touch_drag(driver, start, end, steps=8):
+    """One finger from `start` to `end` in `steps` moves."""
+    touch(driver, "touchStart", [start])
+    for i in range(1, steps + 1):
+        touch(driver, "touchMove", [(start[0] + (end[0] - start[0]) * i / steps, start[1] + (end[1] - start[1]) * i / steps)])
+    touch(driver, "touchEnd", [])
+
+
+def decodes(path):
+    """ffprobe's count of the video frames in the file at `path` (0 when it does not decode)."""
+    import subprocess
+    run = subprocess.run(["ffprobe", "-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
+                          "stream=nb_read_frames", "-of", "csv=p=0", path], capture_output=True, text=True, timeout=60)
+    try:
+        return int(run.stdout.strip().split(",")[0]) if run.returncode == 0 else 0
+    except ValueError:
+        return 0
+
+
+def tap(driver, element):
+    """A finger's tap on the element's centre (on a phone, where a mouse click after touches may be dropped)."""
+    box = driver.execute_script("return arguments[0].getBoundingClientRect().toJSON()", element)
+    point = (box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    touch(driver, "touchStart", [point])
+    touch(driver, "touchEnd", [])
