@@ -1,6 +1,7 @@
 import CaptureTesting
 import Foundation
 import Glibc
+import Recorder
 import Testing
 
 /// A `vigil run` serving the page, with the two synthetic cameras the browser checks expect:
@@ -67,6 +68,26 @@ struct ServedPage {
         // A few finished segments and stills before a browser looks.
         _ = await waitUntil(seconds: 30) { RecordingInspector.files(under: root + "/porch/video", endingWith: ".mp4").count >= 3 }
         return ServedPage(dir: dir, process: process, url: url)
+    }
+
+    /// Two finished motion events of yard, each with a picture, written into the running
+    /// vigil's index (its SQLite file, as a second process may): the synthetic pictures are
+    /// motion all the time, so porch's own detection gives one event that never ends and
+    /// has no picture yet, and the review view needs finished ones with pictures to step through.
+    func addFinishedEvents() async throws {
+        // Yard's recordings cover the events and their 5 s pre-roll.
+        _ = await waitUntil(seconds: 40) { RecordingInspector.files(under: root + "/yard/video", endingWith: ".mp4").count >= 8 }
+        let still = try #require(RecordingInspector.files(under: root + "/porch", endingWith: ".jpg").first, "porch's stills")
+        let index = try RecordingIndex(root: root)
+        let now = Int64(Date().timeIntervalSince1970 * 1e9)
+        try FileManager.default.createDirectory(atPath: root + "/yard/events", withIntermediateDirectories: true)
+        for (n, (from, to)) in [(12, 9), (6, 4)].enumerated() {
+            let picture = "yard/events/yard-event-\(n).jpg"
+            try FileManager.default.copyItem(atPath: still, toPath: root + "/" + picture)
+            let start = now - Int64(from) * 1_000_000_000
+            try index.startMotionEvent(camera: "yard", startNanos: start)
+            try index.endMotionEvent(camera: "yard", startNanos: start, endNanos: now - Int64(to) * 1_000_000_000, peakPercent: 12.5 + Double(n), picture: picture)
+        }
     }
 
     /// Runs `body`, then stops vigil whether it threw or not.

@@ -1,86 +1,61 @@
 import CaptureTesting
 import Foundation
-import Glibc
 import Testing
 
-/// The page as a person uses it, in a real headless Chromium (Browser/page_check.py, through
-/// Selenium): `vigil run` with two synthetic cameras (motion detection on the first) serves it
-/// on a free loopback port.
+/// The page as a person uses it, in a real headless Chromium driven through Selenium
+/// (Browser/*.py, one script per part of the page, each reporting named checks that the tests
+/// here require): `vigil run` with two synthetic cameras (motion detection on the first)
+/// serves it on a free loopback port (`ServedPage`). Screenshots go to `.build/screenshots`.
 @Suite(.timeLimit(.minutes(10))) struct WebPageTests {
-    private struct Seen: Decodable {
-        let grid: [String]
-        let liveChanged: Bool
-        let segments: Int
-        let stills: Int
-        let events: Int
-        let played: String?
-        let clip: String?
-        let errors: [String]
+    /// A camera's day (Browser/day_check.py) at desktop and phone sizes: the timeline's first
+    /// view fits the day's recordings, zoom (wheel on a desktop, pinch on a phone, buttons,
+    /// keys), drag to pan, a click in empty time says what it plays instead, a range over
+    /// footage downloads a clip (decoded here) and one over none cannot be downloaded, the
+    /// stills strip newest first with more as it scrolls, axe-core in light and dark mode.
+    @Test func theDayTimelineZoomsPansAndDownloadsOnlyFootage() async throws {
+        let page = try await ServedPage.start()
+        try await page.stopping {
+            for size in ["desktop", "phone"] {
+                let report = try BrowserCheck.run("day_check.py", url: page.url, size: size)
+                let gestures = size == "desktop" ? ["wheel-zoom-in", "wheel-zoom-out"] : ["pinch-zoom-in", "pinch-zoom-out"]
+                BrowserCheck.expect(report, required: Self.dayChecks + gestures, size: size)
+                // The clip the page downloaded, decoded here too: the range's frames, in order.
+                let detail = report.checks.first { $0.name == "range-download" }?.detail ?? ""
+                let clip = try #require(detail.components(separatedBy: " (").first.flatMap { $0.hasSuffix(".mp4") ? $0 : nil }, "\(size): \(detail)")
+                #expect(RecordingInspector.ffprobeProblem(clip) == nil)
+                let frames = try RecordingInspector.decode(clip).sequences
+                #expect(frames.count >= 10 && frames.allSatisfy { $0 != nil }, "\(size): the clip holds the range's frames: \(frames.count)")
+                try? FileManager.default.removeItem(atPath: (clip as NSString).deletingLastPathComponent)
+            }
+        }
     }
 
-    @Test func theGridIsLiveTheTimelineListsRecordingsAndADraggedRangeDownloadsAClipThatDecodes() async throws {
-        let dir = try TemporaryDirectory()
-        defer { dir.remove() }
-        let root = dir.path + "/data", file = dir.path + "/vigil.toml", downloads = dir.path + "/downloads"
-        try FileManager.default.createDirectory(atPath: downloads, withIntermediateDirectories: true)
-        try """
-            [storage]
-            root = "\(root)"
+    static let dayChecks = [
+        "first-view-fits", "stills-newest-first", "day-axe", "zoom-buttons", "drag-pan", "gap-click-says-so", "click-plays",
+        "timeline-keys", "range-one-line", "range-download", "range-handles", "range-empty-disabled", "stills-more-on-scroll",
+        "day-no-error", "day-console", "day-axe-dark",
+    ]
 
-            [http]
-            listen = "127.0.0.1:0"
-
-            \(syntheticCamera("porch", device: 0))
-            [[record]]
-            camera = "porch"
-            segment_seconds = 2
-
-            [[timelapse]]
-            camera = "porch"
-            interval_seconds = 1
-
-            # The synthetic picture's moving bar is motion all the time: one event, under way.
-            [[motion]]
-            camera = "porch"
-
-            \(syntheticCamera("yard", device: 1))
-            [[record]]
-            camera = "yard"
-            segment_seconds = 2
-
-            """.write(toFile: file, atomically: true, encoding: .utf8)
-        let process = try VigilBinary.start(["run", "--config", file, "--log-level", "notice"], in: dir.path)
-        defer { if process.isRunning { process.terminate() } }
-        func stdout() -> String { (try? String(contentsOfFile: dir.path + "/stdout.txt", encoding: .utf8)) ?? "" }
-        #expect(await waitUntil(seconds: 30) { stdout().contains("Web page: http://127.0.0.1:") }, "\(stdout())")
-        let address = try #require(stdout().split(separator: "\n").first { $0.hasPrefix("Web page: ") }?.dropFirst("Web page: ".count))
-        let url = String(address.split(separator: " ")[0])
-        // Three finished segments and some stills before the browser looks.
-        #expect(await waitUntil(seconds: 30) { RecordingInspector.files(under: root + "/porch/video", endingWith: ".mp4").count >= 3 })
-
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Browser/page_check.py").path
-        let run = RecordingInspector.run("/usr/bin/python3", [script, url, downloads, "porch,yard"])
-        #expect(run.status == 0, "\(run.errorOutput)")
-        let decoder = JSONDecoder()
-        decoder.keyDecodingStrategy = .convertFromSnakeCase
-        let seen = try decoder.decode(Seen.self, from: Data(run.output.utf8))
-
-        #expect(Set(seen.grid) == ["porch", "yard"], "the grid shows each configured camera")
-        #expect(seen.liveChanged, "the live image changes")
-        #expect(seen.segments >= 3, "the timeline lists the recordings")
-        #expect(seen.stills >= 1, "the strip shows the stills")
-        #expect(seen.events >= 1, "the timeline marks the motion event")
-        #expect(seen.played?.contains("/api/v1/recordings/") == true, "a click on the timeline plays a recording: \(seen.played ?? "nothing")")
-        #expect(seen.errors.isEmpty, "\(seen.errors)")
-        let clip = try #require(seen.clip, "a dragged range downloads as a clip")
-        #expect(RecordingInspector.ffprobeProblem(clip) == nil)
-        let frames = try RecordingInspector.decode(clip).sequences
-        #expect(frames.count >= 10 && frames.allSatisfy { $0 != nil }, "the clip holds the range's frames: \(frames.count)")
-
-        kill(process.processIdentifier, SIGTERM)
-        #expect(await waitForExit(process, seconds: 30))
-        #expect(process.terminationStatus == 0)
+    /// Event review (Browser/review_check.py) at desktop and phone sizes: events of all cameras
+    /// newest first with their pictures, each filter kept in the address, an event played from
+    /// its pre-roll with its span marked, j/k, arrows, space and r from the keyboard, "reviewed"
+    /// kept by the server after a reload and undone on the page when the server refuses.
+    @Test func eventsAreReviewedNewestFirstFromTheKeyboard() async throws {
+        let page = try await ServedPage.start()
+        try await page.stopping {
+            try await page.addFinishedEvents()
+            for size in ["desktop", "phone"] {
+                let report = try BrowserCheck.run("review_check.py", url: page.url, size: size)
+                BrowserCheck.expect(report, required: Self.reviewChecks, size: size)
+            }
+        }
     }
+
+    static let reviewChecks = [
+        "review-list", "review-opens-preroll", "review-marker", "review-axe", "review-keys-jk", "review-keys-arrows",
+        "review-key-space", "review-key-r", "review-reviewed-kept", "review-filter-unreviewed", "review-undo-on-error",
+        "review-filter-camera", "review-filter-day", "review-layout", "review-console", "review-axe-dark",
+    ]
 
     /// Live view (Browser/live_check.py) at desktop and phone sizes, in light and dark mode:
     /// the grid live through Media Source Extensions for the cards on screen and snapshots for
