@@ -16,7 +16,7 @@ import Testing
         "AVIOInterruptCB", "Data", "Date", "Double", "Int64", "Sendable", "Task", "Mutex", "NSCondition", "Errno", "ByteBuffer",
         "IOError", "MaximumAvailableConnections", "ServiceGroup", "UnixSignalsSequence", "WatchdogSec",
         // RTSP and HTTP headers.
-        "CSeq", "Host", "Location", "Session",
+        "CSeq", "Host", "Location", "Origin", "Session",
     ]
 
     /// Paths named in the notes that are not in the repository on purpose.
