@@ -192,12 +192,9 @@ def main():
         view("day-live")
         # Pick a time: a still some seconds old (its recording is finished).
         still = browser.wait(lambda: driver.execute_script("""
-            const now = new Date();
-            for (const f of document.querySelectorAll('#stills figure')) {
-              const [h, m, s] = f.querySelector('figcaption').textContent.split(':').map(Number);
-              const t = new Date(now); t.setHours(h, m, s, 0);
-              const age = (now - t) / 1000;
-              if (age > 8 && age < 120) return f;
+            for (const still of document.querySelectorAll('#stills .still')) {
+              const age = (Date.now() - Date.parse(still.dataset.time)) / 1000;
+              if (age > 8 && age < 120) return still;
             }
             return null;"""), 30)
         if still:
