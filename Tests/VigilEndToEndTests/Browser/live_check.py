@@ -205,10 +205,14 @@ def main():
                                       "document.querySelectorAll('#day-live video, #day-live img').length, document.getElementById('go-live').hidden]")
         check("day-recorded-after-pick", still and recorded and "/recordings/" in (state[0] or "") and state[1] and state[2] == 0 and not state[3],
               f"still clicked {bool(still)}; player {state[0]} playing {bool(recorded)}; live hidden {state[1]}, live players left {state[2]}; Live button shown {not state[3]}")
-        driver.find_element(By.ID, "go-live").click()
+        live_button = driver.find_element(By.ID, "go-live")
+        live_button.click()
         again = playing("#day-live video", 20)
         paused = driver.execute_script("return [document.getElementById('player').paused, document.getElementById('player').hidden]")
-        check("day-live-again", again and paused == [True, True] and live_of("#day-live") == "mse", f"live again {bool(again)}, recorded player paused/hidden {paused}")
+        after = driver.execute_script("return [location.hash, document.getElementById('go-live').hidden, document.getElementById('day-live').hidden,"
+                                      "document.getElementById('now-playing').textContent, document.getElementById('day-note').textContent]")
+        check("day-live-again", again and paused == [True, True] and live_of("#day-live") == "mse",
+              f"live again {bool(again)} ({live_of('#day-live')}), recorded player paused/hidden {paused}; address, Live button hidden, live box hidden, captions: {after}")
 
         # The day view's link to full screen, and back.
         driver.find_element(By.ID, "day-full").click()
