@@ -239,16 +239,19 @@ def main():
         tiles = browser.wait(lambda: len(driver.find_elements(By.CSS_SELECTOR, "#tg-grid .tile video:not(.off)")) == 2 and all(
             driver.execute_script(PLAYING, v) for v in driver.find_elements(By.CSS_SELECTOR, "#tg-grid .tile video:not(.off)")), 30)
         check("together-address", address and f"cameras={first},{second}" in address, f"address {address}")
-        diffs, tries = [], 0
+        diffs, tries, outliers = [], 0, []
         deadline = time.monotonic() + 20
         while tiles and len(diffs) < 12 and time.monotonic() < deadline:
             tries += 1
-            read = driver.execute_script(READ_DIGITS + "return [...document.querySelectorAll('#tg-grid .tile video:not(.off)')].map((v) => v.paused ? null : readPainted(v))")
-            if len(read) == 2 and all(read):
+            read = driver.execute_script(READ_DIGITS + "return [...document.querySelectorAll('#tg-grid .tile video:not(.off)')].map((v) => v.paused ? null :"
+                                         " Object.assign(readPainted(v) || {}, { at: [+v.currentTime.toFixed(2), v.readyState, v.seeking, v.playbackRate] }))")
+            if len(read) == 2 and all(r and r.get("text") for r in read):
                 diffs.append(abs(read[0]["seconds"] - read[1]["seconds"]))
+                if diffs[-1] > 0.5:
+                    outliers.append([(r["text"], r["at"]) for r in read])
             time.sleep(0.3)
         check("together-in-step", len(diffs) >= 8 and max(diffs) <= 0.5,
-              f"painted times of the two cameras differ by at most {max(diffs) if diffs else None} s (median {statistics.median(diffs) if diffs else None}) over {len(diffs)} of {tries} reads")
+              f"painted times of the two cameras differ by at most {max(diffs) if diffs else None} s (median {statistics.median(diffs) if diffs else None}) over {len(diffs)} of {tries} reads; reads over 0.5 s apart (painted, [currentTime, readyState, seeking, rate]): {outliers[:3]}")
         columns = driver.execute_script("return getComputedStyle(document.getElementById('tg-grid')).gridTemplateColumns.split(' ').length")
         check("together-layout", columns == (1 if size == "phone" else 2), f"{columns} column(s) at {size} size")
         # Pause: every camera stops; the address keeps the instant.
