@@ -154,6 +154,8 @@ function updateCard(card, camera) {
 async function refreshGrid() {
   try {
     const { cameras } = await getJSON(`${api}/cameras`);
+    // An answer that comes after the grid was left would leave cards there that nobody watches.
+    if (currentView !== views[""]) return;
     clearError();
     const grid = $("grid");
     const cards = new Map([...grid.children].map((c) => [c.dataset.camera, c]));

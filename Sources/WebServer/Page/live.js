@@ -272,6 +272,8 @@ async function showDayLive(name) {
   try {
     const camera = await cameraNamed(name);
     if (dayLive !== token || token.stopped || !camera) return;
+    // Live and recorded pictures take the same box, the camera's shape.
+    if (camera.width > 0 && camera.height > 0) $("day-live").style.aspectRatio = $("player").style.aspectRatio = `${camera.width} / ${camera.height}`;
     dayLive = livePlayer($("day-live"), camera);
   } catch (error) { showError(error); }
 }

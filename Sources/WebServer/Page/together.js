@@ -150,9 +150,11 @@ function syncTile(tile, t) {
     } else loadTile(a, r);
   }
   if (a.readyState >= 1 && !a.seeking) {
-    const want = (t - r.from) / 1000, drift = Math.abs(a.currentTime - want);
+    const want = (t - r.from) / 1000, lag = want - a.currentTime, drift = Math.abs(lag);
     // Playing, a drift over 0.25 s is corrected; paused (stepping), the frame is put exactly.
     if (drift > (together.paused ? 0.02 : 0.25)) a.currentTime = Math.min(want, a.duration || want);
+    // A smaller drift is taken up by playing a little faster or slower: no seek, so no stall.
+    a.playbackRate = together.paused || drift < 0.05 ? 1 : Math.min(1.25, Math.max(0.8, 1 + lag));
   }
   tile.stalled = a.rec === r && !a.error && (a.readyState < 3 || a.seeking);
   if (together.paused || together.holding) { if (!a.paused) a.pause(); } else if (a.paused && !a.ended) a.play().catch(() => {});

@@ -192,12 +192,9 @@ def main():
         view("day-live")
         # Pick a time: a still some seconds old (its recording is finished).
         still = browser.wait(lambda: driver.execute_script("""
-            const now = new Date();
-            for (const f of document.querySelectorAll('#stills figure')) {
-              const [h, m, s] = f.querySelector('figcaption').textContent.split(':').map(Number);
-              const t = new Date(now); t.setHours(h, m, s, 0);
-              const age = (now - t) / 1000;
-              if (age > 8 && age < 120) return f;
+            for (const still of document.querySelectorAll('#stills .still')) {
+              const age = (Date.now() - Date.parse(still.dataset.time)) / 1000;
+              if (age > 8 && age < 120) return still;
             }
             return null;"""), 30)
         if still:
@@ -208,10 +205,14 @@ def main():
                                       "document.querySelectorAll('#day-live video, #day-live img').length, document.getElementById('go-live').hidden]")
         check("day-recorded-after-pick", still and recorded and "/recordings/" in (state[0] or "") and state[1] and state[2] == 0 and not state[3],
               f"still clicked {bool(still)}; player {state[0]} playing {bool(recorded)}; live hidden {state[1]}, live players left {state[2]}; Live button shown {not state[3]}")
-        driver.find_element(By.ID, "go-live").click()
+        live_button = driver.find_element(By.ID, "go-live")
+        live_button.click()
         again = playing("#day-live video", 20)
         paused = driver.execute_script("return [document.getElementById('player').paused, document.getElementById('player').hidden]")
-        check("day-live-again", again and paused == [True, True] and live_of("#day-live") == "mse", f"live again {bool(again)}, recorded player paused/hidden {paused}")
+        after = driver.execute_script("return [location.hash, document.getElementById('go-live').hidden, document.getElementById('day-live').hidden,"
+                                      "document.getElementById('now-playing').textContent, document.getElementById('day-note').textContent]")
+        check("day-live-again", again and paused == [True, True] and live_of("#day-live") == "mse",
+              f"live again {bool(again)} ({live_of('#day-live')}), recorded player paused/hidden {paused}; address, Live button hidden, live box hidden, captions: {after}")
 
         # The day view's link to full screen, and back.
         driver.find_element(By.ID, "day-full").click()
@@ -238,16 +239,19 @@ def main():
         tiles = browser.wait(lambda: len(driver.find_elements(By.CSS_SELECTOR, "#tg-grid .tile video:not(.off)")) == 2 and all(
             driver.execute_script(PLAYING, v) for v in driver.find_elements(By.CSS_SELECTOR, "#tg-grid .tile video:not(.off)")), 30)
         check("together-address", address and f"cameras={first},{second}" in address, f"address {address}")
-        diffs, tries = [], 0
+        diffs, tries, outliers = [], 0, []
         deadline = time.monotonic() + 20
         while tiles and len(diffs) < 12 and time.monotonic() < deadline:
             tries += 1
-            read = driver.execute_script(READ_DIGITS + "return [...document.querySelectorAll('#tg-grid .tile video:not(.off)')].map((v) => v.paused ? null : readPainted(v))")
-            if len(read) == 2 and all(read):
+            read = driver.execute_script(READ_DIGITS + "return [...document.querySelectorAll('#tg-grid .tile video:not(.off)')].map((v) => v.paused ? null :"
+                                         " Object.assign(readPainted(v) || {}, { at: [+v.currentTime.toFixed(2), v.readyState, v.seeking, v.playbackRate] }))")
+            if len(read) == 2 and all(r and r.get("text") for r in read):
                 diffs.append(abs(read[0]["seconds"] - read[1]["seconds"]))
+                if diffs[-1] > 0.5:
+                    outliers.append([(r["text"], r["at"]) for r in read])
             time.sleep(0.3)
         check("together-in-step", len(diffs) >= 8 and max(diffs) <= 0.5,
-              f"painted times of the two cameras differ by at most {max(diffs) if diffs else None} s (median {statistics.median(diffs) if diffs else None}) over {len(diffs)} of {tries} reads")
+              f"painted times of the two cameras differ by at most {max(diffs) if diffs else None} s (median {statistics.median(diffs) if diffs else None}) over {len(diffs)} of {tries} reads; reads over 0.5 s apart (painted, [currentTime, readyState, seeking, rate]): {outliers[:3]}")
         columns = driver.execute_script("return getComputedStyle(document.getElementById('tg-grid')).gridTemplateColumns.split(' ').length")
         check("together-layout", columns == (1 if size == "phone" else 2), f"{columns} column(s) at {size} size")
         # Pause: every camera stops; the address keeps the instant.
