@@ -236,9 +236,13 @@ try:
                f"{browser.console_errors(driver)})")
     # A range's end handle drags it longer (its start stays).
     before = js("return view.range && [view.range.from, view.range.to]")
-    handle = rects('.handle[data-end="to"]')
-    x = handle[0]["x"] + handle[0]["width"] / 2 if handle else 0
-    longer = before and again(lambda: pointer_drag(x, x - timeline_box()["width"] * 0.1),
+
+    def drag_handle():
+        # Where it is now: today's window (and the range on it) moves with the clock while it shows now.
+        handle = rects('.handle[data-end="to"]')
+        x = handle[0]["x"] + handle[0]["width"] / 2 if handle else 0
+        pointer_drag(x, x - timeline_box()["width"] * 0.1)
+    longer = before and again(drag_handle,
                               lambda: (lambda r: r if r and abs(r[0] - before[0]) < 1000 and r[1] < before[1] - 1000 else None)(js("return view.range && [view.range.from, view.range.to]")))
     checks.add("range-handles", longer, f"dragging the end handle left: {driver.find_element(By.ID, 'range-text').text!r}" if longer else f"the range stayed {before}")
     # A range over no footage (the empty time before the first recording): no download, and why.
