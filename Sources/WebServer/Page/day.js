@@ -33,12 +33,12 @@ function zoomAround(time, factor) {
 }
 
 // The first view: the day's recordings (today: from the first to now), with margins. Less than
-// the narrowest window (1 min) of them: that window, its end a margin after theirs (today: now).
+// the narrowest window (1 min) of them: that window, its end 5 % of it after theirs (today: now).
 function fit() {
   const first = view.recordings[0], last = view.recordings[view.recordings.length - 1];
   const from = first ? first.from : view.dayStart, to = today() ? Date.now() : last ? last.until : view.dayNext;
   const margin = Math.max(5000, (to - from) * 0.05);
-  if (to - from + 2 * margin < MINUTE) setWindow(to + margin - MINUTE, to + margin);
+  if (to - from + 2 * margin < MINUTE) setWindow(to + MINUTE * 0.05 - MINUTE, to + MINUTE * 0.05);
   else setWindow(from - margin, to + margin);
 }
 
