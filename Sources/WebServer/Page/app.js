@@ -89,6 +89,8 @@ function recordedPlayer(video, onTime) {
     if (play) video.play().catch(() => {}); else video.pause();
   };
   player.stop = () => { video.pause(); video.removeAttribute("src"); delete video.dataset.id; player.playing = null; };
+  // Its shape kept from one recording to the next: no jump of the page while the next one loads.
+  video.addEventListener("loadedmetadata", () => { if (video.videoWidth) video.style.aspectRatio = `${video.videoWidth} / ${video.videoHeight}`; });
   video.addEventListener("timeupdate", () => { if (player.playing) onTime(player.now()); });
   video.addEventListener("pause", () => { player.held = !video.ended; });
   video.addEventListener("play", () => { player.held = false; });

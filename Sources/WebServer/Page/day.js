@@ -32,12 +32,14 @@ function zoomAround(time, factor) {
   setWindow(time - fraction * width, time - fraction * width + width);
 }
 
-// The first view: the day's recordings (today: from the first to now), with margins.
+// The first view: the day's recordings (today: from the first to now), with margins. Less than
+// the narrowest window (1 min) of them: that window, its end 5 % of it after theirs (today: now).
 function fit() {
   const first = view.recordings[0], last = view.recordings[view.recordings.length - 1];
   const from = first ? first.from : view.dayStart, to = today() ? Date.now() : last ? last.until : view.dayNext;
   const margin = Math.max(5000, (to - from) * 0.05);
-  setWindow(from - margin, to + margin);
+  if (to - from + 2 * margin < MINUTE) setWindow(to + MINUTE * 0.05 - MINUTE, to + MINUTE * 0.05);
+  else setWindow(from - margin, to + margin);
 }
 
 // Keeps `time` in the window, moving it as little as needed.

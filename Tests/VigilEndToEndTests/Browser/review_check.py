@@ -73,6 +73,9 @@ def listed(query):
     """Waits until the list shows the server's answer to `query` (ids in order; events that began
     after the page asked are left out); what it shows, and what the server lists."""
     def same():
+        # The list of this query, not the one before it (the page changes lists on hashchange, after the click).
+        if not js("return review.key === reviewURL(new URLSearchParams(arguments[0]))", query):
+            return None
         shown_ids, want = [i for i, *_ in shown()], events(query)
         newest = shown_ids and next((e["start"] for e in want if e["id"] == shown_ids[0]), None)
         want = [e["id"] for e in want if not newest or e["start"] <= newest]
@@ -124,8 +127,9 @@ try:
         item(0).click()
         first = next(e for e in events() if e["id"] == opened)
         start = datetime.datetime.fromisoformat(first["start"].replace("Z", "+00:00")).timestamp() * 1000
+        # Playing: not before the page's seek to the pre-roll (readyState may reach 2 before its loadedmetadata runs).
         began = browser.wait(lambda: js("const v = document.getElementById('review-video');"
-                                        "return v.currentSrc && v.readyState >= 2 && review.player.playing ? [review.player.now(), review.player.recordings[0].from] : null"), 15)
+                                        "return v.currentSrc && v.readyState >= 2 && !v.paused && !v.seeking && review.player.playing ? [review.player.now(), review.player.recordings[0].from] : null"), 15)
         if began:
             now, earliest = began
             expected = max(start - 5000, earliest)
@@ -189,21 +193,25 @@ try:
         driver.find_element(By.ID, "review-unreviewed").click()
         listed("")
         # Put it back as it was, and see that a refused change is undone.
-        item(next(i for i, s in enumerate(shown()) if s[0] == event_id)).click()
-        keys("r")
-        browser.wait(lambda: server_reviewed(event_id) == was, 5)
-        js("window.realFetch = window.fetch; window.fetch = (path, init) => String(path).endsWith('/reviewed') ?"
-           " new Promise((resolve) => setTimeout(() => resolve(new Response('{\"error\":\"refused by the check\"}', {status: 500})), 300)) : realFetch(path, init)")
-        index = selected()
-        # Every state the item shows, however short.
-        js("window.states = []; const li = document.querySelectorAll('#review-list li')[arguments[0]];"
-           "new MutationObserver(() => states.push(li.classList.contains('reviewed'))).observe(li, {attributes: true, subtree: true, childList: true, characterData: true})", index)
-        keys("r")
-        flipped = browser.wait(lambda: (not was) in js("return states"), 5)
-        undone = browser.wait(lambda: reviewed(index) == was and driver.find_element(By.ID, "error").is_displayed(), 5)
-        checks.add("review-undo-on-error", flipped and undone and server_reviewed(event_id) == was,
-                   f"shown at once: {flipped}; undone with the error {driver.find_element(By.ID, 'error').text!r}: {bool(undone)}")
-        js("window.fetch = window.realFetch; document.getElementById('error').hidden = true")
+        at = browser.wait(lambda: next((i + 1 for i, s in enumerate(shown()) if s[0] == event_id), None), 20)
+        if at:
+            item(at - 1).click()
+            keys("r")
+            browser.wait(lambda: server_reviewed(event_id) == was, 5)
+            js("window.realFetch = window.fetch; window.fetch = (path, init) => String(path).endsWith('/reviewed') ?"
+               " new Promise((resolve) => setTimeout(() => resolve(new Response('{\"error\":\"refused by the check\"}', {status: 500})), 300)) : realFetch(path, init)")
+            index = selected()
+            # Every state the item shows, however short.
+            js("window.states = []; const li = document.querySelectorAll('#review-list li')[arguments[0]];"
+               "new MutationObserver(() => states.push(li.classList.contains('reviewed'))).observe(li, {attributes: true, subtree: true, childList: true, characterData: true})", index)
+            keys("r")
+            flipped = browser.wait(lambda: (not was) in js("return states"), 5)
+            undone = browser.wait(lambda: reviewed(index) == was and driver.find_element(By.ID, "error").is_displayed(), 5)
+            checks.add("review-undo-on-error", flipped and undone and server_reviewed(event_id) == was,
+                       f"shown at once: {flipped}; undone with the error {driver.find_element(By.ID, 'error').text!r}: {bool(undone)}")
+        else:
+            checks.add("review-undo-on-error", False, f"the event reviewed before ({event_id}) is not listed again: {shown()}")
+        js("if (window.realFetch) window.fetch = window.realFetch; document.getElementById('error').hidden = true")
 
         # Camera: the second camera only.
         cameras = [o.get_attribute("value") for o in driver.find_elements(By.CSS_SELECTOR, "#review-camera option") if o.get_attribute("value")]
