@@ -38,6 +38,9 @@ private final class Received: Sendable {
             received.done.signal()
         }
         reader.start()
+        // Once what was queued has gone out, a new line is taken (said sooner, it may find the
+        // queue still full and be dropped: a failure 1 run in a few on a loaded machine).
+        writer.flush(waitingAtMost: 30_000_000_000)
         writer.write("after\n", to: fds[1])
         writer.flush(waitingAtMost: 30_000_000_000)
         #expect(writer.droppedCount.unsaid == 0, "the count is said once the terminal reads again (was \(dropped))")
