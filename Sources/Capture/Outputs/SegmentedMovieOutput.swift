@@ -192,14 +192,17 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         }
         let slot = frame.wallNanos / (Int64(settings.segmentSeconds) * 1_000_000_000)
         var startsSegment = slot != currentSlot
-        if let retry = restartAfterFailureAt, frame.wallNanos >= retry {
-            // Only this frame starts the retry's segment: the encoder holds frames back, and each
-            // frame marked before the segment opened would open one more (a 1-frame file, then `_02`).
-            startsSegment = true
-            restartAfterFailureAt = nil
+        var followsGap = lastFrameMonotonic.map { frame.monotonicNanos.subtracting($0).map { $0 > Self.gapNanos } ?? true } ?? false
+        if let retry = restartAfterFailureAt {
+            // Waiting to retry after a failure, nothing opens before the retry's frame: a new
+            // slot's frame in between opened a segment, and the retry then one more in the same
+            // second (`_02`). Only this frame starts the retry's segment: the encoder holds frames
+            // back, and each frame marked before the segment opened would open one more.
+            startsSegment = frame.wallNanos >= retry
+            followsGap = followsGap && startsSegment
+            if startsSegment { restartAfterFailureAt = nil }
         }
         currentSlot = slot
-        let followsGap = lastFrameMonotonic.map { frame.monotonicNanos.subtracting($0).map { $0 > Self.gapNanos } ?? true } ?? false
         lastFrameMonotonic = frame.monotonicNanos
         do {
             switch settings.encoding {
