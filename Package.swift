@@ -28,6 +28,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.24.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // The S3 archive's HTTP client (issue 29): pooled, streamed bodies, timeouts; already built for HummingbirdTesting.
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        // SHA-256 and HMAC for S3 checksums and Signature Version 4 (BoringSSL's SHA-NI code on Linux).
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
         // C shim over FFmpeg: error macros, AV_NOPTS_VALUE and other things Swift cannot import.
@@ -65,7 +69,7 @@ let package = Package(
         ]),
         // The HTTP server of `vigil run`/`demo`: API, files, clips, metrics (and live view, the page).
         .target(name: "WebServer", dependencies: [
-            "Recorder", "Capture", "Media", "CheckedMath",
+            "Recorder", "Capture", "Media", "CheckedMath", "Archive", "S3",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -77,8 +81,28 @@ let package = Package(
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ], resources: [.copy("Page")]),
+        // An S3-compatible client (issue 29): SigV4 signing, the S3 calls and their XML. Free of
+        // Recorder, so it builds and tests alone.
+        .target(name: "S3", dependencies: [
+            "CheckedMath",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        // `[archive]`: the upload queue's worker, reading archived files back, rebuilding the index from the bucket.
+        .target(name: "Archive", dependencies: [
+            "S3", "Recorder", "Capture",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
         .executableTarget(name: "vigil", dependencies: [
-            "Recorder", "Capture", "Media", "WebServer",
+            "Recorder", "Capture", "Media", "WebServer", "Archive",
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),

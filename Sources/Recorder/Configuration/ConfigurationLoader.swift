@@ -63,9 +63,10 @@ public enum ConfigurationLoader {
         }
     }
 
-    public static func parse(text: String, path: String) throws(RecorderError) -> Configuration {
+    /// `environment`: where `[archive]` looks for keys when it names no credentials file.
+    public static func parse(text: String, path: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(RecorderError) -> Configuration {
         let (document, syntaxErrors) = TOMLParser.parse(text)
-        var decoder = ConfigurationDecoder(path: path)
+        var decoder = ConfigurationDecoder(path: path, environment: environment)
         for e in syntaxErrors {
             decoder.report(e.line, e.message, fix: "see etc/vigil.example.toml for the syntax")
         }
