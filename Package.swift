@@ -108,7 +108,7 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
-        // Servers/: the RTSP and MJPEG test servers, run by /usr/bin/python3 from their place here.
+        // Servers/: the RTSP, MJPEG and S3 fault-proxy test servers, run by /usr/bin/python3 from their place here.
         .target(name: "CaptureTesting", dependencies: ["Capture", "Media", "CV4L2"], exclude: ["Servers"]),
         // Benchmarks that need the emulated V4L2 device (Scripts/bench-v4l2).
         .executableTarget(name: "vigil-bench", dependencies: ["Capture", "CaptureTesting", "Media", "Recorder"]),
