@@ -11,10 +11,18 @@ public struct ArchiveReader: Sendable {
     public let settings: ArchiveSettings
     let client: S3Client
 
-    public init(settings: ArchiveSettings, client: S3Client) {
+    init(settings: ArchiveSettings, client: S3Client) {
         self.settings = settings
         self.client = client
     }
+
+    /// A reader with a client of its own (`vigil export`); `close()` it when done.
+    public init(settings: ArchiveSettings) {
+        self.init(settings: settings, client: S3Client(endpoint: ArchiveService.endpoint(settings), keys: ArchiveService.keys(settings)))
+    }
+
+    /// Closes its client's connections.
+    public func close() async { try? await client.shutdown() }
 
     /// The object of a file (path relative to the storage root), whole or a byte range of it.
     public func open(path: String, range: ClosedRange<Int64>?) async throws -> S3ObjectStream {
@@ -54,7 +62,7 @@ public struct ArchiveReader: Sendable {
         } catch {
             failure = error
         }
-        let closeError = await io.run { close(fd) == 0 ? nil : String(cString: strerror(errno)) }
+        let closeError = await io.run { Glibc.close(fd) == 0 ? nil : String(cString: strerror(errno)) }
         if let failure { throw failure }
         if let closeError { throw ArchiveFileReader.ReadError.failed(destination, closeError) }
     }

@@ -101,7 +101,7 @@ public struct WebServer: Service {
         api.add(to: router)
         EventRoutes(api: api, hosts: hosts).add(to: router)
         FileRoutes(recorder: recorder, archive: archive).add(to: router)
-        ClipRoutes(api: api, budget: clips).add(to: router)
+        ClipRoutes(api: api, budget: clips, archive: archive).add(to: router)
         metrics?.add(to: router)
         LiveRoutes(feeds: recorder.liveFeeds, clients: liveClients, origins: hosts).add(to: router)
         PageRoutes(files: page).add(to: router)
