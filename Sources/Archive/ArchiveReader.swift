@@ -17,9 +17,13 @@ public struct ArchiveReader: Sendable {
     }
 
     /// A reader with a client of its own (`vigil export`); `close()` it when done.
-    public init(settings: ArchiveSettings) {
-        self.init(settings: settings, client: S3Client(endpoint: ArchiveService.endpoint(settings), keys: ArchiveService.keys(settings)))
+    public init(settings: ArchiveSettings, requestTimeoutSeconds: Int64 = 60) {
+        self.init(settings: settings, client: S3Client(endpoint: ArchiveService.endpoint(settings), keys: ArchiveService.keys(settings),
+                                                       requestTimeout: .seconds(requestTimeoutSeconds)))
     }
+
+    /// Lists the bucket once (`check-config`): its keys and name are right and it answers.
+    public func checkBucket() async throws { try await client.checkBucket() }
 
     /// Closes its client's connections.
     public func close() async { try? await client.shutdown() }

@@ -30,6 +30,8 @@ public struct ArchiveSettings: Sendable, Equatable {
     public var partSize = 16 * 1_048_576
     /// Files uploaded at once.
     public var concurrency = 2
+    /// The line of `[archive]` in the configuration file, for errors found later (`check-config`'s probe).
+    public var line = 0
 
     public static let defaultKeepLocalDays = 7.0
 
@@ -235,6 +237,7 @@ extension ConfigurationDecoder {
         var settings = ArchiveSettings(bucket: location.bucket, prefix: location.prefix, endpoint: endpoint?.value,
                                        pathStyle: pathStyle ?? (endpoint != nil), credentials: credentials)
         settings.credentialsFile = file?.value
+        settings.line = archive.line
         if let region {
             if region.value.isEmpty || region.value.count > 64 || !region.value.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }) {
                 report(region.line, "region \"\(region.value)\" is not a region name", fix: "write e.g. region = \"us-east-1\"")

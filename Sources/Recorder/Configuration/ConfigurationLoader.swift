@@ -10,6 +10,13 @@ public struct ConfigurationDiagnostic: Sendable, Equatable, CustomStringConverti
     public var message: String
     public var fix: String
 
+    public init(path: String, line: Int, message: String, fix: String) {
+        self.path = path
+        self.line = line
+        self.message = message
+        self.fix = fix
+    }
+
     public var description: String {
         (line > 0 ? "\(path):\(line): error: " : "\(path): error: ") + message + (fix.isEmpty ? "" : "\n    fix: \(fix)")
     }
