@@ -109,7 +109,8 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         // Servers/: the RTSP, MJPEG and S3 fault-proxy test servers, run by /usr/bin/python3 from their place here.
-        .target(name: "CaptureTesting", dependencies: ["Capture", "Media", "CV4L2"], exclude: ["Servers"]),
+        // S3: S3TestServer hands out the S3Keys of the moto server it starts.
+        .target(name: "CaptureTesting", dependencies: ["Capture", "Media", "CV4L2", "S3"], exclude: ["Servers"]),
         // Benchmarks that need the emulated V4L2 device (Scripts/bench-v4l2).
         .executableTarget(name: "vigil-bench", dependencies: ["Capture", "CaptureTesting", "Media", "Recorder"]),
         .testTarget(name: "RTSPTests", dependencies: ["RTSP", "CheckedMath"]),

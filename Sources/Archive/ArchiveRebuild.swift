@@ -37,7 +37,9 @@ public struct ArchiveRebuild: Sendable {
         var summary = Summary()
         var token: String?
         var listed = 0
-        let prefix = settings.prefix.isEmpty ? "" : settings.prefix + "/"
+        // Listed by the prefix without its slash (keys outside "PREFIX/" are skipped below): moto
+        // with signatures checked refuses a "/" in a listing's query, boto3's too.
+        let prefix = settings.prefix
         repeat {
             let page = try await client.listObjects(prefix: prefix, continuationToken: token)
             token = page.next

@@ -235,8 +235,9 @@ public final class ArchiveService: Service, Sendable {
     private func abortOrphanUploads() async {
         do {
             let known = Set(try await io.run { try self.index.archiveQueue(limit: 100_000) }.compactMap(\.uploadID))
-            for upload in try await client.listMultipartUploads(prefix: settings.prefix.isEmpty ? "" : settings.prefix + "/")
-            where !known.contains(upload.uploadID) {
+            // By the prefix without its slash, as `ArchiveRebuild` lists (moto refuses a "/" there).
+            for upload in try await client.listMultipartUploads(prefix: settings.prefix)
+            where !known.contains(upload.uploadID) && settings.path(for: upload.key) != nil {
                 try await client.abortMultipartUpload(key: upload.key, uploadID: upload.uploadID)
                 logger.notice("archive: aborted an unfinished upload of \(upload.key) that no queued file owns")
             }
