@@ -17,9 +17,9 @@ public struct ArchiveReader: Sendable {
     }
 
     /// A reader with a client of its own (`vigil export`); `close()` it when done.
-    public init(settings: ArchiveSettings, requestTimeoutSeconds: Int64 = 60) {
+    public init(settings: ArchiveSettings, requestTimeoutSeconds: Int64? = nil) {
         self.init(settings: settings, client: S3Client(endpoint: ArchiveService.endpoint(settings), keys: ArchiveService.keys(settings),
-                                                       requestTimeout: .seconds(requestTimeoutSeconds)))
+                                                       requestTimeout: .seconds(requestTimeoutSeconds ?? Int64(settings.timeoutSeconds))))
     }
 
     /// Lists the bucket once (`check-config`): its keys and name are right and it answers.

@@ -33,12 +33,12 @@ public final class ArchiveService: Service, Sendable {
 
     /// `storage`: the running recorder's keeper, which queues each new file and deletes local
     /// copies; nil for `vigil archive sync`, which uploads what the index lists and leaves the disk alone.
-    public init(settings: ArchiveSettings, root: String, index: RecordingIndex, storage: StorageKeeper?, requestTimeoutSeconds: Int64 = 60) {
+    public init(settings: ArchiveSettings, root: String, index: RecordingIndex, storage: StorageKeeper?) {
         self.settings = settings
         self.root = root
         self.storage = storage
         self.index = index
-        client = S3Client(endpoint: Self.endpoint(settings), keys: Self.keys(settings), requestTimeout: .seconds(requestTimeoutSeconds))
+        client = S3Client(endpoint: Self.endpoint(settings), keys: Self.keys(settings), requestTimeout: .seconds(Int64(settings.timeoutSeconds)))
     }
 
     /// Reads archived files back (the web server, clips), through this service's client.

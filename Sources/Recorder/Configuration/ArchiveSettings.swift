@@ -30,6 +30,8 @@ public struct ArchiveSettings: Sendable, Equatable {
     public var partSize = 16 * 1_048_576
     /// Files uploaded at once.
     public var concurrency = 2
+    /// A request to the bucket that has not been answered this long fails (and is tried again).
+    public var timeoutSeconds = 60
     /// The line of `[archive]` in the configuration file, for errors found later (`check-config`'s probe).
     public var line = 0
 
@@ -84,7 +86,7 @@ public struct ArchiveSettings: Sendable, Equatable {
     }
 
     static let keys = ["url", "endpoint", "region", "credentials_file", "keep_local_days", "max_age_days", "upload_rate",
-                       "redirect", "path_style", "part_size", "concurrency"]
+                       "redirect", "path_style", "part_size", "concurrency", "timeout_seconds"]
 
     /// `s3://BUCKET[/PREFIX]` split; nil when it is not that or the bucket name is not one S3 allows.
     static func parseURL(_ text: String) -> (bucket: String, prefix: String)? {
@@ -233,6 +235,7 @@ extension ConfigurationDecoder {
             report(archive.line, "part_size must be 5 MiB to 512 MiB", fix: "write e.g. part_size = \"16MiB\"")
         }
         let concurrency = integer(&archive, "concurrency", in: 1...16)
+        let timeout = integer(&archive, "timeout_seconds", in: 1...3600)
         guard let location, let credentials else { return nil }
         var settings = ArchiveSettings(bucket: location.bucket, prefix: location.prefix, endpoint: endpoint?.value,
                                        pathStyle: pathStyle ?? (endpoint != nil), credentials: credentials)
@@ -250,10 +253,12 @@ extension ConfigurationDecoder {
         settings.uploadBytesPerSecond = rate
         if let redirect { settings.redirect = redirect }
         if let partSize, (5 * 1_048_576...512 * 1_048_576).contains(partSize) {
+            // A file larger than one part goes up in parts.
             settings.partSize = Int(partSize)
-            settings.multipartThreshold = max(settings.multipartThreshold, Int(partSize))
+            settings.multipartThreshold = Int(partSize)
         }
         if let concurrency { settings.concurrency = concurrency }
+        if let timeout { settings.timeoutSeconds = timeout }
         return settings
     }
 }
