@@ -257,10 +257,8 @@ public final class ArchiveService: Service, Sendable {
             for entry in expired {
                 try await client.deleteObject(key: settings.key(for: entry.path))
                 try await io.run {
-                    try self.index.transaction {
-                        try self.index.removeFromArchive(path: entry.path)
-                        if entry.location == .archive { try self.index.remove(path: entry.path) }
-                    }
+                    if entry.location == .archive { try self.index.remove(path: entry.path) }
+                    try self.index.removeFromArchive(path: entry.path)
                 }
             }
             logger.notice("archive: deleted \(expired.count) recording(s) older than \(DeviceFormat.rate(maxAgeDays)) days from \(settings.url) (max_age_days)")

@@ -28,10 +28,8 @@ struct RecordingDeleter {
                 try index.markLocalCopyGone(path: relative)
             } else {
                 // Not archived yet: it leaves the archive's queue too (an upload under way finds it gone and stops).
-                try index.transaction {
-                    try index.remove(path: relative)
-                    try index.removeFromArchive(path: relative)
-                }
+                try index.remove(path: relative)
+                try index.removeFromArchive(path: relative)
             }
         } catch {
             pending.append("remove \(relative) (deleted) from the index", reported: true) { [index] in

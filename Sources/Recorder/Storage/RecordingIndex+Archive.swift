@@ -128,7 +128,8 @@ extension RecordingIndex {
         try run("UPDATE archive SET attempts = attempts + 1, last_error = ?2 WHERE file = ?1", [.text(path), .text(String(message.prefix(500)))])
     }
 
-    /// The file leaves the queue (gone from disk before it was uploaded, or deleted from both places).
+    /// The file leaves the queue (gone from disk before it was uploaded, or deleted from both
+    /// places). Its own transaction: not to be called inside another.
     public func removeFromArchive(path: String) throws {
         try transaction {
             try run("DELETE FROM archive_parts WHERE file = ?1", [.text(path)])
