@@ -217,3 +217,52 @@ private final class WakeCounter: Sendable {
     private let n = Mutex(0)
     func count() { n.withLock { $0 += 1 } }
 }
+
+/// A disk filling while uploads are behind: the free-space sweep deletes the local copies the
+/// bucket holds first, and says so when it must delete a recording the bucket does not hold yet.
+@Suite(.enabled(if: getuid() == 0, "needs root to mount a size-limited tmpfs"))
+struct ArchiveFreeSpaceTests {
+    @Test func archivedCopiesGoFirstAndDeletingOneNotArchivedIsSaid() async throws {
+        let log = CapturedLog.shared
+        let small = try SmallDisk("vigil-archive-full")
+        defer { small.remove() }
+        var policy = RetentionPolicy()
+        policy.minFreePercent = 0
+        policy.minFreeBytes = 2_621_440
+        let keeper = try StorageKeeper.open(root: small.path, policy: policy, events: RecorderEvents())
+        let now = SystemClocks.wallNanos()
+        func place(_ endNanos: Int64) throws -> String {
+            let stamp = StorageLayout.utcStamp(endNanos)
+            let relative = "a/video/\(stamp.day)/a-\(stamp.stamp).mp4"
+            try FileManager.default.createDirectory(atPath: "\(small.path)/a/video/\(stamp.day)", withIntermediateDirectories: true)
+            try Data(count: 300_000).write(to: URL(fileURLWithPath: "\(small.path)/\(relative)"))
+            try keeper.index.put(RecordingIndex.Entry(
+                kind: .segment, camera: "a", path: relative, startNanos: endNanos - second, endNanos: endNanos, frames: 10, bytes: 300_000,
+                codec: "h264", width: 160, height: 120, state: .complete))
+            return relative
+        }
+        // Oldest first: one not archived (the uploads are behind), two archived, a newer one not archived.
+        let waitingOld = try place(now - 40 * second)
+        let archived = [try place(now - 30 * second), try place(now - 20 * second)]
+        let waitingNew = try place(now - 10 * second)
+        _ = try await keeper.startArchiving(keepLocalDays: nil) {}
+        for path in archived { try keeper.index.markArchived(path: path, nowNanos: now) }
+        // Someone else's file leaves 500 kB, and the floor is one the two archived copies cannot
+        // meet alone, but one more file can (under the cap of half the disk).
+        let room = try #require(FreeSpaceFloor.space(small.path)).free
+        try Data(count: Int(room) - 500_000).write(to: URL(fileURLWithPath: "\(small.path)/filler"))
+        let free = try #require(FreeSpaceFloor.space(small.path)).free
+        policy.minFreeBytes = free + 2 * 300_000 + 150_000
+        keeper.update(policy)
+        await keeper.flush()
+        keeper.checkFreeSpace(SystemClocks.monotonicNanos())
+        let exists = { (path: String) in FileManager.default.fileExists(atPath: "\(small.path)/\(path)") }
+        #expect(!archived.contains(where: exists), "the archived local copies were not deleted first")
+        #expect(try archived.allSatisfy { try keeper.index.entry(path: $0)?.location == .archive }, "archived recordings stay listed")
+        #expect(!exists(waitingOld), "there was still too little room: the oldest recording not archived goes")
+        #expect(exists(waitingNew))
+        let said = log.messages(.warning, containing: "not yet archived to make room")
+        #expect(said.count == 1 && said.first?.contains(waitingOld) == true, "\(said)")
+        #expect(said.first?.contains("the archive queue is behind by 1 file(s)") == true, "\(said)")
+    }
+}
