@@ -28,6 +28,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.24.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // The S3 archive's HTTP client (issue 29): pooled, streamed bodies, timeouts; already built for HummingbirdTesting.
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        // SHA-256 and HMAC for S3 checksums and Signature Version 4 (BoringSSL's SHA-NI code on Linux).
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
         // C shim over FFmpeg: error macros, AV_NOPTS_VALUE and other things Swift cannot import.
@@ -77,6 +81,16 @@ let package = Package(
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ], resources: [.copy("Page")]),
+        // The S3-compatible archive (issue 29): SigV4 signing, the S3 calls and their XML. Kept free of
+        // Recorder so it builds and tests alone.
+        .target(name: "Archive", dependencies: [
+            "CheckedMath",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .executableTarget(name: "vigil", dependencies: [
             "Recorder", "Capture", "Media", "WebServer",
             .product(name: "Metrics", package: "swift-metrics"),
@@ -85,9 +99,17 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         // Servers/: the RTSP and MJPEG test servers, run by /usr/bin/python3 from their place here.
-        .target(name: "CaptureTesting", dependencies: ["Capture", "Media", "CV4L2"], exclude: ["Servers"]),
+        // Archive: S3TestServer hands out the S3Keys of the moto server it starts.
+        .target(name: "CaptureTesting", dependencies: ["Capture", "Media", "CV4L2", "Archive"], exclude: ["Servers"]),
         // Benchmarks that need the emulated V4L2 device (Scripts/bench-v4l2).
         .executableTarget(name: "vigil-bench", dependencies: ["Capture", "CaptureTesting", "Media", "Recorder"]),
+        .testTarget(name: "ArchiveTests", dependencies: [
+            "Archive", "CaptureTesting",
+            // Fetches presigned URLs as a browser would, without the client under test.
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "NIOCore", package: "swift-nio"),
+        ]),
         .testTarget(name: "RTSPTests", dependencies: ["RTSP", "CheckedMath"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "CaptureTesting"]),
         .testTarget(name: "CaptureTests", dependencies: [
