@@ -2,7 +2,6 @@ import AsyncHTTPClient
 import CheckedMath
 import Crypto
 import Foundation
-import Logging
 import NIOCore
 import NIOHTTP1
 
@@ -91,6 +90,7 @@ public final class S3Client: Sendable {
         headers.append(("Content-Type", contentType))
         let response = try await send(.PUT, key: key, headers: headers, body: body, payloadHash: Hex.string(sha256), label: label)
         try await expectSuccess(response, label)
+        try await readBody(response, label)
         return try etag(response.headers, label)
     }
 
@@ -112,6 +112,7 @@ public final class S3Client: Sendable {
             .PUT, key: key, query: [("partNumber", String(number)), ("uploadId", uploadID)],
             headers: try checksumHeaders(sha256, label), body: body, payloadHash: Hex.string(sha256), label: label)
         try await expectSuccess(response, label)
+        try await readBody(response, label)
         return try etag(response.headers, label)
     }
 
@@ -135,6 +136,7 @@ public final class S3Client: Sendable {
         let response = try await send(.DELETE, key: key, query: [("uploadId", uploadID)], label: label)
         do {
             try await expectSuccess(response, label)
+            try await readBody(response, label)
         } catch let error where error.code == "NoSuchUpload" {
             return
         }
@@ -261,6 +263,7 @@ public final class S3Client: Sendable {
         let label = describe("DELETE", key)
         let response = try await send(.DELETE, key: key, label: label)
         try await expectSuccess(response, label)
+        try await readBody(response, label)
     }
 
     /// A GET URL anyone can fetch for `expires` seconds (clamped to S3's 1…604800), for redirects.
@@ -341,15 +344,21 @@ public final class S3Client: Sendable {
         throw S3Error(reason: S3Error.reason(status: status, code: code), status: status, code: code, message: message, request: label)
     }
 
-    private func readXML(_ response: HTTPClientResponse, _ label: String) async throws(S3Error) -> S3XMLElement {
-        let buffer: ByteBuffer
+    /// An answer's whole body, bounded. Called on empty answers too: a body read to its end lets
+    /// the connection go back to the pool.
+    @discardableResult
+    private func readBody(_ response: HTTPClientResponse, _ label: String) async throws(S3Error) -> ByteBuffer {
         do {
-            buffer = try await response.body.collect(upTo: S3XML.maxBodyBytes)
+            return try await response.body.collect(upTo: S3XML.maxBodyBytes)
         } catch is NIOTooManyBytesError {
             throw malformed("an answer over \(S3XML.maxBodyBytes) bytes", label)
         } catch {
             throw Self.transportError(error, label)
         }
+    }
+
+    private func readXML(_ response: HTTPClientResponse, _ label: String) async throws(S3Error) -> S3XMLElement {
+        let buffer = try await readBody(response, label)
         do {
             return try S3XML.parse(Array(buffer.readableBytesView))
         } catch {
