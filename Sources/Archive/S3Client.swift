@@ -144,11 +144,17 @@ public final class S3Client: Sendable {
 
     /// ListParts, every page: what S3 holds of an upload, to resume it after a restart.
     public func listParts(key: String, uploadID: String) async throws(S3Error) -> [S3ListedPart] {
+        try await listParts(key: key, uploadID: uploadID, pageSize: nil)
+    }
+
+    /// ListParts with a chosen page size (tests use small pages to cross page boundaries).
+    func listParts(key: String, uploadID: String, pageSize: Int?) async throws(S3Error) -> [S3ListedPart] {
         let label = describe("GET", key, "parts")
         var parts: [S3ListedPart] = []
         var marker: String?
         for _ in 0..<Self.maxPages {
             var query = [("uploadId", uploadID)]
+            if let pageSize { query.append(("max-parts", String(pageSize))) }
             if let marker { query.append(("part-number-marker", marker)) }
             let root = try await xmlCall(.GET, key: key, query: query, label: label)
             for element in root.children("Part") {

@@ -1,4 +1,4 @@
-import Archive
+@testable import Archive
 import AsyncHTTPClient
 import CaptureTesting
 import Crypto
@@ -141,6 +141,25 @@ import Testing
             let error = await Self.failure { _ = try await client.listParts(key: key, uploadID: uploadID) }
             #expect(error?.code == "NoSuchUpload")
             #expect(try await client.headObject(key: key) == nil)
+        }
+    }
+
+    /// ListParts over three pages of one part: the marker each page gives is followed.
+    @Test func listPartsFollowsPages() async throws {
+        try await Self.withMoto { _, client in
+            let key = "cam/video/2026-11-27/paged.mp4"
+            let uploadID = try await client.createMultipartUpload(key: key, contentType: "video/mp4", metadata: [:])
+            var etags: [String] = []
+            for number in 1...3 {
+                let part = Self.bytes(100 * number, seed: UInt64(10 + number))
+                etags.append(try await client.uploadPart(
+                    key: key, uploadID: uploadID, number: number, body: ByteBuffer(bytes: part), sha256: Self.sha256(part)))
+            }
+            let parts = try await client.listParts(key: key, uploadID: uploadID, pageSize: 1)
+            #expect(parts.map(\.number) == [1, 2, 3])
+            #expect(parts.map(\.size) == [100, 200, 300])
+            #expect(parts.map(\.etag) == etags)
+            try await client.abortMultipartUpload(key: key, uploadID: uploadID)
         }
     }
 
