@@ -164,6 +164,7 @@ public final class S3Client: Sendable {
                 }
                 parts.append(S3ListedPart(number: number, etag: etag, size: size))
             }
+            guard parts.count <= 10_000 else { throw malformed("more than 10000 parts listed", label) }
             guard root.value("IsTruncated") == "true" else { return parts }
             guard let next = root.value("NextPartNumberMarker"), !next.isEmpty, next != marker else {
                 throw malformed("a truncated part list without a new NextPartNumberMarker", label)
@@ -188,6 +189,7 @@ public final class S3Client: Sendable {
                 }
                 uploads.append((key, uploadID))
             }
+            guard uploads.count <= Self.maxListedUploads else { throw malformed("more than \(Self.maxListedUploads) uploads listed", label) }
             guard root.value("IsTruncated") == "true" else { return uploads }
             let next = (key: root.value("NextKeyMarker") ?? "", uploadID: root.value("NextUploadIdMarker") ?? "")
             guard !next.key.isEmpty, next.key != markers?.key || next.uploadID != markers?.uploadID else {
@@ -291,14 +293,17 @@ public final class S3Client: Sendable {
     static let metadataPrefix = "x-amz-meta-"
     /// Listings stop here rather than loop on a server that never stops paging (10000 parts need 10).
     static let maxPages = 100_000
+    /// Unfinished uploads kept in memory at most: far more than kill -9 can leave behind.
+    static let maxListedUploads = 1_000_000
 
     private func describe(_ method: String, _ key: String?, _ what: String? = nil) -> String {
         "\(method) \(endpoint.bucket)" + (key.map { "/\($0)" } ?? "") + (what.map { " (\($0))" } ?? "")
     }
 
-    /// Signs and sends one request. Bounded answers get a deadline of the request timeout; bodies
-    /// being uploaded get none (a rate-limited 16 MiB part may take minutes), relying on the read and
-    /// write timeouts to catch a stall.
+    /// Signs and sends one request. Requests without a body get a deadline of the request timeout;
+    /// those with one get none (a rate-limited 16 MiB part may take minutes, and AWS may work on a
+    /// Complete for minutes while it sends whitespace), relying on the read and write timeouts to
+    /// catch a stall.
     private func send(
         _ method: HTTPMethod, key: String?, query: [(name: String, value: String)] = [], headers: [(name: String, value: String)] = [],
         body: ByteBuffer? = nil, payloadHash: String = SigV4Signer.emptyPayloadHash, deadline: NIODeadline? = nil, label: String
@@ -312,7 +317,7 @@ public final class S3Client: Sendable {
         request.method = method
         for (name, value) in signable.headers { request.headers.add(name: name, value: value) }
         if let body { request.body = .bytes(body) }
-        let deadline = deadline ?? (body == nil || method == .POST ? .now() + requestTimeout : .distantFuture)
+        let deadline = deadline ?? (body == nil ? .now() + requestTimeout : .distantFuture)
         do {
             return try await http.execute(request, deadline: deadline)
         } catch {
