@@ -69,7 +69,7 @@ let package = Package(
         ]),
         // The HTTP server of `vigil run`/`demo`: API, files, clips, metrics (and live view, the page).
         .target(name: "WebServer", dependencies: [
-            "Recorder", "Capture", "Media", "CheckedMath",
+            "Recorder", "Capture", "Media", "CheckedMath", "Archive", "S3",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -81,30 +81,40 @@ let package = Package(
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ], resources: [.copy("Page")]),
-        // The S3-compatible archive (issue 29): SigV4 signing, the S3 calls and their XML. Kept free of
-        // Recorder so it builds and tests alone.
-        .target(name: "Archive", dependencies: [
+        // An S3-compatible client (issue 29): SigV4 signing, the S3 calls and their XML. Free of
+        // Recorder, so it builds and tests alone.
+        .target(name: "S3", dependencies: [
             "CheckedMath",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // `[archive]`: the upload queue's worker, reading archived files back, rebuilding the index from the bucket.
+        .target(name: "Archive", dependencies: [
+            "S3", "Recorder", "Capture",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
         .executableTarget(name: "vigil", dependencies: [
-            "Recorder", "Capture", "Media", "WebServer",
+            "Recorder", "Capture", "Media", "WebServer", "Archive",
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
-        // Servers/: the RTSP and MJPEG test servers, run by /usr/bin/python3 from their place here.
-        // Archive: S3TestServer hands out the S3Keys of the moto server it starts.
-        .target(name: "CaptureTesting", dependencies: ["Capture", "Media", "CV4L2", "Archive"], exclude: ["Servers"]),
+        // Servers/: the RTSP, MJPEG and S3 fault-proxy test servers, run by /usr/bin/python3 from their place here.
+        // S3: S3TestServer hands out the S3Keys of the moto server it starts.
+        .target(name: "CaptureTesting", dependencies: ["Capture", "Media", "CV4L2", "S3"], exclude: ["Servers"]),
         // Benchmarks that need the emulated V4L2 device (Scripts/bench-v4l2).
         .executableTarget(name: "vigil-bench", dependencies: ["Capture", "CaptureTesting", "Media", "Recorder"]),
-        .testTarget(name: "ArchiveTests", dependencies: [
-            "Archive", "CaptureTesting",
+        .testTarget(name: "S3Tests", dependencies: [
+            "S3", "CaptureTesting",
             // Fetches presigned URLs as a browser would, without the client under test.
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "Crypto", package: "swift-crypto"),

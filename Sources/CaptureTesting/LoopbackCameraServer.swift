@@ -4,29 +4,18 @@ import Glibc
 /// A test server process (RTSP through gst-rtsp-server, or HTTP MJPEG) on loopback, started
 /// with Debian's /usr/bin/python3 (a pyenv python on PATH lacks `gi`). Killed when the test ends.
 public final class LoopbackCameraServer: Sendable {
-    let process = Process()
+    private let server: PythonTestServer
     public let port: Int
 
     static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Servers").path
 
     /// Starts `script` with `arguments` and waits for its "PORT n" line.
     public init(_ script: String, _ arguments: [String]) throws {
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = ["\(Self.directory)/\(script)"] + arguments
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
-        }
-        guard let text = String(data: line, encoding: .utf8), text.hasPrefix("PORT "),
-              let port = Int(text.dropFirst(5).trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            process.terminate()
-            throw LoopbackCameraServerError(message: "\(script) did not start: \(String(decoding: line, as: UTF8.self))")
+        server = try PythonTestServer(script, arguments)
+        let line = server.firstLine
+        guard line.hasPrefix("PORT "), let port = Int(line.dropFirst(5)) else {
+            server.stop()
+            throw LoopbackCameraServerError(message: "\(script) did not start: \(line)")
         }
         self.port = port
     }
@@ -53,16 +42,9 @@ public final class LoopbackCameraServer: Sendable {
     }
     public var mjpegURL: String { "http://127.0.0.1:\(port)/video.mjpg" }
 
-    public func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+    public func signal(_ number: Int32) { server.signal(number) }
 
-    public func stop() {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGCONT)
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
-
-    deinit { stop() }
+    public func stop() { server.stop() }
 
     /// A loopback port nobody listens on (bound, then released).
     public static func freePort() -> Int {

@@ -1,4 +1,4 @@
-import Archive
+import S3
 import Foundation
 import Glibc
 import Synchronization

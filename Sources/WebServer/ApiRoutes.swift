@@ -67,6 +67,8 @@ struct ApiRoutes: Sendable {
             let bytes: Int64
             let container: String
             let url: String
+            /// Here, in the archive's bucket only, or both (`RecordingIndex.Location`).
+            let location: String
         }
         struct Gap: Encodable { let start, end: String }
         let camera, from, to: String
@@ -82,7 +84,8 @@ struct ApiRoutes: Sendable {
         let recordings = listing.entries.filter { $0.kind == .segment && Self.servedStates.contains($0.state) }.map { e in
             RecordingsJSON.Recording(
                 id: e.id, start: time.string(e.startNanos), end: time.string(e.endNanos), bytes: e.bytes,
-                container: (e.path as NSString).pathExtension.lowercased() == "mkv" ? "mkv" : "mp4", url: "/api/v1/recordings/\(e.id)/file")
+                container: (e.path as NSString).pathExtension.lowercased() == "mkv" ? "mkv" : "mp4", url: "/api/v1/recordings/\(e.id)/file",
+                location: e.location.rawValue)
         }
         return RecordingsJSON(
             camera: camera, from: time.string(range.from), to: time.string(range.to), recordings: recordings,

@@ -1,3 +1,4 @@
+import Archive
 import Capture
 import Dispatch
 import Foundation
@@ -20,6 +21,8 @@ struct ClipRoutes: Sendable {
     let api: ApiRoutes
     /// `max_clips` and the bytes reserved against the free-space floor.
     let budget: ClipBudget
+    /// Where segments no longer kept here are downloaded from for the join (`[archive]`).
+    var archive: ArchiveReader? = nil
     static let folder = ".web-clips"
     static let chunkSize = 65_536
 
@@ -46,7 +49,9 @@ struct ClipRoutes: Sendable {
         }
         // The clip is about as large as its segments. Written where the recordings are, it must
         // not push the disk under the free-space floor: the sweep would delete recordings for it.
-        let needed = segments.reduce(Int64(0)) { $0 + max(0, $1.bytes) }
+        // Archived segments are downloaded next to it first: their bytes count twice.
+        let archived = segments.filter { $0.location == .archive }
+        let needed = segments.reduce(Int64(0)) { $0 + max(0, $1.bytes) } + archived.reduce(Int64(0)) { $0 + max(0, $1.bytes) }
         let policy = api.recorder.configuration.retention
         let ticket = try budget.reserve(needed: needed, room: await ApiRoutes.io.run { Self.roomAboveFloor(root, policy) })
         let container = SegmentJoiner.container(of: segments)
@@ -57,7 +62,22 @@ struct ClipRoutes: Sendable {
         // A header value: only characters that need no quoting (device ids may hold ":").
         let safe = String(camera.map { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") ? $0 : "_" })
         let name = "\(safe)-\(Self.stamp(range.from))-\(Self.stamp(range.to)).\(fileExtension)"
-        let join = ClipJoin(segments: segments, root: root, range: range, output: output)
+        var elsewhere: [String: String] = [:]
+        if !archived.isEmpty {
+            guard let archive else { throw APIError(.notFound, "the recordings of camera \(camera) in that range are only in the archive, and [archive] is not configured") }
+            do {
+                for (n, entry) in archived.enumerated() {
+                    let local = output + ".archived-\(n)." + (entry.path as NSString).pathExtension
+                    elsewhere[entry.path] = local
+                    try await archive.download(path: entry.path, to: local, io: ApiRoutes.io)
+                }
+            } catch {
+                let files = Array(elsewhere.values)
+                await ApiRoutes.io.run { for file in files { unlink(file) } }
+                throw APIError(.badGateway, "the archive cannot give the recordings of camera \(camera) now: \(error)")
+            }
+        }
+        let join = ClipJoin(segments: segments, root: root, range: range, output: output, elsewhere: elsewhere)
         let body = ResponseBody { writer in
             // Held until the clip is sent (or dropped with the response if it never starts).
             withExtendedLifetime(ticket) {}
@@ -102,6 +122,8 @@ final class ClipJoin: Sendable {
     let root: String
     let range: (from: Int64, to: Int64)
     let output: String
+    /// Archived segments downloaded for this clip (removed with it), by their path in the root.
+    let elsewhere: [String: String]
     /// How far the file may run ahead of the client before the join waits.
     let window: Int64
     private let io = BlockingIO("vigil.clip")
@@ -118,7 +140,8 @@ final class ClipJoin: Sendable {
     /// Releases the waiting join.
     private let caughtUp = DispatchSemaphore(value: 0)
 
-    init(segments: [RecordingIndex.Entry], root: String, range: (from: Int64, to: Int64), output: String, window: Int64 = 8 << 20) {
+    init(segments: [RecordingIndex.Entry], root: String, range: (from: Int64, to: Int64), output: String, elsewhere: [String: String] = [:], window: Int64 = 8 << 20) {
+        self.elsewhere = elsewhere
         self.segments = segments
         self.root = root
         self.range = range
@@ -137,7 +160,7 @@ final class ClipJoin: Sendable {
     func start() {
         io.enqueue { [self] in
             let result = Result<Void, any Error> {
-                _ = try SegmentJoiner.export(segments, root: root, from: range.from, to: range.to, output: output, exact: false) { progress in
+                _ = try SegmentJoiner.export(segments, root: root, from: range.from, to: range.to, output: output, exact: false, elsewhere: elsewhere) { progress in
                     if progress.done > 0 { written.signal() }
                     waitForTheClient()
                     if cancelled.load(ordering: .relaxed) { throw CancellationError() }
@@ -183,7 +206,10 @@ final class ClipJoin: Sendable {
             return f.joinWaits
         }
         if release { caughtUp.signal() }
-        io.enqueue { [output] in unlink(output) }
+        io.enqueue { [output, elsewhere] in
+            unlink(output)
+            for file in elsewhere.values { unlink(file) }
+        }
     }
 
     /// Sends the file as it grows until the join has ended and all of it is sent.

@@ -1,3 +1,5 @@
+import S3
+import Archive
 import Capture
 import Foundation
 import Glibc
@@ -12,10 +14,15 @@ import Recorder
 /// If-None-Match are honoured, so a browser's `<video>` can seek and cache.
 struct FileRoutes: Sendable {
     let recorder: RecorderService.Opened
+    /// Where a file no longer kept here is read from (`[archive]`); nil: no archive.
+    let archive: ArchiveReader?
     /// Reads the file in chunks on NIO's thread pool, never on the cooperative pool.
     private let fileIO = FileIO()
 
-    init(recorder: RecorderService.Opened) { self.recorder = recorder }
+    init(recorder: RecorderService.Opened, archive: ArchiveReader? = nil) {
+        self.recorder = recorder
+        self.archive = archive
+    }
 
     func add(to router: Router<WebRequestContext>) {
         let files: [(path: RouterPath, what: String, lookup: Lookup)] = [
@@ -43,6 +50,8 @@ struct FileRoutes: Sendable {
         let modified: Date?
         let contentType: String
         let etag: String
+        /// Only the archive's bucket holds it: `path` is then relative to the storage root.
+        var archived = false
     }
 
     /// The path (relative to the root) of the file an id names, read from the index; nil: none.
@@ -61,6 +70,10 @@ struct FileRoutes: Sendable {
             throw APIError(.notFound, "no \(what) with id \(context.parameters.get("id")?.prefix(32) ?? "")")
         }
         let found = try await find(id: id, what: what, lookup: lookup)
+        if found.archived, let archive, archive.settings.redirect, request.method == .get {
+            // The browser reads the bucket itself, ranges and all.
+            return Response(status: .temporaryRedirect, headers: [.location: archive.presignedURL(path: found.path), .cacheControl: "no-store"])
+        }
         var headers: HTTPFields = [
             .eTag: found.etag, .acceptRanges: "bytes",
             .contentType: found.contentType, .cacheControl: "private, max-age=0, must-revalidate",
@@ -72,6 +85,9 @@ struct FileRoutes: Sendable {
         guard found.size > 0 else {
             headers[.contentLength] = "0"
             return Response(status: .ok, headers: headers)
+        }
+        if found.archived, let archive {
+            return try await Self.passThrough(archive, found, range: ByteRange.parse(request.headers[.range], size: found.size), headers: headers, head: request.method == .head)
         }
         switch ByteRange.parse(request.headers[.range], size: found.size) {
         case .whole:
@@ -95,6 +111,12 @@ struct FileRoutes: Sendable {
     func find(id: Int64, what: String, lookup: @escaping Lookup) async throws(APIError) -> Found {
         let root = recorder.root
         let relative = try await ApiRoutes.reading(recorder.index) { try lookup($0, id) }
+        if archive != nil, let relative,
+           let item = try await ApiRoutes.reading(recorder.index, { try $0.archiveItem(path: relative) }), item.state == .archived, !item.local {
+            // Not kept here any more: served from the bucket, its size as the index knows it.
+            return Found(path: relative, size: Int(item.bytes), modified: item.archivedNanos.map(WallTime.date), contentType: StorageLayout.contentType(relative),
+                         etag: "\"\(String(id, radix: 16))-\(String(item.bytes, radix: 16))-a\"", archived: true)
+        }
         let result: Result<Found, APIError> = await ApiRoutes.io.run {
             guard let relative else {
                 return .failure(APIError(.notFound, "no \(what) with id \(id)"))
@@ -111,10 +133,39 @@ struct FileRoutes: Sendable {
             let modified = "\(String(info.st_mtim.tv_sec, radix: 16)).\(String(info.st_mtim.tv_nsec, radix: 16))"
             return .success(Found(
                 path: path, size: Int(info.st_size), modified: WallTime.nanos(info.st_mtim).map(WallTime.date),
-                contentType: Self.contentType(path),
+                contentType: StorageLayout.contentType(path),
                 etag: "\"\(String(id, radix: 16))-\(String(info.st_size, radix: 16))-\(modified)\""))
         }
         return try result.get()
+    }
+
+    /// An archived file's bytes, or a range of them, streamed from the bucket as they arrive.
+    private static func passThrough(_ archive: ArchiveReader, _ found: Found, range: ByteRange, headers: HTTPFields, head: Bool) async throws -> Response {
+        var headers = headers
+        let wanted: ClosedRange<Int>?
+        switch range {
+        case .whole: wanted = nil
+        case .part(let part): wanted = part
+        case .unsatisfiable:
+            return Response(
+                status: .rangeNotSatisfiable, headers: [.contentRange: "bytes */\(found.size)", .contentType: "application/json; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(string: #"{"error":"the range is outside the file"}"#)))
+        }
+        headers[.contentLength] = String(wanted?.count ?? found.size)
+        if let wanted { headers[.contentRange] = "bytes \(wanted.lowerBound)-\(wanted.upperBound)/\(found.size)" }
+        let status: HTTPResponse.Status = wanted == nil ? .ok : .partialContent
+        // HEAD is answered from the index: no request to the bucket.
+        if head { return Response(status: status, headers: headers) }
+        let stream: S3ObjectStream
+        do {
+            stream = try await archive.open(path: found.path, range: wanted.map { Int64($0.lowerBound)...Int64($0.upperBound) })
+        } catch {
+            throw APIError(.badGateway, "the archive cannot give \(found.path) now: \(error)")
+        }
+        guard stream.contentLength == Int64(wanted?.count ?? found.size) else {
+            throw APIError(.badGateway, "the archive holds \(stream.contentLength) bytes of \(found.path) where \(wanted?.count ?? found.size) were asked for")
+        }
+        return Response(status: status, headers: headers, body: ResponseBody(asyncSequence: stream.body))
     }
 
     /// `relative` under `root`, with every link resolved; nil when that lands outside the root.
@@ -127,15 +178,6 @@ struct FileRoutes: Sendable {
         guard let resolved = realpath(path, nil) else { return nil }
         defer { free(resolved) }
         return String(cString: resolved)
-    }
-
-    static func contentType(_ path: String) -> String {
-        switch (path as NSString).pathExtension.lowercased() {
-        case "mp4": return "video/mp4"
-        case "mkv": return "video/x-matroska"
-        case "jpg", "jpeg": return "image/jpeg"
-        default: return "application/octet-stream"
-        }
     }
 
     /// If-None-Match: a list of tags (weak ones compare by their opaque part), or "*".

@@ -25,17 +25,22 @@ import Synchronization
 /// | `vigil_storage_free_bytes` | the storage root's file system |
 /// | `vigil_live_clients` | `Places` of live view (a viewer holds one while it streams) |
 /// | `vigil_http_requests_total{code}` | every answered request |
+/// | `vigil_archive_queue_files`, `vigil_archive_queue_bytes` | the archive's queue in the index, at each scrape |
+/// | `vigil_archive_uploaded_bytes_total`, `vigil_archive_failures_total{reason}` | counted by `ArchiveService` |
 final class RecorderMetrics: Service, Sendable {
     let registry: PrometheusCollectorRegistry
     private let recorder: RecorderService.Opened
     private let stream: AsyncStream<RecorderEvent>
     /// Frames of each camera counted so far (the captured counter only goes up by differences).
     private let framesCounted = Mutex<[String: Int]>([:])
+    /// `[archive]` is on: the queue's gauges are read from the index.
+    private let archiving: Bool
 
     /// Subscribes to the recorder's events at once, so the first segment is counted.
-    init(registry: PrometheusCollectorRegistry, recorder: RecorderService.Opened) {
+    init(registry: PrometheusCollectorRegistry, recorder: RecorderService.Opened, archiving: Bool = false) {
         self.registry = registry
         self.recorder = recorder
+        self.archiving = archiving
         stream = recorder.events.stream()
     }
 
@@ -79,6 +84,12 @@ final class RecorderMetrics: Service, Sendable {
         let root = recorder.root
         if let free = await ApiRoutes.io.run({ Self.freeBytes(root) }) {
             Gauge(label: "vigil_storage_free_bytes").record(free)
+        }
+        if archiving, let backlog = try? await ApiRoutes.io.run({ [recorder] in try recorder.index.archiveBacklog() }) {
+            Gauge(label: "vigil_archive_queue_files").record(backlog.files)
+            Gauge(label: "vigil_archive_queue_bytes").record(backlog.bytes)
+            // Present from the first scrape, before anything was uploaded or failed.
+            Counter(label: "vigil_archive_uploaded_bytes_total").increment(by: 0)
         }
         var buffer: [UInt8] = []
         registry.emit(into: &buffer)

@@ -1,3 +1,4 @@
+import Archive
 import Foundation
 import Hummingbird
 import HummingbirdCore
@@ -37,22 +38,25 @@ public struct WebServer: Service {
     public let liveClients: Places
     /// Clips being built, against `max_clips`, and the bytes they reserve.
     let clips: ClipBudget
+    /// Where archived recordings are read back from (`[archive]`); nil: no archive.
+    let archive: ArchiveReader?
     private let logger = Logger(label: "vigil.http")
 
     /// `metrics`: the registry the executable bootstrapped swift-metrics with, served at
     /// `/metrics`. The recorder's events are subscribed to at once (the first segment counts).
-    public init(settings: HTTPSettings, recorder: RecorderService.Opened, metrics: PrometheusCollectorRegistry? = nil) {
+    public init(settings: HTTPSettings, recorder: RecorderService.Opened, metrics: PrometheusCollectorRegistry? = nil, archive: ArchiveReader? = nil) {
         self.settings = settings
         self.recorder = recorder
-        self.metrics = metrics.map { RecorderMetrics(registry: $0, recorder: recorder) }
+        self.archive = archive
+        self.metrics = metrics.map { RecorderMetrics(registry: $0, recorder: recorder, archiving: archive != nil) }
         liveClients = Places(limit: settings.maxLiveClients, gauge: "vigil_live_clients")
         clips = ClipBudget(limit: settings.maxClips)
     }
 
     /// The services to add to the recorder's tree for this configuration: none when `listen` is "".
-    public static func services(_ recorder: RecorderService.Opened, metrics: PrometheusCollectorRegistry?) -> [any Service] {
+    public static func services(_ recorder: RecorderService.Opened, metrics: PrometheusCollectorRegistry?, archive: ArchiveReader? = nil) -> [any Service] {
         let settings = recorder.configuration.http
-        return settings.isEnabled ? [WebServer(settings: settings, recorder: recorder, metrics: metrics)] : []
+        return settings.isEnabled ? [WebServer(settings: settings, recorder: recorder, metrics: metrics, archive: archive)] : []
     }
 
     public func run() async {
@@ -96,8 +100,8 @@ public struct WebServer: Service {
         let api = ApiRoutes(recorder: recorder, time: time)
         api.add(to: router)
         EventRoutes(api: api, hosts: hosts).add(to: router)
-        FileRoutes(recorder: recorder).add(to: router)
-        ClipRoutes(api: api, budget: clips).add(to: router)
+        FileRoutes(recorder: recorder, archive: archive).add(to: router)
+        ClipRoutes(api: api, budget: clips, archive: archive).add(to: router)
         metrics?.add(to: router)
         LiveRoutes(feeds: recorder.liveFeeds, clients: liveClients, origins: hosts).add(to: router)
         PageRoutes(files: page).add(to: router)

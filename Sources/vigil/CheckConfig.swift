@@ -1,9 +1,11 @@
+import S3
+import Archive
 import ArgumentParser
 import Capture
 import Foundation
 import Recorder
 
-struct CheckConfig: ParsableCommand {
+struct CheckConfig: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check-config",
         abstract: "Check a configuration file: every error at once, with its line and a fix.",
@@ -17,7 +19,10 @@ struct CheckConfig: ParsableCommand {
             shown (codec, size, frame rate, keyframe interval). A wrong password or path is an error at \
             the camera's line; a camera that cannot be reached now is a note (recording retries it). The \
             cameras are probed at once, and all within --timeout seconds (resolving names, connecting, \
-            every answer, the first pictures). --no-probe skips this, for a check without the network.
+            every answer, the first pictures). The [archive] bucket is listed once with its keys: keys it \
+            refuses, or a bucket or region that is wrong, are errors at [archive]; an endpoint that \
+            cannot be reached now is a note (uploads wait for it). --no-probe skips this, for a check \
+            without the network.
             """
     )
 
@@ -39,7 +44,7 @@ struct CheckConfig: ParsableCommand {
         try checkOption("--timeout", timeout, in: 1...3600)
     }
 
-    func run() throws {
+    func run() async throws {
         global.bootstrap()
         let configuration: Configuration
         do {
@@ -51,13 +56,44 @@ struct CheckConfig: ParsableCommand {
         let present = V4L2Discovery(deviceDirectory: deviceDirectory).devices()
             + SyntheticDeviceSource(count: 8).devices()
         let network = noProbe ? NetworkCameraCheck() : NetworkCameraCheck(configuration, timeoutSeconds: timeout)
-        let problems = configuration.problems(with: present) + network.problems
+        var notes = network.notes
+        var problems = configuration.problems(with: present) + network.problems
+        if let archive = configuration.archive, !noProbe {
+            switch await Self.probe(archive, timeoutSeconds: Double(timeout)) {
+            case .none: break
+            case .problem(let message, let fix):
+                problems.append(ConfigurationDiagnostic(path: file, line: archive.line, message: message, fix: fix))
+            case .note(let text):
+                notes.append(text)
+            }
+        }
         guard problems.isEmpty else {
             Console.error((problems.map(\.description) + ["\(file): \(problems.count) error(s)"]).joined(separator: "\n") + "\n")
             throw ExitCode.failure
         }
         Console.line("\(file): OK")
         Console.line(configuration.summary(present: present))
-        for note in network.notes { Console.line(note) }
+        for note in notes { Console.line(note) }
+    }
+
+    private enum ProbeResult { case none, problem(String, fix: String), note(String) }
+
+    /// Lists the bucket once: refused keys and a wrong bucket are errors, no answer is a note.
+    private static func probe(_ settings: ArchiveSettings, timeoutSeconds: Double) async -> ProbeResult {
+        let reader = ArchiveReader(settings: settings, requestTimeoutSeconds: Int64(max(1, timeoutSeconds.rounded())))
+        defer { Task { await reader.close() } }
+        do {
+            try await reader.checkBucket()
+            return .none
+        } catch let error as S3Error {
+            switch error.reason {
+            case .auth, .clock, .config:
+                return .problem("the archive \(settings.url) refuses this check: \(error)", fix: "check url, region, endpoint and the keys (credentials_file) in [archive]")
+            default:
+                return .note("note: the archive \(settings.url) cannot be reached now (\(error)); uploads wait for it and retry")
+            }
+        } catch {
+            return .note("note: the archive \(settings.url) cannot be reached now (\(error)); uploads wait for it and retry")
+        }
     }
 }

@@ -1,8 +1,9 @@
+import Archive
 import ArgumentParser
 import Foundation
 import Recorder
 
-struct Export: ParsableCommand {
+struct Export: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Join a camera's recordings between two times into one video file.",
         discussion: """
@@ -10,7 +11,8 @@ struct Export: ParsableCommand {
             stream copy, without decoding: the file starts at the keyframe at or before --from (at most \
             2 s earlier for H.264) and ends at --to. --exact re-encodes H.264 so the file starts exactly \
             at --from (slower). Timestamps run on continuously; pauses between segments are closed up \
-            and listed. H.264 goes into .mp4, MJPEG (stream copy) into .mkv.
+            and listed. H.264 goes into .mp4, MJPEG (stream copy) into .mkv. Segments kept only in \
+            the [archive] bucket are downloaded for the join (with --config naming that [archive]).
 
             \(timeFormsHelp)
 
@@ -44,7 +46,7 @@ struct Export: ParsableCommand {
         guard start <= end else { throw ValidationError("--from must come before --to") }
     }
 
-    func run() throws {
+    func run() async throws {
         global.bootstrap()
         let root = try storage.root()
         let start = try timeOption("--from", from, end: false)
@@ -58,8 +60,10 @@ struct Export: ParsableCommand {
                     + (cameras.contains(camera) ? "; `vigil recordings --camera \(camera)` lists what exists" : "; cameras: \(cameras.joined(separator: ", "))") + "\n"))
                 throw ExitCode.failure
             }
+            let elsewhere = try await downloadArchived(segments.filter { $0.location == .archive && $0.endNanos >= start && $0.startNanos <= end }, next: output)
+            defer { for file in elsewhere.values { unlink(file) } }
             let bar = ProgressBar("export \(camera)")
-            let summary = try SegmentJoiner.export(segments, root: root, from: start, to: end, output: output, exact: exact) { bar.update($0) }
+            let summary = try SegmentJoiner.export(segments, root: root, from: start, to: end, output: output, exact: exact, elsewhere: elsewhere) { bar.update($0) }
             // In Double: index times are whatever a file on disk held, and cannot trap here.
             let seconds = (Double(summary.lastNanos) - Double(summary.firstNanos)) / 1e9
             Console.line("Wrote \(output): \(summary.frames) frames from \(summary.segments) segment(s), \(String(format: "%.1f", seconds)) s of recording"
@@ -73,5 +77,31 @@ struct Export: ParsableCommand {
             Console.error("vigil: \(error)\n")
             throw ExitCode.failure
         }
+    }
+
+    /// Segments only in the bucket, downloaded next to the output (removed after the join).
+    private func downloadArchived(_ archived: [RecordingIndex.Entry], next output: String) async throws -> [String: String] {
+        guard !archived.isEmpty else { return [:] }
+        guard let config = storage.config, let settings = try ConfigurationLoader.load(path: config).archive else {
+            throw RecorderError.export("\(archived.count) of these segments are only in the archive: pass --config with its [archive] section to download them")
+        }
+        let io = BlockingIO("vigil.export")
+        let reader = ArchiveReader(settings: settings)
+        var elsewhere: [String: String] = [:]
+        do {
+            for (n, entry) in archived.enumerated() {
+                Console.error("\rdownloading \(n + 1) of \(archived.count) archived segment(s)")
+                let local = output + ".archived-\(n)." + (entry.path as NSString).pathExtension
+                elsewhere[entry.path] = local
+                try await reader.download(path: entry.path, to: local, io: io)
+            }
+            Console.error("\n")
+        } catch {
+            await reader.close()
+            for file in elsewhere.values { unlink(file) }
+            throw error
+        }
+        await reader.close()
+        return elsewhere
     }
 }

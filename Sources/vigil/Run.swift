@@ -29,6 +29,11 @@ struct Run: AsyncParsableCommand {
             header_timeout_seconds bound what clients may hold; the open-file limit is raised to its \
             hard limit at start and a quarter of it is kept for recording. A port in use is said and \
             recording goes on. See docs/web-and-api.md for the API and the security model.
+
+            With [archive] (an S3 bucket: url, endpoint, region, credentials_file, keep_local_days, \
+            max_age_days, upload_rate) every finished file is copied to the bucket, checked by its \
+            SHA-256, through a queue kept in the index; local copies go after keep_local_days and \
+            archived recordings play from the bucket. See docs/configuration.md and `vigil archive --help`.
             """
     )
 

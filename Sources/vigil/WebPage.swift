@@ -1,14 +1,27 @@
+import Archive
 import Metrics
 import Prometheus
 import Recorder
+import ServiceLifecycle
 import WebServer
 
 extension RecorderService.Options {
-    /// Adds the web server (`[http]`) to the recorder's services, with Prometheus metrics: the
-    /// metrics system is bootstrapped here, once per process (`vigil run` or `vigil demo`).
+    /// Adds the archive (`[archive]`) and the web server (`[http]`) to the recorder's services,
+    /// with Prometheus metrics: the metrics system is bootstrapped here, once per process
+    /// (`vigil run` or `vigil demo`). The archive comes first, so it stops after the web server
+    /// that reads archived files through it.
     mutating func serveWebPage() {
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
-        extraServices = { WebServer.services($0, metrics: registry) }
+        extraServices = { opened in
+            var services: [any Service] = []
+            var reader: ArchiveReader?
+            if let settings = opened.configuration.archive, let storage = opened.storage {
+                let archive = ArchiveService(settings: settings, root: opened.root, index: opened.index, storage: storage)
+                services.append(archive)
+                reader = archive.reader
+            }
+            return services + WebServer.services(opened, metrics: registry, archive: reader)
+        }
     }
 }

@@ -33,6 +33,16 @@ public struct StorageLayout: Sendable {
     /// `ROOT/relative` for a path the index stores.
     public func absolute(_ relative: String) -> String { "\(root)/\(relative)" }
 
+    /// The media type of a recording by its extension (served, and stored with its archived object).
+    public static func contentType(_ path: String) -> String {
+        switch (path as NSString).pathExtension.lowercased() {
+        case "mp4": return "video/mp4"
+        case "mkv": return "video/x-matroska"
+        case "jpg", "jpeg": return "image/jpeg"
+        default: return "application/octet-stream"
+        }
+    }
+
     /// The path below the root of `path` (unchanged when it is not under the root).
     public func relative(_ path: String) -> String {
         path.hasPrefix(root + "/") ? String(path.dropFirst(root.count + 1)) : path

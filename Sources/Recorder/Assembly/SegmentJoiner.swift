@@ -41,9 +41,11 @@ public enum SegmentJoiner {
         }
     }
 
+    /// `elsewhere`: segments read from another place than the root (archived ones downloaded for
+    /// the join), by their path relative to the root.
     public static func export(
         _ segments: [RecordingIndex.Entry], root: String, from: Int64, to: Int64, output: String, exact: Bool,
-        progress: (AssemblyProgress) throws -> Void, wrote: (() -> Void)? = nil
+        elsewhere: [String: String] = [:], progress: (AssemblyProgress) throws -> Void, wrote: (() -> Void)? = nil
     ) throws -> ExportSummary {
         let usable = segments.filter {
             // Only playable files: not missing, being written or quarantined.
@@ -55,7 +57,7 @@ public enum SegmentJoiner {
         guard (output as NSString).pathExtension.lowercased() == container.fileExtension else {
             throw RecorderError.export("these recordings are \(Self.codecName(first.codec)): write them to a .\(container.fileExtension) file (-o NAME.\(container.fileExtension))")
         }
-        var job = Join(root: root, from: from, to: to, partial: output + StorageLayout.partialSuffix, container: container, wrote: wrote)
+        var job = Join(root: root, elsewhere: elsewhere, from: from, to: to, partial: output + StorageLayout.partialSuffix, container: container, wrote: wrote)
         defer { unlink(job.partial) }
         for (n, entry) in usable.enumerated() {
             try progress(AssemblyProgress(done: n, total: usable.count))
@@ -72,6 +74,7 @@ public enum SegmentJoiner {
     /// The state of one export as segments go by.
     private struct Join {
         let root: String
+        let elsewhere: [String: String]
         let from: Int64
         let to: Int64
         let partial: String
@@ -94,8 +97,9 @@ public enum SegmentJoiner {
         var sinceTold = 0
         static let tellEvery = 256 * 1024
 
-        init(root: String, from: Int64, to: Int64, partial: String, container: Container, wrote: (() -> Void)?) {
+        init(root: String, elsewhere: [String: String], from: Int64, to: Int64, partial: String, container: Container, wrote: (() -> Void)?) {
             self.root = root
+            self.elsewhere = elsewhere
             self.from = from
             self.to = to
             self.partial = partial
@@ -145,8 +149,11 @@ public enum SegmentJoiner {
             .export("\(entry.path) holds timestamps out of range (a damaged file?): export the parts before and after it separately")
         }
 
+        /// Where the segment's file is read from.
+        func path(of entry: RecordingIndex.Entry) -> String { elsewhere[entry.path] ?? StorageLayout(root: root).absolute(entry.path) }
+
         mutating func copy(_ entry: RecordingIndex.Entry) throws {
-            let path = StorageLayout(root: root).absolute(entry.path)
+            let path = path(of: entry)
             // The keyframe to start from: the last one at or before `from` (or the first one).
             var startPTS: Int64?
             if firstWall == nil {
@@ -177,7 +184,7 @@ public enum SegmentJoiner {
         }
 
         mutating func reencode(_ entry: RecordingIndex.Entry) throws {
-            let reader = try MovieReader(path: StorageLayout(root: root).absolute(entry.path))
+            let reader = try MovieReader(path: path(of: entry))
             try begin(entry, width: reader.width, height: reader.height)
             var segmentBase: Int64?
             var previous: Int64?

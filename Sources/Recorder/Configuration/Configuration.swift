@@ -24,6 +24,8 @@ public struct Configuration: Sendable, Equatable {
     public var discoversAllCameras: Bool
     /// The web server (`[http]`); on loopback by default.
     public var http = HTTPSettings()
+    /// Object storage that closed recordings are copied to (`[archive]`); nil: none.
+    public var archive: ArchiveSettings?
 
     /// No file: every camera, continuously, 60 s segments and a still every 60 s.
     public static func builtInDefault(storageRoot: String? = nil) -> Configuration {

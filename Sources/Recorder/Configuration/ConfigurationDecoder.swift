@@ -7,7 +7,13 @@ struct ConfigurationDecoder {
     let path: String
     private(set) var diagnostics: [ConfigurationDiagnostic] = []
 
-    init(path: String) { self.path = path }
+    /// Where `[archive]` finds AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY without a credentials_file.
+    let environment: [String: String]
+
+    init(path: String, environment: [String: String] = ProcessInfo.processInfo.environment) {
+        self.path = path
+        self.environment = environment
+    }
 
     mutating func report(_ line: Int, _ message: String, fix: String) {
         diagnostics.append(ConfigurationDiagnostic(path: path, line: line, message: Self.shortened(message), fix: Self.shortened(fix)))
@@ -28,7 +34,7 @@ struct ConfigurationDecoder {
         configuration.sourcePath = path
         configuration.discoversAllCameras = false
         var top = Reader(document, name: "the top level", line: 1)
-        let topKeys = ["storage", "location", "retention", "supervision", "hooks", "cameras", "record", "timelapse", "snapshot", "motion", "http"]
+        let topKeys = ["storage", "location", "retention", "supervision", "hooks", "cameras", "record", "timelapse", "snapshot", "motion", "http", "archive"]
 
         decodeStorage(&top, into: &configuration)
         let hasLocation = decodeLocation(&top, into: &configuration)
@@ -39,6 +45,7 @@ struct ConfigurationDecoder {
         }
         decodeHooks(&top, into: &configuration)
         configuration.http = decodeHTTP(&top)
+        configuration.archive = decodeArchive(&top, environment: environment)
         decodeCameras(&top, into: &configuration)
         decodeJobs(&top, into: &configuration, hasLocation: hasLocation)
         unknown(top, topKeys)

@@ -10,6 +10,13 @@ public struct ConfigurationDiagnostic: Sendable, Equatable, CustomStringConverti
     public var message: String
     public var fix: String
 
+    public init(path: String, line: Int, message: String, fix: String) {
+        self.path = path
+        self.line = line
+        self.message = message
+        self.fix = fix
+    }
+
     public var description: String {
         (line > 0 ? "\(path):\(line): error: " : "\(path): error: ") + message + (fix.isEmpty ? "" : "\n    fix: \(fix)")
     }
@@ -63,9 +70,10 @@ public enum ConfigurationLoader {
         }
     }
 
-    public static func parse(text: String, path: String) throws(RecorderError) -> Configuration {
+    /// `environment`: where `[archive]` looks for keys when it names no credentials file.
+    public static func parse(text: String, path: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(RecorderError) -> Configuration {
         let (document, syntaxErrors) = TOMLParser.parse(text)
-        var decoder = ConfigurationDecoder(path: path)
+        var decoder = ConfigurationDecoder(path: path, environment: environment)
         for e in syntaxErrors {
             decoder.report(e.line, e.message, fix: "see etc/vigil.example.toml for the syntax")
         }

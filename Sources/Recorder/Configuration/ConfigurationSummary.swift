@@ -55,6 +55,12 @@ extension Configuration {
         } else {
             lines.append("http: off")
         }
+        if let archive {
+            let keep = archive.keepLocalDays.map { "local copies kept \(DeviceFormat.rate($0)) days" } ?? "local copies kept while retention allows"
+            lines.append("archive: \(archive.url) at \(archive.endpoint ?? "AWS") (\(archive.region)), keys from \(archive.credentials.source); \(keep); "
+                + (archive.maxAgeDays.map { "archived files deleted after \(DeviceFormat.rate($0)) days" } ?? "archived files kept for ever")
+                + (archive.uploadBytesPerSecond.map { ", uploads at most \(DeviceFormat.rate(Double($0) * 8 / 1_000_000)) Mbit/s" } ?? ""))
+        }
         return lines.joined(separator: "\n")
     }
 

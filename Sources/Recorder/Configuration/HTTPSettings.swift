@@ -92,22 +92,28 @@ public struct HTTPSettings: Sendable, Equatable {
     /// machine who reads it can watch every camera. Throws a message that says what is wrong and
     /// how to make one.
     public static func readToken(_ path: String) throws(TokenError) -> String {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            throw TokenError(description: "cannot read token_file \(path): \(String(cString: strerror(errno)))")
-        }
-        var st = stat()
-        if fstat(fd, &st) == 0, st.st_mode & (S_IROTH | S_IWOTH | S_IWGRP) != 0 {
-            close(fd)
-            throw TokenError(description: "token_file \(path) can be read or changed by other users (mode \(String(st.st_mode & 0o777, radix: 8))); anyone who reads it can watch every camera")
-        }
-        let data = FileHandle(fileDescriptor: fd, closeOnDealloc: true).readDataToEndOfFile()
-        let token = String(decoding: data.prefix(4096), as: UTF8.self).split(separator: "\n").first
-            .map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        let text = try readPrivateFile(path, what: "token_file", secret: "it can watch every camera")
+        let token = text.split(separator: "\n").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
         guard token.count >= 16 else {
             throw TokenError(description: token.isEmpty ? "token_file \(path) is empty" : "the token in \(path) is too short (\(token.count) characters; at least 16)")
         }
         return token
+    }
+
+    /// The first 4 KiB of a file that holds a secret, refused when other users can read or
+    /// change it (`what` names the key, `secret` what a reader could do).
+    static func readPrivateFile(_ path: String, what: String, secret: String) throws(TokenError) -> String {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw TokenError(description: "cannot read \(what) \(path): \(String(cString: strerror(errno)))")
+        }
+        var st = stat()
+        if fstat(fd, &st) == 0, st.st_mode & (S_IROTH | S_IWOTH | S_IWGRP) != 0 {
+            close(fd)
+            throw TokenError(description: "\(what) \(path) can be read or changed by other users (mode \(String(st.st_mode & 0o777, radix: 8))); anyone who reads it \(secret)")
+        }
+        let data = (try? FileHandle(fileDescriptor: fd, closeOnDealloc: true).read(upToCount: 4096)) ?? Data()
+        return String(decoding: data, as: UTF8.self)
     }
 
     public struct TokenError: Error, CustomStringConvertible {

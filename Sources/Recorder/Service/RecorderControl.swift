@@ -173,6 +173,9 @@ actor RecorderControl: Service {
         if URL(fileURLWithPath: new.storageRoot).standardizedFileURL.path != root && !rootIsFixed {
             logger.warning("the storage root changed to \(new.storageRoot): that takes a restart; still recording into \(root)")
         }
+        if new.archive != configuration.archive {
+            logger.warning("[archive] changed: it is read at start, so that takes a restart; uploads go on with the previous settings")
+        }
         configuration = new
         // Before cameras are added or changed: a new or re-addressed camera is then present.
         network.update(cameras: RecorderService.networkCameras(new))

@@ -79,12 +79,15 @@ public final class RecorderService: Sendable {
         public let events: RecorderEvents
         /// Every camera's live view, kept in step with reloads.
         public let liveFeeds: LiveFeeds
+        /// The storage root's keeper (the archive queues files through it); nil in tests of the web alone.
+        public let storage: StorageKeeper?
 
         public init(
             configuration: Configuration, root: String, supervisor: Supervisor, index: RecordingIndex, events: RecorderEvents,
-            liveFeeds: LiveFeeds = LiveFeeds()
+            liveFeeds: LiveFeeds = LiveFeeds(), storage: StorageKeeper? = nil
         ) {
             self.liveFeeds = liveFeeds
+            self.storage = storage
             self.configuration = configuration
             self.root = root
             self.supervisor = supervisor
@@ -220,7 +223,7 @@ public final class RecorderService: Sendable {
         if options.chaos, !synthetic.cameras.isEmpty {
             services.append(.init(service: ChaosService(source: synthetic, watchdogSeconds: configuration.watchdogSeconds)))
         }
-        let opened = Opened(configuration: configuration, root: root, supervisor: supervisor, index: storage.index, events: events, liveFeeds: liveFeeds)
+        let opened = Opened(configuration: configuration, root: root, supervisor: supervisor, index: storage.index, events: events, liveFeeds: liveFeeds, storage: storage)
         services += await options.extraServices(opened).map { .init(service: $0) }
         if let seconds = options.durationSeconds {
             services.append(.init(service: DeadlineService(seconds: seconds), successTerminationBehavior: .gracefullyShutdownGroup))

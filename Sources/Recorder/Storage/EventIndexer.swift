@@ -7,6 +7,8 @@ import Glibc
 struct EventIndexer {
     let index: RecordingIndex
     let layout: StorageLayout
+    /// Set while `[archive]` is on: each finished file is queued for the bucket, then this is called.
+    var archiveQueued: (@Sendable () -> Void)?
 
     private func relative(_ path: String) -> String { layout.relative(path) }
 
@@ -22,6 +24,7 @@ struct EventIndexer {
                 kind: .segment, camera: camera, path: relative(info.path), startNanos: info.firstFrameWallNanos,
                 endNanos: info.lastFrameWallNanos, frames: info.frameCount, bytes: info.byteCount, codec: info.codec,
                 width: info.width, height: info.height, state: info.isIncomplete ? .interrupted : .complete))
+            try queueForArchive(relative(info.path), bytes: info.byteCount)
         case .segmentDiscarded(_, let path):
             // Nothing of it reached the disk: no entry is left saying it is being written.
             try index.remove(path: relative(path))
@@ -33,14 +36,26 @@ struct EventIndexer {
             try index.put(RecordingIndex.Entry(
                 kind: shot == nil ? .snapshot : .still, camera: camera, path: relative(path), startNanos: at, endNanos: at, frames: 1,
                 bytes: Int64(st.st_size), codec: "mjpeg", width: 0, height: 0, state: .complete))
+            try queueForArchive(relative(path), bytes: Int64(st.st_size))
         case .motionStarted(let camera, let start):
             try index.startMotionEvent(camera: camera, startNanos: start)
         case .motionEnded(let camera, let info):
             try index.endMotionEvent(
                 camera: camera, startNanos: info.startWallNanos, endNanos: info.endWallNanos, peakPercent: info.peakPercent,
                 picture: info.picturePath.map(relative))
+            if let picture = info.picturePath {
+                var st = stat()
+                try queueForArchive(relative(picture), bytes: stat(picture, &st) == 0 ? Int64(st.st_size) : 0)
+            }
         default:
             break
         }
+    }
+
+    /// Queues a finished file for the archive's bucket, when there is one.
+    func queueForArchive(_ relativePath: String, bytes: Int64) throws {
+        guard let archiveQueued else { return }
+        try index.enqueueForArchive(path: relativePath, bytes: bytes, nowNanos: SystemClocks.wallNanos())
+        archiveQueued()
     }
 }

@@ -2,7 +2,7 @@ import Glibc
 import Logging
 
 /// Keeps the free-space floor: below it, deletes the oldest files (quarantined leftovers first,
-/// then videos of every camera, stills only when no video is left) until it is met again. Looked
+/// then local copies the archive holds, then videos of every camera, stills only when no video is left) until it is met again. Looked
 /// at after each file Vigil writes and every 30 s; after ENOSPC it is also how a full disk is
 /// cleared so recording resumes by itself. Used only on `StorageKeeper.io`.
 final class FreeSpaceFloor {
@@ -14,6 +14,8 @@ final class FreeSpaceFloor {
     private var logger: Logger { deleter.logger }
     private var lastNothingToFree: Int64?
     private var diskLowReported = false
+    /// `[archive]` is on: deleting a recording the bucket does not hold yet is said in the log.
+    var archiving = false
 
     init(deleter: RecordingDeleter) { self.deleter = deleter }
 
@@ -41,13 +43,22 @@ final class FreeSpaceFloor {
             events.emit(.diskLow(path: root, freeBytes: free))
         }
         do {
-            let order = [try index.entries(kinds: nil, states: [.quarantined]), try index.entries(kinds: StorageKeeper.videoKinds, states: StorageKeeper.finished),
-                         try index.entries(kinds: StorageKeeper.stillKinds, states: StorageKeeper.finished)]
+            let videos = try index.entries(kinds: StorageKeeper.videoKinds, states: StorageKeeper.finished)
+            let stills = try index.entries(kinds: StorageKeeper.stillKinds, states: StorageKeeper.finished)
+            // Local copies the archive's bucket holds go before anything that exists only here.
+            let order = [try index.entries(kinds: nil, states: [.quarantined]), videos.filter { $0.location == .both },
+                         stills.filter { $0.location == .both }, videos.filter { $0.location == .local }, stills.filter { $0.location == .local }]
+            var notArchived: [String] = []
             for entries in order where free < floor {
                 for entry in entries where free < floor {
+                    if archiving && entry.location == .local && entry.state != .quarantined { notArchived.append(entry.path) }
                     deleter.delete(entry, reason: "free space below \(floor / 1_048_576) MiB")
                     (free, _) = Self.space(root) ?? (free + entry.bytes, total)
                 }
+            }
+            if let first = notArchived.first {
+                let backlog = try? index.archiveBacklog()
+                logger.warning("deleting \(notArchived.count) recording(s) not yet archived to make room (the archive queue is behind by \(backlog?.files ?? 0) file(s), \((backlog?.bytes ?? 0) / 1_048_576) MiB): \(first)\(notArchived.count > 1 ? " …" : "")")
             }
         } catch {
             logger.error("free-space sweep: \(error)")

@@ -94,6 +94,8 @@ public struct IndexVerification: Sendable {
             break
         }
         guard let size else {
+            // Archived and no longer kept here: the bucket holds it.
+            if entry.location == .archive { return [] }
             return [problem(.missing, "indexed as \(entry.state.rawValue) (\(entry.frames) frames, \(entry.bytes) bytes), but the file is gone")]
         }
         var problems: [Problem] = []

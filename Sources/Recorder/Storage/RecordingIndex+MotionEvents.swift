@@ -48,6 +48,19 @@ extension RecordingIndex {
         return (sql, values)
     }
 
+    /// The event whose picture is at this path (relative to the root).
+    public func motionEvent(picture: String) throws -> MotionEvent? {
+        try read("SELECT \(Self.motionColumns) FROM motion_events WHERE picture = ?1", [.text(picture)], Self.motionEvent).first
+    }
+
+    /// Adds an event read back from the archive (`vigil archive rebuild-index`); one already listed stays.
+    public func restoreMotionEvent(camera: String, startNanos: Int64, endNanos: Int64, peakPercent: Double, picture: String) throws {
+        try run("""
+            INSERT INTO motion_events (camera, start_ns, end_ns, peak_percent, picture) VALUES (?1, ?2, ?3, ?4, ?5)
+            ON CONFLICT(camera, start_ns) DO NOTHING
+            """, [.text(camera), .integer(startNanos), .integer(endNanos), .real(peakPercent), .text(picture)])
+    }
+
     /// The event with this id.
     public func motionEvent(id: Int64) throws -> MotionEvent? {
         try read("SELECT \(Self.motionColumns) FROM motion_events WHERE id = ?1", [.integer(id)], Self.motionEvent).first

@@ -62,6 +62,8 @@ public final class RecordingIndex: Sendable {
         /// The row's id in the index: what the web API names a file by (never its path). 0 for
         /// an entry not read from the index.
         public var id: Int64 = 0
+        /// Here, in the archive's bucket, or both (`[archive]`); read from the index.
+        public var location: Location = .local
 
         public init(
             kind: Kind, camera: String, path: String, startNanos: Int64, endNanos: Int64, frames: Int, bytes: Int64,
@@ -83,7 +85,7 @@ public final class RecordingIndex: Sendable {
 
     /// The schema this code writes; `PRAGMA user_version` of the file. 0 is a file from before
     /// versioning (the same tables as version 1) or a new one.
-    public static let schemaVersion: Int32 = 3
+    public static let schemaVersion: Int32 = 4
 
     public let root: String
     /// The file, or nil for an index kept in memory (when the file cannot be used).
@@ -178,7 +180,7 @@ public final class RecordingIndex: Sendable {
     /// recordings; `migrations[1]` adds motion events; `migrations[2]` when an event was marked
     /// reviewed on the page, NULL while it is not, and the index that lists events newest first
     /// across cameras: without it each page of the review listing sorted the whole table,
-    /// 88 ms for 100,000 events, 0.1 ms with it).
+    /// 88 ms for 100,000 events, 0.1 ms with it; `migrations[3]` the archive's queue).
     private static let migrations: [[Migration]] = [
         [.sql("""
         CREATE TABLE IF NOT EXISTS recordings (
@@ -212,6 +214,32 @@ public final class RecordingIndex: Sendable {
         """)],
         [.addColumn(table: "motion_events", column: "reviewed_ns", definition: "INTEGER"),
          .sql("CREATE INDEX IF NOT EXISTS motion_events_newest ON motion_events (start_ns)")],
+        // The archive's queue (`RecordingIndex+Archive`): a row per file copied, or to be copied, to
+        // the bucket, and the parts of a multipart upload that the bucket confirmed.
+        [.sql("""
+        CREATE TABLE IF NOT EXISTS archive (
+            file TEXT PRIMARY KEY,
+            upload_state TEXT NOT NULL,
+            size INTEGER NOT NULL,
+            sha256 TEXT,
+            upload_id TEXT,
+            part_size INTEGER,
+            local INTEGER NOT NULL DEFAULT 1,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            last_error TEXT,
+            queued_ns INTEGER NOT NULL,
+            archived_ns INTEGER
+        );
+        CREATE INDEX IF NOT EXISTS archive_by_state ON archive (upload_state, queued_ns);
+        CREATE TABLE IF NOT EXISTS archive_parts (
+            file TEXT NOT NULL,
+            part INTEGER NOT NULL,
+            size INTEGER NOT NULL,
+            etag TEXT NOT NULL,
+            sha256 TEXT NOT NULL,
+            PRIMARY KEY (file, part)
+        );
+        """)],
     ]
 
     /// Reads every page of the file (SQLite's `quick_check`): a damaged file is found at start,
@@ -290,31 +318,38 @@ public final class RecordingIndex: Sendable {
 
     /// Entries of any of `kinds` (nil: every kind), ordered by start time.
     public func entries(camera: String? = nil, kinds: [Kind]?, from: Int64? = nil, to: Int64? = nil, states: [State]? = nil) throws -> [Entry] {
-        var sql = "SELECT \(Self.entryColumns) FROM recordings WHERE 1"
+        var sql = "SELECT \(Self.entryColumns) FROM \(Self.entryTables) WHERE 1"
         var values: [SQLiteValue] = []
-        if let camera { values.append(.text(camera)); sql += " AND camera = ?\(values.count)" }
-        if let kinds { sql += " AND kind IN (" + kinds.map { "'\($0.rawValue)'" }.joined(separator: ",") + ")" }
-        if let from { values.append(.integer(from)); sql += " AND end_ns >= ?\(values.count)" }
-        if let to { values.append(.integer(to)); sql += " AND start_ns <= ?\(values.count)" }
-        if let states { sql += " AND state IN (" + states.map { "'\($0.rawValue)'" }.joined(separator: ",") + ")" }
-        sql += " ORDER BY start_ns, path"
+        if let camera { values.append(.text(camera)); sql += " AND recordings.camera = ?\(values.count)" }
+        if let kinds { sql += " AND recordings.kind IN (" + kinds.map { "'\($0.rawValue)'" }.joined(separator: ",") + ")" }
+        if let from { values.append(.integer(from)); sql += " AND recordings.end_ns >= ?\(values.count)" }
+        if let to { values.append(.integer(to)); sql += " AND recordings.start_ns <= ?\(values.count)" }
+        if let states { sql += " AND recordings.state IN (" + states.map { "'\($0.rawValue)'" }.joined(separator: ",") + ")" }
+        sql += " ORDER BY recordings.start_ns, recordings.path"
         return try read(sql, values, Self.entry)
     }
 
     /// The entry with this id (`Entry.id`), if there is one.
     public func entry(id: Int64) throws -> Entry? {
-        try read("SELECT \(Self.entryColumns) FROM recordings WHERE id = ?1", [.integer(id)], Self.entry).first
+        try read("SELECT \(Self.entryColumns) FROM \(Self.entryTables) WHERE recordings.id = ?1", [.integer(id)], Self.entry).first
     }
 
-    private static let entryColumns = "kind, camera, path, start_ns, end_ns, frames, bytes, codec, width, height, state, id"
+    /// A recording and, when the archive has it, its archive row (for `Entry.location`).
+    static let entryTables = "recordings LEFT JOIN archive ON archive.file = recordings.path"
+    static let entryColumns = """
+        recordings.kind, recordings.camera, recordings.path, recordings.start_ns, recordings.end_ns, recordings.frames,
+        recordings.bytes, recordings.codec, recordings.width, recordings.height, recordings.state, recordings.id,
+        archive.upload_state = 'archived', COALESCE(archive.local, 1)
+        """
 
-    private static func entry(_ s: OpaquePointer) -> Entry {
+    static func entry(_ s: OpaquePointer) -> Entry {
         var entry = Entry(
             kind: Kind(rawValue: Self.text(s, 0)) ?? .segment, camera: Self.text(s, 1), path: Self.text(s, 2),
             startNanos: sqlite3_column_int64(s, 3), endNanos: sqlite3_column_int64(s, 4), frames: Int(sqlite3_column_int64(s, 5)),
             bytes: sqlite3_column_int64(s, 6), codec: Self.text(s, 7), width: Int(sqlite3_column_int64(s, 8)),
             height: Int(sqlite3_column_int64(s, 9)), state: State(rawValue: Self.text(s, 10)) ?? .missing)
         entry.id = sqlite3_column_int64(s, 11)
+        if sqlite3_column_int64(s, 12) != 0 { entry.location = sqlite3_column_int64(s, 13) != 0 ? .both : .archive }
         return entry
     }
 

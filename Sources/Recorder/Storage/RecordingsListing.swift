@@ -51,10 +51,10 @@ public struct RecordingsListing: Sendable {
                 }
                 if entry.kind == .segment {
                     lines.append("  \(time(entry.startNanos)) → \(time(entry.endNanos, roundingUp: true))  \(String(format: "%6d", entry.frames)) frames  "
-                        + "\(Self.size(entry.bytes).padding(toLength: 9, withPad: " ", startingAt: 0))  \(entry.state.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0))  \(entry.path)")
+                        + "\(Self.size(entry.bytes).padding(toLength: 9, withPad: " ", startingAt: 0))  \(entry.state.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0))  \(entry.path)\(Self.where(entry))")
                 } else {
                     let state = entry.state == .complete ? "" : "\(entry.state.rawValue)  "
-                    lines.append("  \(time(entry.startNanos))  \(Self.size(entry.bytes).padding(toLength: 9, withPad: " ", startingAt: 0))  \(state)\(entry.path)")
+                    lines.append("  \(time(entry.startNanos))  \(Self.size(entry.bytes).padding(toLength: 9, withPad: " ", startingAt: 0))  \(state)\(entry.path)\(Self.where(entry))")
                 }
                 previous = entry
             }
@@ -64,7 +64,7 @@ public struct RecordingsListing: Sendable {
 
     public func json() throws -> String {
         struct Row: Encodable {
-            let camera, kind, path, state, start, end, codec: String
+            let camera, kind, path, state, start, end, codec, location: String
             let frames: Int
             let bytes: Int64
             let width, height: Int
@@ -74,7 +74,7 @@ public struct RecordingsListing: Sendable {
         func iso(_ n: Int64) -> String { f.string(from: Date(timeIntervalSince1970: Double(n) / 1e9)) }
         let rows = entries.map {
             Row(camera: $0.camera, kind: $0.kind.rawValue, path: $0.path, state: $0.state.rawValue, start: iso($0.startNanos),
-                end: iso($0.endNanos), codec: $0.codec, frames: $0.frames, bytes: $0.bytes, width: $0.width, height: $0.height)
+                end: iso($0.endNanos), codec: $0.codec, location: $0.location.rawValue, frames: $0.frames, bytes: $0.bytes, width: $0.width, height: $0.height)
         }
         struct Gap: Encodable { let camera, from, to: String }
         struct Listing: Encodable { let recordings: [Row]; let gaps: [Gap] }
@@ -89,7 +89,16 @@ public struct RecordingsListing: Sendable {
         TimeArgument.format(Date(timeIntervalSince1970: Double(nanos) / 1e9), timeZone: timeZone, roundingUp: roundingUp)
     }
 
-    static func size(_ bytes: Int64) -> String {
+    /// Said after the path of an archived file: in the bucket only, or here and there.
+    private static func `where`(_ entry: RecordingIndex.Entry) -> String {
+        switch entry.location {
+        case .local: return ""
+        case .archive: return "  [archive]"
+        case .both: return "  [local+archive]"
+        }
+    }
+
+    public static func size(_ bytes: Int64) -> String {
         bytes >= 1 << 30 ? String(format: "%.1f GiB", Double(bytes) / 1_073_741_824)
             : bytes >= 1 << 20 ? String(format: "%.1f MiB", Double(bytes) / 1_048_576) : String(format: "%.0f KiB", Double(bytes) / 1024)
     }

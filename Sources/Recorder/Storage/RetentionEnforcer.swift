@@ -36,7 +36,8 @@ final class RetentionEnforcer {
             for camera in try index.cameras() {
                 let limits = policy.limits(for: camera)
                 for (kinds, limit, label) in [(StorageKeeper.videoKinds, limits.videos, "videos"), (StorageKeeper.stillKinds, limits.stills, "stills")] {
-                    let entries = try index.entries(camera: camera, kinds: kinds, states: StorageKeeper.deletable)
+                    // Local limits count local copies: one only in the archive's bucket takes no room here.
+                    let entries = try index.entries(camera: camera, kinds: kinds, states: StorageKeeper.deletable).filter { $0.location != .archive }
                     var doomed: [(RecordingIndex.Entry, String)] = []
                     if let days = limit.maxAgeDays {
                         doomed += tooOld(entries, days: days, reference: reference, camera: camera, label: label, nowWall: nowWall, newest: newest)

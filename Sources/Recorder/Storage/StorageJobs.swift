@@ -11,9 +11,12 @@ final class StorageJobs {
     var policy: RetentionPolicy
     private let logger: Logger
     private let pendingWrites: PendingIndexWrites
-    private let indexer: EventIndexer
+    private var indexer: EventIndexer
     private let retention: RetentionEnforcer
     private let floor: FreeSpaceFloor
+    private let deleter: RecordingDeleter
+    /// `[archive] keep_local_days` in nanoseconds, while archiving; nil: local copies stay for retention.
+    private var keepLocalNanos: Int64?
     private var clock = ClockStepWatch()
     private var forecast: StorageForecast
 
@@ -23,7 +26,7 @@ final class StorageJobs {
         let layout = StorageLayout(root: root)
         pendingWrites = PendingIndexWrites(logger: logger)
         indexer = EventIndexer(index: index, layout: layout)
-        let deleter = RecordingDeleter(layout: layout, index: index, events: events, pending: pendingWrites, logger: logger)
+        deleter = RecordingDeleter(layout: layout, index: index, events: events, pending: pendingWrites, logger: logger)
         retention = RetentionEnforcer(index: index, layout: layout, deleter: deleter, logger: logger)
         floor = FreeSpaceFloor(deleter: deleter)
         forecast = StorageForecast(root: root, index: index)
@@ -60,6 +63,7 @@ final class StorageJobs {
         pendingWrites.writeAll(makingRoom: makeRoom)
         checkFreeSpace(now)
         enforceRetention(nowWall: SystemClocks.wallNanos())
+        trimArchivedCopies(nowWall: SystemClocks.wallNanos())
         forecast.reportIfDue(policy, now: now, logger: logger)
     }
 
@@ -69,6 +73,32 @@ final class StorageJobs {
     }
 
     func enforceRetention(nowWall: Int64) { retention.enforce(policy, nowWall: nowWall) }
+
+    /// From now on every finished file is queued for the archive's bucket (`onQueued` wakes the
+    /// uploader), and what was recorded before is queued at once; returns how many that was.
+    func startArchiving(keepLocalDays: Double?, onQueued: @escaping @Sendable () -> Void) throws -> Int {
+        indexer.archiveQueued = onQueued
+        floor.archiving = true
+        keepLocalNanos = keepLocalDays.flatMap { Int64(exactly: ($0 * 86_400).rounded()) }.flatMap { $0.multipliedReportingOverflow(by: 1_000_000_000).overflow ? nil : $0 * 1_000_000_000 }
+        return try indexer.index.enqueueAllForArchive(nowNanos: SystemClocks.wallNanos())
+    }
+
+    /// Queues a file written outside the sessions (a daily video) for the bucket, when archiving.
+    func queueForArchive(_ path: String, bytes: Int64) throws { try indexer.queueForArchive(path, bytes: bytes) }
+
+    /// Deletes local copies that the bucket holds and that ended `keep_local_days` ago.
+    func trimArchivedCopies(nowWall: Int64) {
+        guard let keepLocalNanos else { return }
+        do {
+            let (cutoff, overflow) = nowWall.subtractingReportingOverflow(keepLocalNanos)
+            guard !overflow else { return }
+            for entry in try indexer.index.archivedLocalCopies(kinds: nil, endedBefore: cutoff, limit: 1000) {
+                deleter.delete(entry, reason: "archived, and ended more than keep_local_days ago")
+            }
+        } catch {
+            logger.error("archive: local copies could not be listed for keep_local_days: \(error)")
+        }
+    }
 
     func checkFreeSpace(_ now: Int64, emergency: Bool = false) { floor.check(policy, now: now, emergency: emergency) }
 

@@ -119,11 +119,26 @@ public final class StorageKeeper: Sendable {
     /// A new retention policy (configuration reload).
     public func update(_ policy: RetentionPolicy) { io.enqueue { self.jobs.withLock { $0.policy = policy } } }
 
-    /// Indexes a file written outside the capture sessions (a daily timelapse video).
+    /// Indexes a file written outside the capture sessions (a daily timelapse video), and queues
+    /// it for the archive.
     func add(_ entry: RecordingIndex.Entry) {
         io.enqueue {
-            do { try self.index.put(entry) } catch { self.logger.error("could not index \(entry.path): \(error)") }
+            do {
+                try self.index.put(entry)
+                try self.jobs.withLock { try $0.queueForArchive(entry.path, bytes: entry.bytes) }
+            } catch { self.logger.error("could not index \(entry.path): \(error)") }
         }
+    }
+
+    /// `[archive]`: queues every finished file for the bucket from now on, and what is already
+    /// recorded; `onQueued` is called after each file is queued. Returns how many were queued now.
+    public func startArchiving(keepLocalDays: Double?, onQueued: @escaping @Sendable () -> Void) async throws -> Int {
+        try await io.run { try self.jobs.withLock { try $0.startArchiving(keepLocalDays: keepLocalDays, onQueued: onQueued) } }
+    }
+
+    /// A file reached the bucket: with keep_local_days = 0 its local copy goes now, not at the next tick.
+    public func archived() {
+        io.enqueue { self.jobs.withLock { $0.trimArchivedCopies(nowWall: SystemClocks.wallNanos()) } }
     }
 
     /// Every 30 s, on `io`: a clock step, pending index writes, the floor, retention, the estimate.

@@ -145,6 +145,10 @@ enum StorageRecovery {
                     try index.remove(path: path)
                 } else if walk.unreadable.hide(path) {
                     summary.unlisted += 1
+                } else if entry.location != .local {
+                    // The archive's bucket holds it: only the local copy is gone (deleted after
+                    // keep_local_days, or a lost disk), and it plays from there.
+                    if entry.location == .both { try index.markLocalCopyGone(path: path) }
                 } else if entry.state != .missing {
                     try index.setState(.missing, path: path)
                     summary.missing += 1

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import Archive
+@testable import S3
 
 /// SigV4 against published vectors. The signatures below are the vectors' own files; plan29 §1
 /// re-computed each on this machine with an independent Python HMAC script.

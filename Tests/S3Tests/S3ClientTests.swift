@@ -1,4 +1,4 @@
-@testable import Archive
+@testable import S3
 import AsyncHTTPClient
 import CaptureTesting
 import Crypto

@@ -2,7 +2,7 @@ import CaptureTesting
 import Foundation
 import Testing
 
-@testable import Archive
+@testable import S3
 
 @Suite struct S3XMLTests {
     static func parse(_ text: String) throws -> S3XMLElement { try S3XML.parse(Array(text.utf8)) }

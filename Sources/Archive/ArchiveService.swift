@@ -1,0 +1,281 @@
+import S3
+import Capture
+import Foundation
+import Logging
+import Metrics
+import Recorder
+import ServiceLifecycle
+
+/// `[archive]` in `vigil run`: copies every finished recording, still and event picture to the
+/// bucket, deletes the local copies `keep_local_days` after, and the bucket's copies after
+/// `max_age_days`. The queue is in the index, so nothing is lost to a restart or kill -9; the
+/// storage keeper queues each file as it is indexed and wakes this service (nothing is polled).
+///
+/// A failure of the endpoint (unreachable, slow, 5xx, refused keys, a skewed clock) pauses the
+/// whole queue with exponential backoff and full jitter, and is said once when it begins and once
+/// when it clears; recording is never affected. A failure of one file (it changed, its checksum
+/// differs) starts that file over, at most `maxFileAttempts` times, then once an hour.
+public final class ArchiveService: Service, Sendable {
+    private let settings: ArchiveSettings
+    private let root: String
+    private let index: RecordingIndex
+    private let storage: StorageKeeper?
+    private let client: S3Client
+    private let io = BlockingIO("vigil.archive")
+    private let wakeup = Wakeup()
+    private let logger = Logger(label: "vigil.archive")
+
+    static let maxFileAttempts = 5
+    /// A file that failed `maxFileAttempts` times is tried again this long after.
+    static let fileRetryNanos: Int64 = 3_600_000_000_000
+    /// Local copies and the bucket's old objects are looked at this often (and after each file).
+    static let housekeepingNanos: Int64 = 60_000_000_000
+
+    /// `storage`: the running recorder's keeper, which queues each new file and deletes local
+    /// copies; nil for `vigil archive sync`, which uploads what the index lists and leaves the disk alone.
+    public init(settings: ArchiveSettings, root: String, index: RecordingIndex, storage: StorageKeeper?) {
+        self.settings = settings
+        self.root = root
+        self.storage = storage
+        self.index = index
+        client = S3Client(endpoint: Self.endpoint(settings), keys: Self.keys(settings), requestTimeout: .seconds(Int64(settings.timeoutSeconds)))
+    }
+
+    /// Reads archived files back (the web server, clips), through this service's client.
+    public var reader: ArchiveReader { ArchiveReader(settings: settings, client: client) }
+
+    static func endpoint(_ settings: ArchiveSettings) -> S3Endpoint {
+        let parts = settings.endpointParts
+        return S3Endpoint(scheme: parts.scheme, host: parts.host, port: parts.port, bucket: settings.bucket, region: settings.region, pathStyle: settings.pathStyle)
+    }
+
+    static func keys(_ settings: ArchiveSettings) -> S3Keys {
+        S3Keys(accessKeyID: settings.credentials.accessKeyID, secretAccessKey: settings.credentials.secretAccessKey, sessionToken: settings.credentials.sessionToken)
+    }
+
+    public func run() async throws {
+        await withGracefulShutdownHandler {
+            await work()
+        } onGracefulShutdown: { [wakeup] in
+            wakeup.stop()
+        }
+        try? await client.shutdown()
+    }
+
+    private func work() async {
+        let queued: Int
+        do {
+            if let storage {
+                queued = try await storage.startArchiving(keepLocalDays: settings.keepLocalDays) { [wakeup] in wakeup.signal() }
+            } else {
+                queued = try await io.run { try self.index.enqueueAllForArchive(nowNanos: SystemClocks.wallNanos()) }
+            }
+        } catch {
+            logger.error("archive: the index cannot queue files for \(settings.url) (\(error)); nothing is archived in this run")
+            return
+        }
+        let backlog: (files: Int, bytes: Int64) = (try? await io.run { try self.index.archiveBacklog() }) ?? (0, 0)
+        logger.notice("archive: copying recordings to \(settings.url) at \(settings.endpoint ?? "AWS") (\(backlog.files) file(s), \(backlog.bytes / 1_048_576) MiB waiting\(queued > 0 ? ", \(queued) queued now" : ""))")
+        await abortOrphanUploads()
+        var pass = Pass(service: self)
+        var nextHousekeeping: Int64 = 0
+        while !wakeup.isStopped {
+            let now = SystemClocks.monotonicNanos()
+            if now >= nextHousekeeping {
+                nextHousekeeping = now + Self.housekeepingNanos
+                storage?.archived()
+                if let maxAge = settings.maxAgeDays { await deleteExpired(maxAgeDays: maxAge) }
+            }
+            switch await pass.run() {
+            case .idle(let until):
+                await wakeup.wait(untilMonotonic: min(nextHousekeeping, until ?? .max))
+            case .endpointFailed(let delay):
+                _ = await wakeup.sleep(nanos: delay)
+            case .uploaded:
+                break
+            }
+        }
+    }
+
+    /// `vigil archive sync`: queues every finished file, uploads until the queue is empty (files
+    /// that keep failing on their own are left for later) and returns what it did. An endpoint
+    /// that fails `giveUpAfter` times in a row ends it with that error.
+    public func sync(giveUpAfter: Int = 6, progress: @Sendable (_ files: Int, _ bytes: Int64) -> Void = { _, _ in }) async throws -> (files: Int, bytes: Int64, left: Int) {
+        _ = try await io.run { try self.index.enqueueAllForArchive(nowNanos: SystemClocks.wallNanos()) }
+        await abortOrphanUploads()
+        var pass = Pass(service: self)
+        while true {
+            switch await pass.run() {
+            case .idle:
+                let left = try await io.run { try self.index.archiveBacklog() }.files
+                return (pass.files, pass.bytes, left)
+            case .endpointFailed(let delay):
+                if pass.backoff.failures >= giveUpAfter, let error = pass.lastEndpointFailure { throw error }
+                try await Task.sleep(for: .nanoseconds(delay))
+            case .uploaded:
+                progress(pass.files, pass.bytes)
+            }
+        }
+    }
+
+    /// `vigil archive rebuild-index`: the index gets back every archived file the bucket holds.
+    public func rebuildIndex(progress: @Sendable (_ listed: Int) -> Void = { _ in }) async throws -> ArchiveRebuild.Summary {
+        try await ArchiveRebuild(client: client, settings: settings, index: index, root: root, io: io).run(progress: progress)
+    }
+
+    /// Closes the connections (commands that used the service without running it).
+    public func close() async { try? await client.shutdown() }
+
+    /// One look at the queue and an upload of what it holds, with what is remembered between
+    /// looks: the backoff, and files that failed on their own and wait.
+    private struct Pass {
+        let service: ArchiveService
+        let upload: ArchiveUpload
+        var backoff: ArchiveBackoff
+        var deferred: [String: Int64] = [:]
+        var lastEndpointFailure: S3Error?
+        private(set) var files = 0
+        private(set) var bytes: Int64 = 0
+
+        enum Result {
+            /// Nothing to upload until `until` (monotonic; nil: until woken).
+            case idle(until: Int64?)
+            case endpointFailed(delayNanos: Int64)
+            case uploaded
+        }
+
+        init(service: ArchiveService) {
+            self.service = service
+            let settings = service.settings
+            upload = ArchiveUpload(client: service.client, settings: settings, index: service.index, root: service.root,
+                                   reader: ArchiveFileReader(io: service.io), rate: settings.uploadBytesPerSecond.map(UploadRate.init(bytesPerSecond:)))
+            backoff = ArchiveBackoff(logger: service.logger, target: "\(settings.url) at \(settings.endpoint ?? "AWS")")
+        }
+
+        mutating func run() async -> Result {
+            let now = SystemClocks.monotonicNanos()
+            deferred = deferred.filter { $0.value > now }
+            let items: [RecordingIndex.ArchiveItem]
+            do {
+                let index = service.index
+                items = try await service.io.run { try index.archiveQueue(limit: 64) }.filter { deferred[$0.path] == nil }
+            } catch {
+                service.logger.error("archive: the queue cannot be read from the index: \(error)")
+                return .idle(until: now + ArchiveService.housekeepingNanos)
+            }
+            if items.isEmpty { return .idle(until: deferred.values.min()) }
+            var endpointFailure: S3Error?
+            // While the endpoint fails, one file at a time probes it.
+            let width = backoff.failures > 0 ? 1 : service.settings.concurrency
+            let batches = stride(from: 0, to: items.count, by: width).map { Array(items[$0..<min($0 + width, items.count)]) }
+            for batch in backoff.failures > 0 ? Array(batches.prefix(1)) : batches {
+                let upload = self.upload
+                let results = await withTaskGroup(of: (RecordingIndex.ArchiveItem, Swift.Result<ArchiveUpload.Outcome, any Error>).self) { group in
+                    for item in batch {
+                        group.addTask {
+                            do { return (item, .success(try await upload.run(item))) } catch { return (item, .failure(error)) }
+                        }
+                    }
+                    return await group.reduce(into: []) { $0.append($1) }
+                }
+                for (item, result) in results {
+                    switch result {
+                    case .success(.archived(let size)):
+                        Counter(label: "vigil_archive_uploaded_bytes_total").increment(by: size)
+                        service.logger.debug("archive: \(item.path) is in \(service.settings.url) (\(size) bytes)")
+                        service.storage?.archived()
+                        files += 1
+                        bytes += size
+                    case .success(.vanished):
+                        service.logger.notice("archive: \(item.path) was deleted before it was uploaded; it leaves the queue")
+                    case .failure(let error as S3Error) where error.reason.isEndpointWide:
+                        Counter(label: "vigil_archive_failures_total", dimensions: [("reason", error.reason.rawValue)]).increment()
+                        endpointFailure = endpointFailure ?? error
+                    case .failure(let error):
+                        let reason = (error as? S3Error)?.reason.rawValue ?? (error is ArchiveFileReader.ReadError ? "local" : "checksum")
+                        Counter(label: "vigil_archive_failures_total", dimensions: [("reason", reason)]).increment()
+                        await service.fileFailed(item, error, deferred: &deferred)
+                    }
+                }
+                if endpointFailure != nil || service.wakeup.isStopped { break }
+            }
+            if let failure = endpointFailure {
+                lastEndpointFailure = failure
+                return .endpointFailed(delayNanos: backoff.failed(failure))
+            }
+            backoff.succeeded()
+            return .uploaded
+        }
+    }
+
+    /// One file failed on its own: noted in the index, started over; after `maxFileAttempts`
+    /// it waits an hour so it does not hold the others up.
+    fileprivate func fileFailed(_ item: RecordingIndex.ArchiveItem, _ error: any Error, deferred: inout [String: Int64]) async {
+        let message = "\(error)"
+        let attempts = item.attempts + 1
+        do {
+            try await io.run {
+                try self.index.recordArchiveFailure(path: item.path, message: message)
+                try self.index.restartUpload(path: item.path)
+            }
+        } catch {
+            logger.error("archive: the index cannot note a failure of \(item.path): \(error)")
+        }
+        if attempts >= Self.maxFileAttempts {
+            deferred[item.path] = SystemClocks.monotonicNanos() + Self.fileRetryNanos
+            logger.error("archive: \(item.path) failed \(attempts) times (\(message)); tried again in an hour, the other files go on")
+        } else {
+            deferred[item.path] = SystemClocks.monotonicNanos() + Int64(attempts) * 2_000_000_000
+            logger.warning("archive: \(item.path): \(message); sent again from the start")
+        }
+    }
+
+    /// Multipart uploads under the prefix that the index does not know (killed between creating
+    /// one and keeping its id) are aborted, so the bucket does not keep their parts.
+    private func abortOrphanUploads() async {
+        do {
+            let known = Set(try await io.run { try self.index.archiveQueue(limit: 100_000) }.compactMap(\.uploadID))
+            // By the prefix without its slash, as `ArchiveRebuild` lists (moto refuses a "/" there).
+            for upload in try await client.listMultipartUploads(prefix: settings.prefix)
+            where !known.contains(upload.uploadID) && settings.path(for: upload.key) != nil {
+                try await client.abortMultipartUpload(key: upload.key, uploadID: upload.uploadID)
+                logger.notice("archive: aborted an unfinished upload of \(upload.key) that no queued file owns")
+            }
+        } catch {
+            logger.debug("archive: unfinished uploads could not be listed now: \(error)")
+        }
+    }
+
+    /// `max_age_days`: the bucket's copies of recordings that ended longer ago are deleted, and
+    /// with them the entry when no local copy is left.
+    private func deleteExpired(maxAgeDays: Double) async {
+        let (cutoff, overflow) = SystemClocks.wallNanos().subtractingReportingOverflow(Int64(min(maxAgeDays, 36_500) * 86_400) * 1_000_000_000)
+        guard !overflow else { return }
+        do {
+            let expired = try await io.run { try self.index.archivedEnding(before: cutoff, limit: 500) }
+            guard !expired.isEmpty else { return }
+            for entry in expired {
+                try await client.deleteObject(key: settings.key(for: entry.path))
+                try await io.run {
+                    try self.index.transaction {
+                        try self.index.removeFromArchive(path: entry.path)
+                        if entry.location == .archive { try self.index.remove(path: entry.path) }
+                    }
+                }
+            }
+            logger.notice("archive: deleted \(expired.count) recording(s) older than \(DeviceFormat.rate(maxAgeDays)) days from \(settings.url) (max_age_days)")
+        } catch {
+            logger.warning("archive: old recordings could not be deleted from \(settings.url) now: \(error)")
+        }
+    }
+}
+
+extension S3FailureReason {
+    /// The endpoint or the account is at fault, not one file: the whole queue waits.
+    var isEndpointWide: Bool {
+        switch self {
+        case .network, .timeout, .server, .throttled, .auth, .clock, .config: return true
+        case .checksum, .local: return false
+        }
+    }
+}

@@ -1,0 +1,139 @@
+import S3
+import Archive
+import ArgumentParser
+import Capture
+import Foundation
+import Recorder
+
+/// `vigil archive`: the bucket of `[archive]` seen from the command line.
+struct ArchiveCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "archive",
+        abstract: "Upload recordings to the [archive] bucket, show its queue, or rebuild the index from it.",
+        discussion: """
+            `vigil run` with an [archive] section in its configuration copies every finished segment, \
+            still, snapshot, event picture and daily video to the bucket by itself (see \
+            docs/configuration.md). These commands read the same configuration:
+
+              vigil archive status --config /etc/vigil/vigil.toml
+              vigil archive sync --config /etc/vigil/vigil.toml
+              vigil archive rebuild-index --config /etc/vigil/vigil.toml
+
+            rebuild-index is for a lost or replaced disk: it lists the bucket and puts every archived \
+            recording back into the index, so that `vigil recordings`, the web page and clips play them \
+            from the bucket. Run it with the recorder stopped.
+            """,
+        subcommands: [Status.self, Sync.self, RebuildIndex.self]
+    )
+
+    /// What every subcommand needs: the configuration (for `[archive]` and the storage root).
+    struct Options: ParsableArguments {
+        @Option(name: .shortAndLong, help: ArgumentHelp("The configuration file with [archive].", valueName: "file"))
+        var config: String = "/etc/vigil/vigil.toml"
+
+        @Option(help: ArgumentHelp("The recordings directory (default: the configuration's storage root).", valueName: "dir"))
+        var data: String?
+
+        @OptionGroup var global: GlobalOptions
+
+        /// The configuration's `[archive]`, the storage root and its index (created when missing).
+        func open() throws -> (ArchiveSettings, String, RecordingIndex) {
+            global.bootstrap()
+            let configuration: Configuration
+            do { configuration = try ConfigurationLoader.load(path: config) } catch {
+                Console.error("\(error)\n")
+                throw ExitCode.failure
+            }
+            guard let settings = configuration.archive else {
+                Console.error("vigil: \(config) has no [archive] section: add one with url = \"s3://BUCKET/PREFIX\" (see docs/configuration.md)\n")
+                throw ExitCode.failure
+            }
+            let root = data ?? configuration.storageRoot
+            do {
+                try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+                return (settings, root, try RecordingIndex(root: root))
+            } catch {
+                Console.error("vigil: the index under \(root) cannot be opened: \(error)\n")
+                throw ExitCode.failure
+            }
+        }
+    }
+
+    struct Status: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show the archive's queue: files waiting, under way, archived, and the last errors.")
+
+        @OptionGroup var options: Options
+
+        func run() throws {
+            let (settings, root, index) = try options.open()
+            let items = try index.archiveItems()
+            let waiting = items.filter { $0.state != .archived }
+            let archived = items.filter { $0.state == .archived }
+            print("archive: \(settings.url) at \(settings.endpoint ?? "AWS") (\(settings.region)), recordings in \(root)")
+            print("  waiting: \(waiting.count) file(s), \(RecordingsListing.size(waiting.reduce(0) { $0 + $1.bytes }))"
+                + " (\(waiting.filter { $0.state == .uploading }.count) under way)")
+            print("  archived: \(archived.count) file(s), \(RecordingsListing.size(archived.reduce(0) { $0 + $1.bytes })),"
+                + " \(archived.filter { !$0.local }.count) only in the bucket")
+            for item in waiting.filter({ $0.lastError != nil }).prefix(10) {
+                print("  failed \(item.attempts) time(s): \(item.path): \(item.lastError ?? "")")
+            }
+        }
+    }
+
+    struct Sync: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Upload every finished recording not in the bucket yet, then exit.",
+            discussion: "What `vigil run` does as it records, in one go: after a long outage, or to archive a folder of recordings. Local copies are left in place.")
+
+        @OptionGroup var options: Options
+
+        func run() async throws {
+            let (settings, root, index) = try options.open()
+            let service = ArchiveService(settings: settings, root: root, index: index, storage: nil)
+            do {
+                let result = try await service.sync { files, bytes in
+                    progress("uploaded \(files) file(s), \(RecordingsListing.size(bytes))")
+                }
+                await service.close()
+                progress("")
+                Console.line("Uploaded \(result.files) file(s), \(RecordingsListing.size(result.bytes)) to \(settings.url)"
+                    + (result.left > 0 ? "; \(result.left) file(s) failed and wait (see `vigil archive status`)" : ""))
+                if result.left > 0 { throw ExitCode.failure }
+            } catch let error as ExitCode {
+                throw error
+            } catch {
+                await service.close()
+                Console.error("vigil: archive sync stopped: \(error)\n")
+                throw ExitCode.failure
+            }
+        }
+    }
+
+    struct RebuildIndex: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "rebuild-index",
+            abstract: "List the bucket and put every archived recording back into the index (after a lost disk).")
+
+        @OptionGroup var options: Options
+
+        func run() async throws {
+            let (settings, _, index) = try options.open()
+            let service = ArchiveService(settings: settings, root: index.root, index: index, storage: nil)
+            do {
+                let summary = try await service.rebuildIndex { listed in progress("listed \(listed) object(s) of \(settings.url)") }
+                await service.close()
+                progress("")
+                Console.line("Rebuilt the index from \(settings.url): \(summary)")
+            } catch {
+                await service.close()
+                Console.error("vigil: rebuild-index stopped: \(error)\n")
+                throw ExitCode.failure
+            }
+        }
+    }
+}
+
+/// A progress line on standard error, rewritten in place, when a person watches it.
+private func progress(_ text: String) {
+    if isatty(STDERR_FILENO) != 0 { Console.error("\r\(text)\u{1B}[K") }
+}

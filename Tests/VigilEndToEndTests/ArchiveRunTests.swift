@@ -1,0 +1,382 @@
+import CaptureTesting
+import Foundation
+import Glibc
+import Recorder
+import Testing
+
+/// The hex SHA-256 of a file (`sha256sum`).
+func sha256(_ path: String) throws -> String {
+    let result = RecordingInspector.run("/usr/bin/sha256sum", [path])
+    try #require(result.status == 0, "\(result.errorOutput)")
+    return String(result.output.prefix(64))
+}
+
+/// `vigil run` with `[archive]` against a real S3 server (moto on loopback, with its signature
+/// checks on), as a user runs it: footage reaches the bucket, plays back from there, survives a
+/// lost disk through `vigil archive rebuild-index`.
+@Suite(.serialized, .timeLimit(.minutes(8))) struct ArchiveRunTests {
+    /// Segments are uploaded within a minute, checked by their SHA-256; with keep_local_days = 0
+    /// the local copies go; the API, a byte range and a clip play them from the bucket; the
+    /// metrics count them; then the disk is lost, rebuild-index lists them again from the bucket,
+    /// and a new run serves them.
+    @Test func footageReachesTheBucketPlaysFromItAndOutlivesTheDisk() async throws {
+        let s3 = try await S3TestServer()
+        defer { s3.stop() }
+        let keys = try await s3.enableAuthentication()
+        let run = try ArchivedRun(endpoint: s3.endpointURL, keyID: keys.accessKeyID, secret: keys.secretAccessKey, extra: "keep_local_days = 0")
+        defer { run.remove() }
+        try await run.start()
+
+        // Within a minute of closing, segments are in the bucket, and their local copies gone.
+        let uploaded = await waitUntil(seconds: 60) {
+            ((try? await s3.listKeys()) ?? []).filter { $0.hasPrefix("site/cam/video/") }.count >= 4
+        }
+        try #require(uploaded, "no segments reached the bucket: \(run.errors())")
+        let archivedOnly = await waitUntil(seconds: 30) { (try? run.recordings().filter { $0.location == "archive" }.count) ?? 0 >= 3 }
+        try #require(archivedOnly, "local copies were not deleted after upload (keep_local_days = 0): \(run.errors())")
+        let listed = try run.recordings()
+        let archived = listed.filter { $0.location == "archive" }
+        for recording in archived.prefix(3) {
+            #expect(!FileManager.default.fileExists(atPath: run.data + "/" + recording.path), "\(recording.path) is still on the disk")
+        }
+
+        // The API serves an archived segment whole and in part, the same bytes as the bucket's.
+        let recording = try #require(archived.first)
+        let id = try #require(try run.apiRecordingID(path: recording.path))
+        let whole = run.dir.path + "/whole.mp4"
+        #expect(run.curl("/api/v1/recordings/\(id)/file", to: whole) == "200")
+        #expect(try sha256(whole) == (try await s3.objectSHA256("site/" + recording.path)))
+        #expect(RecordingInspector.ffprobeProblem(whole) == nil)
+        #expect(try RecordingInspector.decode(whole).sequences.count == recording.frames)
+        let part = run.dir.path + "/part.bin"
+        #expect(run.curl("/api/v1/recordings/\(id)/file", to: part, headers: ["Range: bytes=100-1099"]) == "206")
+        let wholeBytes = try Data(contentsOf: URL(fileURLWithPath: whole))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: part)) == wholeBytes[100..<1100])
+
+        // A clip across archived segments plays.
+        let clip = run.dir.path + "/clip.mp4"
+        let first = try #require(archived.first), last = try #require(archived.dropFirst(2).first)
+        #expect(run.curl("/api/v1/cameras/cam/clip.mp4?from=\(first.start)&to=\(last.end)", to: clip) == "200")
+        #expect(RecordingInspector.ffprobeProblem(clip) == nil)
+        #expect(try RecordingInspector.decode(clip).sequences.count >= first.frames + 1)
+
+        // The metrics the issue names.
+        let metrics = run.dir.path + "/metrics.txt"
+        #expect(run.curl("/metrics", to: metrics) == "200")
+        let text = (try? String(contentsOfFile: metrics, encoding: .utf8)) ?? ""
+        for name in ["vigil_archive_queue_files", "vigil_archive_queue_bytes", "vigil_archive_uploaded_bytes_total"] {
+            #expect(text.contains(name), "\(name) missing from /metrics")
+        }
+        #expect(run.said().contains("Web page:"))
+        #expect(!run.errors().contains(keys.secretAccessKey), "the secret was printed")
+        try await run.stop()
+
+        // The disk is lost: rebuild-index lists every archived recording again from the bucket.
+        let before = try run.recordings().filter { $0.location != "local" }
+        try FileManager.default.removeItem(atPath: run.data)
+        let rebuilt = VigilBinary.run(["archive", "rebuild-index", "--config", run.config])
+        #expect(rebuilt.status == 0, "\(rebuilt.errorOutput)")
+        #expect(rebuilt.output.contains("restored"), "\(rebuilt.output)")
+        let after = try run.recordings()
+        #expect(Set(after.filter { $0.location == "archive" }.map(\.path)).isSuperset(of: before.map(\.path)),
+                "rebuild-index lost recordings: \(before.count) archived before, \(after.count) listed after")
+        // And a new run plays them from the bucket.
+        try await run.start()
+        let back = try #require(after.first { $0.path == recording.path })
+        let id2 = try #require(try run.apiRecordingID(path: back.path))
+        let again = run.dir.path + "/again.mp4"
+        #expect(run.curl("/api/v1/recordings/\(id2)/file", to: again) == "200")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: again)) == wholeBytes)
+        try await run.stop()
+    }
+
+    /// Keys the bucket refuses: one clear error line, not one per file; the queue backs off
+    /// (a few requests, not one per segment); recording goes on. With the right keys after a
+    /// restart, everything recorded meanwhile reaches the bucket.
+    @Test func refusedKeysAreSaidOnceBackOffAndTheQueueDrainsWithGoodKeys() async throws {
+        let s3 = try await S3TestServer()
+        defer { s3.stop() }
+        let keys = try await s3.enableAuthentication()
+        let proxy = try S3FaultProxy(upstreamPort: s3.port)
+        defer { proxy.stop() }
+        let run = try ArchivedRun(endpoint: proxy.endpointURL, keyID: keys.accessKeyID, secret: "not-the-secret")
+        defer { run.remove() }
+        try await run.start()
+        // The stimulus: 20 s of refused uploads while the camera records a segment a second.
+        try await Task.sleep(for: .seconds(20))
+        let requests = try await proxy.total()
+        let segments = try run.recordings().count
+        let refusals = run.errors().split(separator: "\n").filter { $0.contains("refuses these keys") }
+        print("refused keys: \(requests) request(s) to the bucket in 20 s while \(segments) segments were recorded; \(refusals.count) error line(s)")
+        #expect(refusals.count == 1, "\(run.errors())")
+        #expect(refusals.first?.contains("SignatureDoesNotMatch") ?? false)
+        #expect(requests <= 12, "no backoff: \(requests) requests in 20 s")
+        #expect(segments >= 15, "recording suffered: \(segments) segments")
+        let metrics = run.dir.path + "/metrics.txt"
+        _ = run.curl("/metrics", to: metrics)
+        #expect(((try? String(contentsOfFile: metrics, encoding: .utf8)) ?? "").contains(#"vigil_archive_failures_total{reason="auth"}"#))
+        try await run.stop()
+        #expect(!run.errors().contains("not-the-secret"), "the secret was printed")
+
+        // The right keys: everything recorded so far reaches the bucket.
+        let waiting = try run.recordings().map(\.path)
+        try run.useKeys(id: keys.accessKeyID, secret: keys.secretAccessKey)
+        try await run.start()
+        let drained = await waitUntil(seconds: 90) {
+            let inBucket = Set(((try? await s3.listKeys()) ?? []).map { String($0.dropFirst("site/".count)) })
+            return waiting.allSatisfy(inBucket.contains)
+        }
+        #expect(drained, "the queue did not drain with the right keys: \(run.errors())")
+        try await run.stop()
+    }
+
+    /// The bucket answers 500, then 503 SlowDown, then too slowly: each is retried with backoff,
+    /// counted by its reason, and in the end every file is in the bucket, once.
+    @Test func serverErrorsThrottlingAndSlowAnswersAreRetriedUntilEverythingIsArchived() async throws {
+        let s3 = try await S3TestServer()
+        defer { s3.stop() }
+        let proxy = try S3FaultProxy(upstreamPort: s3.port)
+        defer { proxy.stop() }
+        let run = try ArchivedRun(endpoint: proxy.endpointURL, keyID: s3.keys.accessKeyID, secret: s3.keys.secretAccessKey, extra: "timeout_seconds = 2")
+        defer { run.remove() }
+        try await proxy.set(#"{"fail":3,"status":500,"code":"InternalError"}"#)
+        try await run.start()
+        _ = await waitUntil(seconds: 60) { (try? await proxy.count("put_object", status: 500)) ?? 0 >= 1 }
+        try await proxy.set(#"{"fail":3,"status":503,"code":"SlowDown"}"#)
+        _ = await waitUntil(seconds: 60) { (try? await proxy.count("put_object", status: 503)) ?? 0 >= 1 }
+        // Slower than timeout_seconds: the client gives up and tries again later.
+        try await proxy.set(#"{"delay":4}"#)
+        let timedOut = await waitUntil(seconds: 60) { run.metric(#"vigil_archive_failures_total{reason="timeout"}"#) ?? 0 >= 1 }
+        #expect(timedOut, "no request timed out: \(run.errors())")
+        try await proxy.set(#"{"mode":"pass"}"#)
+        _ = await waitUntil(seconds: 60) { run.metric("vigil_archive_queue_files") ?? .infinity <= 3 }
+        try await run.stop()
+        for reason in ["server", "throttled", "timeout"] {
+            #expect(run.lastMetric(#"vigil_archive_failures_total{reason="\#(reason)"}"#) ?? 0 >= 1, "no \(reason) failure counted")
+        }
+        // Everything recorded is archived once the bucket behaves (a run that only uploads).
+        let sync = VigilBinary.run(["archive", "sync", "--config", run.config])
+        #expect(sync.status == 0, "\(sync.errorOutput)")
+        let inBucket = try await s3.listKeys().filter { $0.hasPrefix("site/cam/") }
+        let recorded = try run.recordings().map { "site/" + $0.path }
+        #expect(Set(inBucket).isSuperset(of: recorded), "missing from the bucket: \(Set(recorded).subtracting(inBucket).sorted().prefix(5))")
+        #expect(inBucket.count == Set(inBucket).count)
+        let status = VigilBinary.run(["archive", "status", "--config", run.config])
+        #expect(status.output.contains("waiting: 0 file(s)"), "\(status.output)")
+    }
+
+    /// kill -9 in the middle of a multipart upload: the next start resumes it, without sending
+    /// again a part the bucket had, and the object is whole (its SHA-256 is the file's).
+    @Test func aMultipartUploadKilledHalfwayResumesWithoutResendingParts() async throws {
+        let s3 = try await S3TestServer()
+        defer { s3.stop() }
+        let keys = try await s3.enableAuthentication()
+        let proxy = try S3FaultProxy(upstreamPort: s3.port)
+        defer { proxy.stop() }
+        let run = try ArchivedRun(endpoint: proxy.endpointURL, keyID: keys.accessKeyID, secret: keys.secretAccessKey, extra: #"part_size = "5MiB""#)
+        defer { run.remove() }
+        // A ~20 MiB recording from yesterday (noise does not compress), adopted by the first start's recovery: four or five parts.
+        let day = Date().addingTimeInterval(-86_400)
+        let name = "cam-" + Self.stamp(day) + ".mp4"
+        let folder = run.data + "/cam/video/" + Self.day(day)
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let big = folder + "/" + name
+        let made = RecordingInspector.run("/usr/bin/ffmpeg", ["-loglevel", "error", "-f", "lavfi", "-i", "testsrc=size=640x480:rate=25,noise=alls=60:allf=t+u", "-t", "4",
+                                                               "-c:v", "libx264", "-preset", "ultrafast", "-qp", "18", "-g", "25", big])
+        try #require(made.status == 0, "\(made.errorOutput)")
+        let size = try #require((try FileManager.default.attributesOfItem(atPath: big)[.size] as? NSNumber)?.intValue)
+        try #require(size > 15 * 1_048_576, "the test file is only \(size) bytes")
+        let parts = (size + 5 * 1_048_576 - 1) / (5 * 1_048_576)
+        let hash = try sha256(big)
+        try await proxy.set(#"{"rate":2097152}"#)
+        try await run.start()
+        let halfway = await waitUntil(seconds: 60) { (try? await proxy.count("upload_part", status: 200)) ?? 0 >= 1 }
+        try #require(halfway, "no part was uploaded: \(run.errors())")
+        await run.kill9()
+        let before = try await proxy.count("upload_part", status: 200)
+        try #require(before < parts, "the upload finished before the kill")
+        try await proxy.set(#"{"mode":"pass"}"#)
+        try await run.start()
+        let key = "site/cam/video/\(Self.day(day))/\(name)"
+        let done = await waitUntil(seconds: 90) { ((try? await s3.listKeys()) ?? []).contains(key) }
+        try #require(done, "the upload did not resume: \(run.errors())")
+        #expect(try await s3.objectSHA256(key) == hash)
+        let after = try await proxy.count("upload_part", status: 200)
+        print("multipart kill -9: \(before) of \(parts) part(s) confirmed before the kill; \(after) part upload(s) answered 200 in all")
+        #expect(after == parts, "parts were sent again: \(after) uploads for \(parts) parts")
+        try await run.stop()
+        let status = VigilBinary.run(["archive", "status", "--config", run.config])
+        #expect(status.output.contains("(0 under way)"), "\(status.output)")
+    }
+
+    /// The bucket unreachable for two minutes: recording goes on without a gap, the queue grows
+    /// (`vigil_archive_queue_files`), and drains once the bucket is back.
+    @Test func twoMinutesWithoutTheBucketCostNoFrameAndTheQueueDrainsAfter() async throws {
+        let s3 = try await S3TestServer()
+        defer { s3.stop() }
+        let proxy = try S3FaultProxy(upstreamPort: s3.port)
+        defer { proxy.stop() }
+        let run = try ArchivedRun(endpoint: proxy.endpointURL, keyID: s3.keys.accessKeyID, secret: s3.keys.secretAccessKey)
+        defer { run.remove() }
+        try await run.start()
+        try await proxy.set(#"{"down":true}"#)
+        try await Task.sleep(for: .seconds(120))
+        let queued = run.metric("vigil_archive_queue_files") ?? 0
+        print("bucket down 120 s: \(queued) file(s) queued")
+        #expect(queued >= 100, "the queue did not grow: \(queued)")
+        try await proxy.set(#"{"down":false}"#)
+        let drained = await waitUntil(seconds: 120) { run.metric("vigil_archive_queue_files") ?? .infinity <= 3 }
+        #expect(drained, "the queue did not drain: \(run.metric("vigil_archive_queue_files") ?? -1) left; \(run.errors())")
+        try await run.stop()
+        #expect(try run.recordingGaps().isEmpty, "recording had gaps while the bucket was down")
+        let frames = try run.recordings().reduce(0) { $0 + $1.frames }
+        #expect(frames >= 10 * 115, "only \(frames) frames in 2 minutes at 10 fps")
+        let lines = run.errors().split(separator: "\n").filter { $0.contains("cannot be reached") }
+        #expect(lines.count == 1, "the outage was not said once: \(lines.count) line(s)")
+        #expect(run.errors().contains("answers again"), "the recovery was not said")
+    }
+
+    static func stamp(_ date: Date) -> String { utc(date, "yyyyMMdd'T'HHmmss'Z'") }
+    static func day(_ date: Date) -> String { utc(date, "yyyy-MM-dd") }
+    private static func utc(_ date: Date, _ format: String) -> String {
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.timeZone = TimeZone(identifier: "UTC")
+        f.dateFormat = format
+        return f.string(from: date)
+    }
+}
+
+/// One `vigil run` with a synthetic camera `cam` (1 s segments, a still every second), its web
+/// server on a free port, and `[archive]` at `endpoint` (`s3://vigil/site`) with keys in a file.
+final class ArchivedRun: @unchecked Sendable {
+    let dir: TemporaryDirectory
+    let config: String
+    let port: Int
+    private var process: Process?
+    private var lastMetrics = ""
+    var data: String { dir.path + "/data" }
+
+    init(endpoint: String, keyID: String, secret: String, extra: String = "", camera: String = "") throws {
+        dir = try TemporaryDirectory("vigil-archive")
+        let free = try Listener()
+        free.close()
+        port = free.port
+        config = dir.path + "/vigil.toml"
+        let credentials = dir.path + "/s3"
+        try "[default]\naws_access_key_id = \(keyID)\naws_secret_access_key = \(secret)\n".write(toFile: credentials, atomically: true, encoding: .utf8)
+        chmod(credentials, 0o600)
+        try """
+            [storage]
+            root = "\(data)"
+
+            [http]
+            listen = "127.0.0.1:\(free.port)"
+
+            [archive]
+            url = "s3://vigil/site"
+            endpoint = "\(endpoint)"
+            credentials_file = "\(credentials)"
+            \(extra)
+
+            \(camera.isEmpty ? syntheticCamera("cam", device: 0) : camera)
+            [[record]]
+            camera = "cam"
+            segment_seconds = 1
+
+            [[timelapse]]
+            camera = "cam"
+            interval_seconds = 1
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+    }
+
+    /// Starts vigil and returns once its web server answers.
+    func start(environment: [String: String] = [:]) async throws {
+        let process = try VigilBinary.start(["run", "--config", config], in: dir.path, environment: environment)
+        self.process = process
+        let probe = dir.path + "/healthz.json"
+        let serving = await waitUntil(seconds: 60) { self.curl("/healthz", to: probe) == "200" }
+        try #require(serving, "vigil did not start serving: \(errors())")
+    }
+
+    func kill9() async {
+        guard let process else { return }
+        kill(process.processIdentifier, SIGKILL)
+        _ = await waitForExit(process, seconds: 30)
+    }
+
+    func stop() async throws {
+        guard let process else { return }
+        if process.isRunning { process.terminate() }
+        let exited = await waitForExit(process, seconds: 60)
+        try #require(exited, "vigil did not stop")
+        #expect(process.terminationStatus == 0, "\(errors())")
+    }
+
+    func said() -> String { (try? String(contentsOfFile: dir.path + "/stdout.txt", encoding: .utf8)) ?? "" }
+    func errors() -> String { (try? String(contentsOfFile: dir.path + "/stderr.txt", encoding: .utf8)) ?? "" }
+
+    struct Recording {
+        let path: String
+        let location: String
+        let frames: Int
+        let start: String
+        let end: String
+    }
+
+    /// `vigil recordings --json` of the camera's segments.
+    func recordings() throws -> [Recording] {
+        let listed = VigilBinary.run(["recordings", "--data", data, "--json"])
+        try #require(listed.status == 0, "\(listed.errorOutput)")
+        let json = try JSONSerialization.jsonObject(with: Data(listed.output.utf8)) as? [String: Any]
+        return ((json?["recordings"] as? [[String: Any]]) ?? []).compactMap { row in
+            guard let path = row["path"] as? String, let location = row["location"] as? String, let frames = row["frames"] as? Int,
+                  let start = row["start"] as? String, let end = row["end"] as? String else { return nil }
+            return Recording(path: path, location: location, frames: frames, start: start, end: end)
+        }
+    }
+
+    /// Uses these keys from now on (the next start).
+    func useKeys(id: String, secret: String) throws {
+        let credentials = dir.path + "/s3"
+        try "[default]\naws_access_key_id = \(id)\naws_secret_access_key = \(secret)\n".write(toFile: credentials, atomically: true, encoding: .utf8)
+        chmod(credentials, 0o600)
+    }
+
+    /// A value of `/metrics` now (`name` with its labels); nil when it is not there.
+    func metric(_ name: String) -> Double? {
+        let file = dir.path + "/metrics.txt"
+        guard curl("/metrics", to: file) == "200" else { return nil }
+        lastMetrics = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
+        return lastMetric(name)
+    }
+
+    /// A value of the last `/metrics` read.
+    func lastMetric(_ name: String) -> Double? {
+        lastMetrics.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") }
+    }
+
+    /// Gaps between the segments the index lists, in seconds.
+    func recordingGaps() throws -> [String] {
+        let listed = VigilBinary.run(["recordings", "--data", data, "--json"])
+        let json = try JSONSerialization.jsonObject(with: Data(listed.output.utf8)) as? [String: Any]
+        return ((json?["gaps"] as? [[String: Any]]) ?? []).map { "\($0)" }
+    }
+
+    /// The index's id of the file at `path` (what the API names it by).
+    func apiRecordingID(path: String) throws -> Int64? {
+        try RecordingIndex(root: data).entry(path: path)?.id
+    }
+
+    /// `curl` to the web server: the status code it got, the body in `file`.
+    func curl(_ path: String, to file: String, headers: [String] = []) -> String {
+        let result = RecordingInspector.run("/usr/bin/curl", ["-sS", "-o", file, "-w", "%{http_code}"] + headers.flatMap { ["-H", $0] }
+            + ["http://127.0.0.1:\(port)\(path)"])
+        return result.output
+    }
+
+    func remove() {
+        if let process, process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+        dir.remove()
+    }
+}
