@@ -113,6 +113,13 @@ let package = Package(
         .target(name: "CaptureTesting", dependencies: ["Capture", "Media", "CV4L2", "S3"], exclude: ["Servers"]),
         // Benchmarks that need the emulated V4L2 device (Scripts/bench-v4l2).
         .executableTarget(name: "vigil-bench", dependencies: ["Capture", "CaptureTesting", "Media", "Recorder"]),
+        .testTarget(name: "S3Tests", dependencies: [
+            "S3", "CaptureTesting",
+            // Fetches presigned URLs as a browser would, without the client under test.
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "NIOCore", package: "swift-nio"),
+        ]),
         .testTarget(name: "RTSPTests", dependencies: ["RTSP", "CheckedMath"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "CaptureTesting"]),
         .testTarget(name: "CaptureTests", dependencies: [

@@ -48,16 +48,24 @@ public final class LoopbackCameraServer: Sendable {
 
     /// A loopback port nobody listens on (bound, then released).
     public static func freePort() -> Int {
+        let (fd, port) = boundLoopbackSocket(listening: false)
+        close(fd)
+        return port
+    }
+
+    /// A TCP socket bound to a free loopback port (and listening when asked), and that port.
+    static func boundLoopbackSocket(listening: Bool) -> (fd: Int32, port: Int) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 ? getsockname(fd, $0, &length) : -1 }
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && (!listening || listen(fd, 8) == 0) ? getsockname(fd, $0, &length) : -1
+            }
         }
-        return Int(UInt16(bigEndian: address.sin_port))
+        return (fd, Int(UInt16(bigEndian: address.sin_port)))
     }
 }
 

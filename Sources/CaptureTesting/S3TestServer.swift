@@ -4,7 +4,9 @@ import Glibc
 import Synchronization
 
 /// A real S3 server for the archive's tests: moto (PyPI `moto[server]`, in the virtual environment
-/// `Scripts/setup --tests` makes) on a free loopback port, with one bucket. Auth is off until
+/// `Scripts/setup --tests` makes) on a free loopback port, with one bucket. Started through
+/// Servers/moto-server.py, which makes moto check signatures against the URL as sent (stock moto
+/// rejects correctly signed keys and prefixes holding `/`, `+`, `$` … once auth is on). Auth is off until
 /// `enableAuthentication()`; moto is killed on `stop()` and when the server goes away.
 public final class S3TestServer: Sendable {
     private let process: Process
@@ -19,7 +21,9 @@ public final class S3TestServer: Sendable {
         return "\(cache)/vigil/moto"
     }
 
-    static let helper = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Servers/s3-moto-helper.py").path
+    static func script(_ name: String) -> String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Servers/\(name)").path
+    }
 
     /// Starts moto and creates `bucket` (unsigned, which moto allows while auth is off).
     public init(bucket: String = "vigil") async throws {
@@ -32,8 +36,9 @@ public final class S3TestServer: Sendable {
         for _ in 0..<3 {
             let port = LoopbackCameraServer.freePort()
             let process = Process()
-            process.executableURL = URL(fileURLWithPath: binary)
-            process.arguments = ["-H", "127.0.0.1", "-p", "\(port)"]
+            // moto_server's own main, with its signature check fixed for encoded keys (moto-server.py).
+            process.executableURL = URL(fileURLWithPath: "\(Self.venv)/bin/python")
+            process.arguments = [Self.script("moto-server.py"), "-H", "127.0.0.1", "-p", "\(port)"]
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()
@@ -105,7 +110,7 @@ public final class S3TestServer: Sendable {
     private static func runHelper(_ arguments: [String]) async -> (status: Int32, output: String, errorOutput: String) {
         await withCheckedContinuation { continuation in
             Thread.detachNewThread {
-                continuation.resume(returning: RecordingInspector.run("\(venv)/bin/python", [helper] + arguments))
+                continuation.resume(returning: RecordingInspector.run("\(venv)/bin/python", [script("s3-moto-helper.py")] + arguments))
             }
         }
     }

@@ -2,10 +2,8 @@ import AsyncHTTPClient
 import CheckedMath
 import Crypto
 import Foundation
-import Logging
 import NIOCore
 import NIOHTTP1
-import NIOPosix
 
 /// What HEAD tells about an object: enough to confirm an upload and to rebuild the index.
 public struct S3ObjectHead: Sendable {
@@ -72,7 +70,8 @@ public final class S3Client: Sendable {
             // S3 objects are stored as sent; decompressing would break checksums and ranges.
             decompression: .disabled)
         configuration.httpVersion = .http1Only
-        http = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
+        // NIO's process-wide loops (MultiThreadedEventLoopGroup.singleton): no threads of its own to shut down.
+        http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }
 
     /// Shuts the HTTP client down; call once, before the client goes away.
@@ -91,6 +90,7 @@ public final class S3Client: Sendable {
         headers.append(("Content-Type", contentType))
         let response = try await send(.PUT, key: key, headers: headers, body: body, payloadHash: Hex.string(sha256), label: label)
         try await expectSuccess(response, label)
+        try await readBody(response, label)
         return try etag(response.headers, label)
     }
 
@@ -112,6 +112,7 @@ public final class S3Client: Sendable {
             .PUT, key: key, query: [("partNumber", String(number)), ("uploadId", uploadID)],
             headers: try checksumHeaders(sha256, label), body: body, payloadHash: Hex.string(sha256), label: label)
         try await expectSuccess(response, label)
+        try await readBody(response, label)
         return try etag(response.headers, label)
     }
 
@@ -135,6 +136,7 @@ public final class S3Client: Sendable {
         let response = try await send(.DELETE, key: key, query: [("uploadId", uploadID)], label: label)
         do {
             try await expectSuccess(response, label)
+            try await readBody(response, label)
         } catch let error where error.code == "NoSuchUpload" {
             return
         }
@@ -142,11 +144,17 @@ public final class S3Client: Sendable {
 
     /// ListParts, every page: what S3 holds of an upload, to resume it after a restart.
     public func listParts(key: String, uploadID: String) async throws(S3Error) -> [S3ListedPart] {
+        try await listParts(key: key, uploadID: uploadID, pageSize: nil)
+    }
+
+    /// ListParts with a chosen page size (tests use small pages to cross page boundaries).
+    func listParts(key: String, uploadID: String, pageSize: Int?) async throws(S3Error) -> [S3ListedPart] {
         let label = describe("GET", key, "parts")
         var parts: [S3ListedPart] = []
         var marker: String?
         for _ in 0..<Self.maxPages {
             var query = [("uploadId", uploadID)]
+            if let pageSize { query.append(("max-parts", String(pageSize))) }
             if let marker { query.append(("part-number-marker", marker)) }
             let root = try await xmlCall(.GET, key: key, query: query, label: label)
             for element in root.children("Part") {
@@ -156,6 +164,7 @@ public final class S3Client: Sendable {
                 }
                 parts.append(S3ListedPart(number: number, etag: etag, size: size))
             }
+            guard parts.count <= 10_000 else { throw malformed("more than 10000 parts listed", label) }
             guard root.value("IsTruncated") == "true" else { return parts }
             guard let next = root.value("NextPartNumberMarker"), !next.isEmpty, next != marker else {
                 throw malformed("a truncated part list without a new NextPartNumberMarker", label)
@@ -180,6 +189,7 @@ public final class S3Client: Sendable {
                 }
                 uploads.append((key, uploadID))
             }
+            guard uploads.count <= Self.maxListedUploads else { throw malformed("more than \(Self.maxListedUploads) uploads listed", label) }
             guard root.value("IsTruncated") == "true" else { return uploads }
             let next = (key: root.value("NextKeyMarker") ?? "", uploadID: root.value("NextUploadIdMarker") ?? "")
             guard !next.key.isEmpty, next.key != markers?.key || next.uploadID != markers?.uploadID else {
@@ -261,6 +271,7 @@ public final class S3Client: Sendable {
         let label = describe("DELETE", key)
         let response = try await send(.DELETE, key: key, label: label)
         try await expectSuccess(response, label)
+        try await readBody(response, label)
     }
 
     /// A GET URL anyone can fetch for `expires` seconds (clamped to S3's 1…604800), for redirects.
@@ -282,14 +293,17 @@ public final class S3Client: Sendable {
     static let metadataPrefix = "x-amz-meta-"
     /// Listings stop here rather than loop on a server that never stops paging (10000 parts need 10).
     static let maxPages = 100_000
+    /// Unfinished uploads kept in memory at most: far more than kill -9 can leave behind.
+    static let maxListedUploads = 1_000_000
 
     private func describe(_ method: String, _ key: String?, _ what: String? = nil) -> String {
         "\(method) \(endpoint.bucket)" + (key.map { "/\($0)" } ?? "") + (what.map { " (\($0))" } ?? "")
     }
 
-    /// Signs and sends one request. Bounded answers get a deadline of the request timeout; bodies
-    /// being uploaded get none (a rate-limited 16 MiB part may take minutes), relying on the read and
-    /// write timeouts to catch a stall.
+    /// Signs and sends one request. Requests without a body get a deadline of the request timeout;
+    /// those with one get none (a rate-limited 16 MiB part may take minutes, and AWS may work on a
+    /// Complete for minutes while it sends whitespace), relying on the read and write timeouts to
+    /// catch a stall.
     private func send(
         _ method: HTTPMethod, key: String?, query: [(name: String, value: String)] = [], headers: [(name: String, value: String)] = [],
         body: ByteBuffer? = nil, payloadHash: String = SigV4Signer.emptyPayloadHash, deadline: NIODeadline? = nil, label: String
@@ -303,7 +317,7 @@ public final class S3Client: Sendable {
         request.method = method
         for (name, value) in signable.headers { request.headers.add(name: name, value: value) }
         if let body { request.body = .bytes(body) }
-        let deadline = deadline ?? (body == nil || method == .POST ? .now() + requestTimeout : .distantFuture)
+        let deadline = deadline ?? (body == nil ? .now() + requestTimeout : .distantFuture)
         do {
             return try await http.execute(request, deadline: deadline)
         } catch {
@@ -341,15 +355,21 @@ public final class S3Client: Sendable {
         throw S3Error(reason: S3Error.reason(status: status, code: code), status: status, code: code, message: message, request: label)
     }
 
-    private func readXML(_ response: HTTPClientResponse, _ label: String) async throws(S3Error) -> S3XMLElement {
-        let buffer: ByteBuffer
+    /// An answer's whole body, bounded. Called on empty answers too: a body read to its end lets
+    /// the connection go back to the pool.
+    @discardableResult
+    private func readBody(_ response: HTTPClientResponse, _ label: String) async throws(S3Error) -> ByteBuffer {
         do {
-            buffer = try await response.body.collect(upTo: S3XML.maxBodyBytes)
+            return try await response.body.collect(upTo: S3XML.maxBodyBytes)
         } catch is NIOTooManyBytesError {
             throw malformed("an answer over \(S3XML.maxBodyBytes) bytes", label)
         } catch {
             throw Self.transportError(error, label)
         }
+    }
+
+    private func readXML(_ response: HTTPClientResponse, _ label: String) async throws(S3Error) -> S3XMLElement {
+        let buffer = try await readBody(response, label)
         do {
             return try S3XML.parse(Array(buffer.readableBytesView))
         } catch {

@@ -43,6 +43,7 @@ public enum S3XML {
     public static func parse(_ bytes: [UInt8]) throws(ParseError) -> S3XMLElement {
         guard bytes.count <= maxBodyBytes else { throw ParseError(description: "XML answer of \(bytes.count) bytes is over \(maxBodyBytes)") }
         guard !bytes.isEmpty else { throw ParseError(description: "empty answer where XML was expected") }
+        if let unsafe = unsafeConstruct(bytes) { throw ParseError(description: "XML answer with \(unsafe), which S3 never sends") }
         let builder = TreeBuilder()
         let parser = XMLParser(data: Data(bytes))
         parser.shouldProcessNamespaces = false
@@ -55,6 +56,34 @@ public enum S3XML {
             throw ParseError(description: "malformed XML answer\(detail)")
         }
         return root
+    }
+
+    /// FoundationXML on Linux (Swift 6.3) crashes on some input: a NULL string for a processing
+    /// instruction without data (`<?pi?>`), DTD notations and unparsed entities, and a trap on an
+    /// element name that is not UTF-8 (found by `hostileBodiesNeverTrap`). S3 answers are UTF-8
+    /// text with only a leading `<?xml version=…?>`, so anything else of these is refused before
+    /// parsing: invalid UTF-8, control characters, any other processing instruction, and any `<!`
+    /// but a comment or CDATA (which also rules out entity expansion).
+    static func unsafeConstruct(_ bytes: [UInt8]) -> String? {
+        guard String(validating: bytes, as: UTF8.self) != nil else { return "bytes that are not UTF-8" }
+        if bytes.contains(where: { $0 < 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }) { return "a control character" }
+        let start = bytes.firstIndex { ![0x20, 0x09, 0x0D, 0x0A, 0xEF, 0xBB, 0xBF].contains($0) } ?? bytes.endIndex
+        var index = bytes.startIndex
+        while let open = bytes[index...].firstIndex(of: UInt8(ascii: "<")) {
+            let rest = bytes[(open + 1)...]
+            if rest.first == UInt8(ascii: "?") {
+                let declaration = Array("?xml".utf8)
+                let isDeclaration = open == start && rest.starts(with: declaration)
+                    && rest.dropFirst(declaration.count).first.map { [0x20, 0x09, 0x0D, 0x0A].contains($0) } == true
+                if !isDeclaration { return "a processing instruction" }
+            } else if rest.first == UInt8(ascii: "!") {
+                guard rest.starts(with: Array("!--".utf8)) || rest.starts(with: Array("![CDATA[".utf8)) else {
+                    return "a document type declaration"
+                }
+            }
+            index = open + 1
+        }
+        return nil
     }
 
     /// `<Error><Code/><Message/></Error>` as (code, message), or nil when `root` is not an error.
