@@ -160,3 +160,17 @@ private final class TreeBuilder: NSObject, XMLParserDelegate {
         parser.abortParsing()
     }
 }
+
+/// A part as CompleteMultipartUpload names it.
+public struct S3CompletedPart: Sendable {
+    public var number: Int
+    public var etag: String
+    /// The part's SHA-256 (32 bytes): S3 checks it and builds the composite checksum from it.
+    public var sha256: [UInt8]
+
+    public init(number: Int, etag: String, sha256: [UInt8]) {
+        self.number = number
+        self.etag = etag
+        self.sha256 = sha256
+    }
+}
