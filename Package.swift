@@ -113,6 +113,9 @@ let package = Package(
         .target(name: "CaptureTesting", dependencies: ["Capture", "Media", "CV4L2", "S3"], exclude: ["Servers"]),
         // Benchmarks that need the emulated V4L2 device (Scripts/bench-v4l2).
         .executableTarget(name: "vigil-bench", dependencies: ["Capture", "CaptureTesting", "Media", "Recorder"]),
+        .testTarget(name: "ArchiveTests", dependencies: [
+            "Archive", "S3", "Recorder", "CaptureTesting", .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "S3Tests", dependencies: [
             "S3", "CaptureTesting",
             // Fetches presigned URLs as a browser would, without the client under test.

@@ -22,7 +22,7 @@ enum ArchiveMetadata {
     }
 
     /// What an object's metadata says; nil when it is not Vigil's or a value is out of range.
-    enum Restored {
+    enum Restored: Equatable {
         case recording(RecordingIndex.Entry)
         case event(camera: String, startNanos: Int64, endNanos: Int64, peakPercent: Double)
     }
