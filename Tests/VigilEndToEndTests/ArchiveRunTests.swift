@@ -60,6 +60,16 @@ func sha256(_ path: String) throws -> String {
         #expect(RecordingInspector.ffprobeProblem(clip) == nil)
         #expect(try RecordingInspector.decode(clip).sequences.count >= first.frames + 1)
 
+        // The web page plays a recording kept only in the bucket (headless Chromium).
+        let report = try BrowserCheck.run("archive_check.py", url: "http://127.0.0.1:\(run.port)", size: "desktop", arguments: ["cam"])
+        BrowserCheck.expect(report, required: ["archive-plays", "archive-no-error", "archive-console"], size: "desktop")
+        let played = report.checks.first { $0.name == "archive-plays" }?.detail ?? ""
+        let parts = played.split(separator: "/")
+        let playedID = parts.firstIndex(of: "recordings").flatMap { parts.index($0, offsetBy: 1, limitedBy: parts.count - 1) }.flatMap { Int64(parts[$0]) }
+        let playedEntry = try playedID.flatMap { try RecordingIndex(root: run.data).entry(id: $0) }
+        print("archive page check: \(played)")
+        #expect(playedEntry?.location == .archive, "the page played \(played), which is \(playedEntry.map { "\($0.location)" } ?? "unknown"), not archive-only")
+
         // The metrics the issue names.
         let metrics = run.dir.path + "/metrics.txt"
         #expect(run.curl("/metrics", to: metrics) == "200")
