@@ -32,6 +32,7 @@ func sha256(_ path: String) throws -> String {
             ((try? await s3.listKeys()) ?? []).filter { $0.hasPrefix("site/cam/video/") }.count >= 4
         }
         try #require(uploaded, "no segments reached the bucket: \(run.errors())")
+        #expect(try await s3.listKeys().contains { $0.hasPrefix("site/cam/stills/") && $0.hasSuffix(".jpg") }, "stills are archived too")
         let archivedOnly = await waitUntil(seconds: 30) { (try? run.recordings().filter { $0.location == "archive" }.count) ?? 0 >= 3 }
         try #require(archivedOnly, "local copies were not deleted after upload (keep_local_days = 0): \(run.errors())")
         let listed = try run.recordings()
@@ -90,6 +91,12 @@ func sha256(_ path: String) throws -> String {
         let after = try run.recordings()
         #expect(Set(after.filter { $0.location == "archive" }.map(\.path)).isSuperset(of: before.map(\.path)),
                 "rebuild-index lost recordings: \(before.count) archived before, \(after.count) listed after")
+        // `vigil export` joins recordings from the bucket.
+        let exported = run.dir.path + "/export.mp4"
+        let export = VigilBinary.run(["export", "--config", run.config, "--camera", "cam", "--from", first.start, "--to", last.end, "-o", exported])
+        #expect(export.status == 0, "\(export.errorOutput)")
+        #expect(RecordingInspector.ffprobeProblem(exported) == nil)
+        #expect(try RecordingInspector.decode(exported).sequences.count >= first.frames + 1)
         // And a new run plays them from the bucket.
         try await run.start()
         let back = try #require(after.first { $0.path == recording.path })
@@ -128,6 +135,32 @@ func sha256(_ path: String) throws -> String {
         #expect((try? Data(contentsOf: URL(fileURLWithPath: part)))?.count == 100)
         #expect(((try? String(contentsOfFile: headers, encoding: .utf8)) ?? "").lowercased().contains("cache-control: no-store"))
         try await run.stop()
+    }
+
+    /// `check-config` lists the bucket once: refused keys are an error at `[archive]`, an endpoint
+    /// that does not answer is a note, and right keys pass; the secret is never printed.
+    @Test func checkConfigTriesTheBucketWithItsKeys() async throws {
+        let s3 = try await S3TestServer()
+        defer { s3.stop() }
+        let keys = try await s3.enableAuthentication()
+        let good = try ArchivedRun(endpoint: s3.endpointURL, keyID: keys.accessKeyID, secret: keys.secretAccessKey)
+        defer { good.remove() }
+        let ok = VigilBinary.run(["check-config", good.config])
+        #expect(ok.status == 0, "\(ok.errorOutput)")
+        #expect(ok.output.contains("archive: s3://vigil/site at \(s3.endpointURL) (us-east-1), keys from \(good.dir.path)/s3"), "\(ok.output)")
+        let bad = try ArchivedRun(endpoint: s3.endpointURL, keyID: keys.accessKeyID, secret: "wrong-secret")
+        defer { bad.remove() }
+        let refused = VigilBinary.run(["check-config", bad.config])
+        #expect(refused.status == 1)
+        #expect(refused.errorOutput.contains("vigil.toml:7: error: the archive s3://vigil/site refuses this check") && refused.errorOutput.contains("SignatureDoesNotMatch"),
+                "\(refused.errorOutput)")
+        #expect(VigilBinary.run(["check-config", "--no-probe", bad.config]).status == 0, "--no-probe does not ask the bucket")
+        let silent = try ArchivedRun(endpoint: "http://127.0.0.1:\(LoopbackCameraServer.freePort())", keyID: "a", secret: "b")
+        defer { silent.remove() }
+        let unreachable = VigilBinary.run(["check-config", "--timeout", "5", silent.config])
+        #expect(unreachable.status == 0, "\(unreachable.errorOutput)")
+        #expect(unreachable.output.contains("note: the archive s3://vigil/site cannot be reached now"), "\(unreachable.output)")
+        for text in [ok.output, ok.errorOutput, refused.output, refused.errorOutput] { #expect(!text.contains(keys.secretAccessKey) && !text.contains("wrong-secret")) }
     }
 
     /// Keys the bucket refuses: one clear error line, not one per file; the queue backs off
