@@ -15,12 +15,20 @@ final class UploadRate: Sendable {
     /// Returns once `bytes` may be sent.
     func take(bytes: Int64) async {
         let now = SystemClocks.monotonicNanos()
-        let cost = bytes.multipliedReportingOverflow(by: 1_000_000_000).overflow ? Int64.max / 4 : bytes * 1_000_000_000 / bytesPerSecond
+        let wait = waitBefore(bytes: bytes, now: now)
+        if wait > 0 { try? await Task.sleep(for: .nanoseconds(wait)) }
+    }
+
+    /// How long `bytes` taken at `now` (monotonic nanoseconds) wait before they may be sent.
+    func waitBefore(bytes: Int64, now: Int64) -> Int64 {
+        // Seconds first, then the remainder: bytes × 10⁹ would overflow beyond 9 GB.
+        let cost = (bytes / bytesPerSecond).multipliedReportingOverflow(by: 1_000_000_000)
+        let nanos = cost.overflow ? Int64.max / 4 : min(Int64.max / 4, cost.partialValue + bytes % bytesPerSecond * 1_000_000_000 / bytesPerSecond)
         let start = paidUntil.withLock { paid -> Int64 in
             let start = max(paid, now)
-            paid = start + cost
+            paid = start.addingReportingOverflow(nanos).overflow ? Int64.max / 2 : start + nanos
             return start
         }
-        if start > now { try? await Task.sleep(for: .nanoseconds(start - now)) }
+        return start - now
     }
 }

@@ -101,3 +101,24 @@ import Testing
         #expect(S3FailureReason.allCases.filter { !$0.isEndpointWide } == [.checksum, .local])
     }
 }
+
+/// `[archive] upload_rate`: what each part waits so that all uploads together keep to the rate.
+@Suite struct UploadRateTests {
+    @Test func partsWaitTheirTurnAtTheRate() {
+        let rate = UploadRate(bytesPerSecond: 1_048_576)
+        let now: Int64 = 5_000_000_000
+        // Three 1 MiB parts at once: the first goes now, the others 1 s and 2 s later.
+        #expect([rate.waitBefore(bytes: 1_048_576, now: now), rate.waitBefore(bytes: 1_048_576, now: now), rate.waitBefore(bytes: 1_048_576, now: now)]
+                == [0, 1_000_000_000, 2_000_000_000])
+        // Long after, nothing is owed.
+        #expect(rate.waitBefore(bytes: 524_288, now: now + 10_000_000_000) == 0)
+        #expect(rate.waitBefore(bytes: 1, now: now + 10_000_000_000) == 500_000_000)
+    }
+
+    @Test func hugeSizesNeverTrap() {
+        let rate = UploadRate(bytesPerSecond: 1024)
+        for bytes in [Int64.max, Int64.max / 2, 9_000_000_000_000] {
+            #expect(rate.waitBefore(bytes: bytes, now: 0) >= 0)
+        }
+    }
+}

@@ -163,6 +163,30 @@ func sha256(_ path: String) throws -> String {
         for text in [ok.output, ok.errorOutput, refused.output, refused.errorOutput] { #expect(!text.contains(keys.secretAccessKey) && !text.contains("wrong-secret")) }
     }
 
+    /// `max_age_days`: archived recordings older than that are deleted from the bucket, and, with
+    /// no local copy left, from the index (looked at every minute).
+    @Test func maxAgeDaysDeletesOldRecordingsFromTheBucket() async throws {
+        let s3 = try await S3TestServer()
+        defer { s3.stop() }
+        // 0.0001 days: 8.6 s.
+        let run = try ArchivedRun(endpoint: s3.endpointURL, keyID: s3.keys.accessKeyID, secret: s3.keys.secretAccessKey,
+                                  extra: "keep_local_days = 0\nmax_age_days = 0.0001")
+        defer { run.remove() }
+        try await run.start()
+        let archived = await waitUntil(seconds: 60) { (try? run.recordings().contains { $0.location == "archive" }) ?? false }
+        try #require(archived, "nothing was archived: \(run.errors())")
+        let oldest = try #require(try run.recordings().first { $0.location == "archive" })
+        let key = "site/" + oldest.path
+        #expect(try await s3.listKeys().contains(key))
+        let deleted = await waitUntil(seconds: 100) {
+            let keys = (try? await s3.listKeys()) ?? [key]
+            return !keys.contains(key) && !((try? run.recordings().map(\.path)) ?? [oldest.path]).contains(oldest.path)
+        }
+        #expect(deleted, "\(oldest.path) is still in the bucket or the index: \(run.errors())")
+        #expect(run.errors().contains("(max_age_days)"), "the deletion was not said")
+        try await run.stop()
+    }
+
     /// Keys the bucket refuses: one clear error line, not one per file; the queue backs off
     /// (a few requests, not one per segment); recording goes on. With the right keys after a
     /// restart, everything recorded meanwhile reaches the bucket.

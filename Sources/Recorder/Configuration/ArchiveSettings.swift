@@ -220,7 +220,7 @@ extension ConfigurationDecoder {
                    fix: "add credentials_file = \"/etc/vigil/s3\" (mode 600, [default] aws_access_key_id = …, aws_secret_access_key = …)")
         }
         let keepLocal = number(&archive, "keep_local_days", in: 0...36_500)
-        let maxAge = number(&archive, "max_age_days", in: 0.01...36_500)
+        let maxAge = number(&archive, "max_age_days", in: 0.0001...36_500)
         var rate: Int?
         if let text = string(&archive, "upload_rate") {
             rate = ArchiveSettings.parseRate(text.value)
