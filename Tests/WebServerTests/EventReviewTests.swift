@@ -329,7 +329,7 @@ import Testing
         defer { dir.remove() }
         let ids = try versionTwoIndex(dir)
         let index = try RecordingIndex(root: dir.path)
-        #expect(try index.userVersion() == 3)
+        #expect(try index.userVersion() == RecordingIndex.schemaVersion)
         #expect(try Self.columns(index).contains("reviewed_ns"))
         let plan = try index.query("EXPLAIN QUERY PLAN SELECT id FROM motion_events ORDER BY start_ns DESC, id DESC LIMIT 5", []) { RecordingIndex.text($0, 3) }
         #expect(plan.contains { $0.contains("motion_events_newest") }, "\(plan)")
@@ -356,7 +356,7 @@ import Testing
             try index.execute("PRAGMA user_version = 2")
         }
         let index = try RecordingIndex(root: dir.path)
-        #expect(try index.userVersion() == 3)
+        #expect(try index.userVersion() == RecordingIndex.schemaVersion)
         #expect(try Self.columns(index).filter { $0 == "reviewed_ns" }.count == 1)
         #expect(try index.motionEvent(id: ids[2])?.reviewedNanos == 7)
     }

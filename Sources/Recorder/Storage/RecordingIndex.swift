@@ -215,7 +215,9 @@ public final class RecordingIndex: Sendable {
         [.addColumn(table: "motion_events", column: "reviewed_ns", definition: "INTEGER"),
          .sql("CREATE INDEX IF NOT EXISTS motion_events_newest ON motion_events (start_ns)")],
         // The archive's queue (`RecordingIndex+Archive`): a row per file copied, or to be copied, to
-        // the bucket, and the parts of a multipart upload that the bucket confirmed.
+        // the bucket, and the parts of a multipart upload that the bucket confirmed. Keyed by path
+        // without a rowid (one b-tree each, not two: every page counts on a small card), and the
+        // files still waiting indexed apart, so the queue is found without reading the archived rows.
         [.sql("""
         CREATE TABLE IF NOT EXISTS archive (
             file TEXT PRIMARY KEY,
@@ -229,8 +231,8 @@ public final class RecordingIndex: Sendable {
             last_error TEXT,
             queued_ns INTEGER NOT NULL,
             archived_ns INTEGER
-        );
-        CREATE INDEX IF NOT EXISTS archive_by_state ON archive (upload_state, queued_ns);
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS archive_waiting ON archive (queued_ns) WHERE upload_state != 'archived';
         CREATE TABLE IF NOT EXISTS archive_parts (
             file TEXT NOT NULL,
             part INTEGER NOT NULL,
@@ -238,7 +240,7 @@ public final class RecordingIndex: Sendable {
             etag TEXT NOT NULL,
             sha256 TEXT NOT NULL,
             PRIMARY KEY (file, part)
-        );
+        ) WITHOUT ROWID;
         """)],
     ]
 
