@@ -234,7 +234,7 @@ public final class ArchiveService: Service, Sendable {
     /// one and keeping its id) are aborted, so the bucket does not keep their parts.
     private func abortOrphanUploads() async {
         do {
-            let known = Set(try await io.run { try self.index.archiveQueue(limit: 100_000) }.compactMap(\.uploadID))
+            let known = Set(try await io.run { try self.index.archiveUploadIDs() })
             // By the prefix without its slash, as `ArchiveRebuild` lists (moto refuses a "/" there).
             for upload in try await client.listMultipartUploads(prefix: settings.prefix)
             where !known.contains(upload.uploadID) && settings.path(for: upload.key) != nil {

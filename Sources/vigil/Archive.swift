@@ -89,23 +89,12 @@ struct ArchiveCommand: AsyncParsableCommand {
 
         func run() async throws {
             let (settings, root, index) = try options.open()
-            let service = ArchiveService(settings: settings, root: root, index: index, storage: nil)
-            do {
-                let result = try await service.sync { files, bytes in
-                    progress("uploaded \(files) file(s), \(RecordingsListing.size(bytes))")
-                }
-                await service.close()
-                progress("")
-                Console.line("Uploaded \(result.files) file(s), \(RecordingsListing.size(result.bytes)) to \(settings.url)"
-                    + (result.left > 0 ? "; \(result.left) file(s) failed and wait (see `vigil archive status`)" : ""))
-                if result.left > 0 { throw ExitCode.failure }
-            } catch let error as ExitCode {
-                throw error
-            } catch {
-                await service.close()
-                Console.error("vigil: archive sync stopped: \(error)\n")
-                throw ExitCode.failure
+            let result = try await withService(ArchiveService(settings: settings, root: root, index: index, storage: nil), doing: "archive sync") {
+                try await $0.sync { files, bytes in progress("uploaded \(files) file(s), \(RecordingsListing.size(bytes))") }
             }
+            Console.line("Uploaded \(result.files) file(s), \(RecordingsListing.size(result.bytes)) to \(settings.url)"
+                + (result.left > 0 ? "; \(result.left) file(s) failed and wait (see `vigil archive status`)" : ""))
+            if result.left > 0 { throw ExitCode.failure }
         }
     }
 
@@ -118,18 +107,26 @@ struct ArchiveCommand: AsyncParsableCommand {
 
         func run() async throws {
             let (settings, _, index) = try options.open()
-            let service = ArchiveService(settings: settings, root: index.root, index: index, storage: nil)
-            do {
-                let summary = try await service.rebuildIndex { listed in progress("listed \(listed) object(s) of \(settings.url)") }
-                await service.close()
-                progress("")
-                Console.line("Rebuilt the index from \(settings.url): \(summary)")
-            } catch {
-                await service.close()
-                Console.error("vigil: rebuild-index stopped: \(error)\n")
-                throw ExitCode.failure
+            let summary = try await withService(ArchiveService(settings: settings, root: index.root, index: index, storage: nil), doing: "rebuild-index") {
+                try await $0.rebuildIndex { listed in progress("listed \(listed) object(s) of \(settings.url)") }
             }
+            Console.line("Rebuilt the index from \(settings.url): \(summary)")
         }
+    }
+}
+
+/// Runs `work` with `service`, closes its connections, ends the progress line; a failure is
+/// said as "vigil: WHAT stopped: …" and exits 1.
+private func withService<T>(_ service: ArchiveService, doing what: String, _ work: (ArchiveService) async throws -> T) async throws -> T {
+    do {
+        let result = try await work(service)
+        await service.close()
+        progress("")
+        return result
+    } catch {
+        await service.close()
+        Console.error("vigil: \(what) stopped: \(error)\n")
+        throw ExitCode.failure
     }
 }
 

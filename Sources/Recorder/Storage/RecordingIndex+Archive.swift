@@ -80,6 +80,11 @@ extension RecordingIndex {
                  [.integer(Int64(limit))], Self.archiveItem)
     }
 
+    /// The multipart uploads the queue owns (others under the prefix are orphans to abort).
+    public func archiveUploadIDs() throws -> [String] {
+        try read("SELECT upload_id FROM archive WHERE upload_state != 'archived' AND upload_id IS NOT NULL", []) { Self.text($0, 0) }
+    }
+
     public func archiveItem(path: String) throws -> ArchiveItem? {
         try read("SELECT \(Self.archiveColumns) FROM archive WHERE file = ?1", [.text(path)], Self.archiveItem).first
     }
