@@ -47,7 +47,10 @@ public final class TestPostgres: Sendable {
         do {
             try Self.handOver(directory)
             let initdb = Self.run(Self.binaries + "/initdb", [
-                "-D", directory + "/data", "-U", user, "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync",
+                // Text sorts by ICU's en-US rules, as in a typical site's database, not by bytes: what
+                // must sort like SQLite's byte order has to say so (COLLATE "C"), and the tests see it.
+                "-D", directory + "/data", "-U", user, "--auth=trust", "-E", "UTF8", "--locale=C",
+                "--locale-provider=icu", "--icu-locale=en-US", "--no-sync",
             ], in: directory)
             guard initdb.status == 0 else { throw TestPostgresError("initdb failed: \(initdb.errorOutput)") }
             var lastError = ""
