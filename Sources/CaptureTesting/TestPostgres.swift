@@ -76,11 +76,11 @@ public final class TestPostgres: Sendable {
         }
     }
 
-    /// Stops the server (fast shutdown) and removes its folder.
+    /// Stops the server (immediate shutdown) and removes its folder.
     public func stop() {
         resume()
         try? lifeline.close()
-        // The holder exits at once; the server, once it has shut down (5 s, then it is killed).
+        // The holder exits at once; the server once it has shut down (5 s at most, then it is killed).
         for _ in 0..<250 where holder.isRunning || kill(serverPID, 0) == 0 { usleep(20_000) }
         if kill(serverPID, 0) == 0 { kill(serverPID, SIGKILL) }
         try? FileManager.default.removeItem(atPath: directory)
@@ -166,7 +166,9 @@ public final class TestPostgres: Sendable {
     }
 
     /// The holding shell: starts postgres in the background, waits for its standard input to
-    /// close, then stops postgres (fast shutdown, and SIGCONT in case a test left it paused).
+    /// close, then stops postgres: immediate shutdown (the tests' data need no checkpoint), and
+    /// SIGCONT in case a test left it paused; connection processes a test left paused do not
+    /// answer SIGQUIT, and postgres kills them 5 s later.
     /// It does not `wait` for postgres: it inherits this process's blocked signals, SIGCHLD among
     /// them, and dash's `wait` would never see the child end; postgres, left to init, is reaped.
     private static func startServer(directory: String, port: Int) throws -> (Process, FileHandle) {
@@ -177,7 +179,7 @@ public final class TestPostgres: Sendable {
         let holder = Process()
         holder.executableURL = URL(fileURLWithPath: "/bin/sh")
         holder.arguments = [
-            "-c", "cd \"$0\" && \"$@\" >>server.log 2>&1 & p=$!; read _; kill -INT $p; kill -CONT $p",
+            "-c", "cd \"$0\" && \"$@\" >>server.log 2>&1 & p=$!; read _; kill -QUIT $p; kill -CONT $p",
             directory, path,
         ] + argv
         let stdin = Pipe()
