@@ -227,7 +227,9 @@ public final class PostgresCatalog: RecordingCatalog {
             WHERE end_ns >= \(sinceNanos) AND state NOT IN ('missing', 'quarantined')
             """) { row -> (Int64, Int64?) in
             let (bytes, first) = try row.decode((Int64, Int64?).self)
-            guard bytes >= 0 else { throw CatalogError.invalidRow("recordings add up to \(bytes) bytes") }
+            guard bytes >= 0, first.map({ $0 >= 0 }) ?? true else {
+                throw CatalogError.invalidRow("recordings add up to \(bytes) bytes from \(first.map(String.init) ?? "no start")")
+            }
             return (bytes, first)
         }
         return rows.first.map { (bytes: $0.0, firstStart: $0.1) } ?? (0, nil)
@@ -289,6 +291,7 @@ public final class PostgresCatalog: RecordingCatalog {
             try row.decode((String, String, String, Int64, Int64, Int64, Int64, String, Int64, Int64, String, Int64).self)
         guard let knownKind = RecordingIndex.Kind(rawValue: kind) else { throw CatalogError.invalidRow("\(path): unknown kind \"\(kind.prefix(40))\"") }
         guard let knownState = RecordingIndex.State(rawValue: state) else { throw CatalogError.invalidRow("\(path): unknown state \"\(state.prefix(40))\"") }
+        guard id > 0 else { throw CatalogError.invalidRow("\(path): id \(id)") }
         guard start >= 0, end >= start else { throw CatalogError.invalidRow("\(path): times \(start)…\(end) are not in order") }
         guard frames >= 0, bytes >= 0 else { throw CatalogError.invalidRow("\(path): \(frames) frames, \(bytes) bytes") }
         guard (0...maxDimension).contains(width), (0...maxDimension).contains(height) else {
@@ -305,7 +308,7 @@ public final class PostgresCatalog: RecordingCatalog {
 
     static func motionEvent(_ row: PostgresRow) throws -> RecordingIndex.MotionEvent {
         let (id, camera, start, end, peak, picture, reviewed) = try row.decode((Int64, String, Int64, Int64?, Double, String?, Int64?).self)
-        guard start >= 0, end.map({ $0 >= start }) ?? true, reviewed.map({ $0 >= 0 }) ?? true else {
+        guard id > 0, start >= 0, end.map({ $0 >= start }) ?? true, reviewed.map({ $0 >= 0 }) ?? true else {
             throw CatalogError.invalidRow("motion event \(id): times \(start)…\(end.map(String.init) ?? "now") (reviewed \(reviewed.map(String.init) ?? "no"))")
         }
         guard peak.isFinite, (0...100).contains(peak) else { throw CatalogError.invalidRow("motion event \(id): peak \(peak) %") }

@@ -136,6 +136,10 @@ import Testing
             try server.psql("DELETE FROM \(schema).recordings; INSERT INTO \(schema).recordings (\(columns)) VALUES (\(values))")
             await #expect(throws: CatalogError.self, "\(why)") { try await Self.io.run { try catalog.all() } }
         }
+        try server.psql("""
+            DELETE FROM \(schema).recordings; INSERT INTO \(schema).recordings (\(columns)) VALUES ('x', 'segment', 'porch', 'p/8', -9, 2, 1, 1, 'h264', 1, 1, 'complete')
+            """)
+        await #expect(throws: CatalogError.self, "a first start before 1970") { try await Self.io.run { try catalog.bytesRecorded(sinceNanos: 0) } }
         try server.psql("DELETE FROM \(schema).recordings")
         try server.psql("INSERT INTO \(schema).motion_events (node, camera, start_ns, end_ns, peak_percent) VALUES ('x', 'porch', 1, 2, 'NaN')")
         await #expect(throws: CatalogError.self, "a peak that is not a number") {
