@@ -14,6 +14,19 @@ extension RecordingIndex {
         public var picture: String?
         /// When someone marked it reviewed on the page (`WallTime` nanoseconds); nil: not reviewed.
         public var reviewedNanos: Int64?
+
+        /// For other back ends of `RecordingCatalog`, which read events from elsewhere.
+        public init(
+            id: Int64, camera: String, startNanos: Int64, endNanos: Int64?, peakPercent: Double, picture: String?, reviewedNanos: Int64?
+        ) {
+            self.id = id
+            self.camera = camera
+            self.startNanos = startNanos
+            self.endNanos = endNanos
+            self.peakPercent = peakPercent
+            self.picture = picture
+            self.reviewedNanos = reviewedNanos
+        }
     }
 
     /// An event began (`motion_start`): listed at once, with no end yet.

@@ -1,0 +1,48 @@
+/// What the page, the API and the commands read and write: one catalogue of recordings and
+/// motion events. `RecordingIndex` (this node's SQLite file) is one back end; the cluster's
+/// PostgreSQL catalogue (`PostgresCatalog`, in the Cluster target) is the other, so the same
+/// contract tests run on both.
+///
+/// Synchronous, because every caller already runs on a `BlockingIO` thread (the storage thread,
+/// the web server's `vigil.http`, the commands). Never call it from Swift's cooperative pool: a
+/// back end may block its thread on the network.
+///
+/// The node-local work stays on the concrete `RecordingIndex` and is not part of this contract:
+/// recovery, retention, the free-space floor, clock shifts and the archive's queue are about
+/// this node's disk, and must neither wait on the network nor see other nodes' rows.
+public protocol RecordingCatalog: Sendable {
+    // MARK: Reads
+
+    /// Entries of any of `kinds` (nil: every kind) that overlap [from, to] (nil: unbounded),
+    /// ordered by start time, then path.
+    func entries(
+        camera: String?, kinds: [RecordingIndex.Kind]?, from: Int64?, to: Int64?, states: [RecordingIndex.State]?
+    ) throws -> [RecordingIndex.Entry]
+    /// The entry with this id (`Entry.id`), if there is one.
+    func entry(id: Int64) throws -> RecordingIndex.Entry?
+    /// Every camera that has a recording, in byte order.
+    func cameras() throws -> [String]
+    /// Bytes of recordings that ended after `sinceNanos`, and the earliest start among them.
+    func bytesRecorded(sinceNanos: Int64) throws -> (bytes: Int64, firstStart: Int64?)
+    /// Events that overlap [from, to] (nil: unbounded), oldest first.
+    func motionEvents(camera: String?, from: Int64?, to: Int64?) throws -> [RecordingIndex.MotionEvent]
+    func motionEvent(id: Int64) throws -> RecordingIndex.MotionEvent?
+    /// At most `limit` events newest first, for review, after `before`.
+    func motionEventsNewestFirst(
+        camera: String?, from: Int64?, to: Int64?, unreviewedOnly: Bool, before: RecordingIndex.MotionEventCursor?, limit: Int
+    ) throws -> [RecordingIndex.MotionEvent]
+
+    // MARK: Writes
+
+    /// Marks an event reviewed (kept from the first time) or not; false when there is no such event.
+    func setMotionEventReviewed(id: Int64, at nanos: Int64?) throws -> Bool
+    /// Adds or replaces the entry for `entry.path`.
+    func put(_ entry: RecordingIndex.Entry) throws
+    func setState(_ state: RecordingIndex.State, path: String) throws
+    func remove(path: String) throws
+    func startMotionEvent(camera: String, startNanos: Int64) throws
+    func endMotionEvent(camera: String, startNanos: Int64, endNanos: Int64, peakPercent: Double, picture: String?) throws
+}
+
+/// The SQLite index already has every method of the contract.
+extension RecordingIndex: RecordingCatalog {}
