@@ -176,6 +176,9 @@ actor RecorderControl: Service {
         if new.archive != configuration.archive {
             logger.warning("[archive] changed: it is read at start, so that takes a restart; uploads go on with the previous settings")
         }
+        if new.cluster != configuration.cluster {
+            logger.warning("[cluster] changed: it is read at start, so that takes a restart; this node goes on with the previous settings")
+        }
         configuration = new
         // Before cameras are added or changed: a new or re-addressed camera is then present.
         network.update(cameras: RecorderService.networkCameras(new))
