@@ -32,6 +32,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         // SHA-256 and HMAC for S3 checksums and Signature Version 4 (BoringSSL's SHA-NI code on Linux).
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        // The cluster catalogue in PostgreSQL (issue 30): pooled connections, bound parameters.
+        // Only the `Cluster` target and its tests build it; its dependencies are already above.
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // C shim over FFmpeg: error macros, AV_NOPTS_VALUE and other things Swift cannot import.
@@ -101,9 +104,18 @@ let package = Package(
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
+        // `[cluster]` (issue 30): the recordings catalogue in PostgreSQL, shared by several nodes.
+        // Recorder stays free of PostgresNIO; this target adapts it.
+        .target(name: "Cluster", dependencies: [
+            "Recorder",
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
         .executableTarget(name: "vigil", dependencies: [
-            "Recorder", "Capture", "Media", "WebServer", "Archive",
+            "Recorder", "Capture", "Media", "WebServer", "Archive", "Cluster",
             .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
@@ -122,6 +134,10 @@ let package = Package(
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "NIOCore", package: "swift-nio"),
+        ]),
+        // The catalogue contract on both back ends (SQLite, and PostgreSQL started by TestPostgres).
+        .testTarget(name: "ClusterTests", dependencies: [
+            "Cluster", "Recorder", "CaptureTesting", .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),
         .testTarget(name: "RTSPTests", dependencies: ["RTSP", "CheckedMath"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "CaptureTesting"]),
