@@ -110,10 +110,12 @@ let package = Package(
             "Recorder",
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .executableTarget(name: "vigil", dependencies: [
-            "Recorder", "Capture", "Media", "WebServer", "Archive",
+            "Recorder", "Capture", "Media", "WebServer", "Archive", "Cluster",
             .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),

@@ -28,7 +28,7 @@ public enum CatalogError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// PostgresNIO's errors print only "Database error" (to keep queries out of logs); this keeps
     /// the server's message and SQLSTATE, which name no value, and says when the connection failed.
-    static func from(_ error: any Error) -> CatalogError {
+    public static func from(_ error: any Error) -> CatalogError {
         if let error = error as? CatalogError { return error }
         if let error = error as? PostgresTransactionError {
             // What failed first: BEGIN, the work inside, or COMMIT (a failed ROLLBACK follows one of those).

@@ -22,12 +22,14 @@ public final class PostgresCatalog: RecordingCatalog {
     private let bridge: PostgresBridge
     private static let logger = Logger(label: "vigil.catalog")
 
-    /// The schema this code writes, the same number as SQLite's (`RecordingIndex.schemaVersion`).
+    /// The schema this code writes. Its own count: steps 1–4 are SQLite's versions 1–4, later ones
+    /// the cluster's own tables (and whatever SQLite's later versions need here).
     public static let schemaVersion = Int32(migrations.count)
 
-    /// Steps n bring the database from version n to n + 1, one per SQLite version: 1 the
+    /// Step n brings the database from version n − 1 to n: 1–4 as SQLite's versions (1 the
     /// recordings, 2 motion events, 3 when an event was reviewed and the newest-first index,
-    /// 4 nothing (SQLite's archive queue is about one node's disk and stays in its SQLite file).
+    /// 4 nothing: SQLite's archive queue is about one node's disk and stays in its SQLite file),
+    /// 5 the nodes.
     /// One statement per string: PostgreSQL prepares each alone. Integers are BIGINT, as SQLite's are.
     static let migrations: [[String]] = [
         ["""
@@ -65,6 +67,17 @@ public final class PostgresCatalog: RecordingCatalog {
         ["ALTER TABLE motion_events ADD COLUMN IF NOT EXISTS reviewed_ns BIGINT",
          "CREATE INDEX IF NOT EXISTS motion_events_newest ON motion_events (start_ns)"],
         [],
+        // 5: the nodes (`NodeRegistry`), each with its heartbeat and the cameras it records.
+        ["""
+        CREATE TABLE IF NOT EXISTS cluster_nodes (
+            node TEXT PRIMARY KEY,
+            incarnation TEXT NOT NULL,
+            url TEXT NOT NULL,
+            started TIMESTAMPTZ NOT NULL,
+            heartbeat TIMESTAMPTZ NOT NULL,
+            cameras TEXT[] NOT NULL DEFAULT '{}'
+        )
+        """],
     ]
 
     /// Any number, the same on every node: nodes starting together migrate one after the other.
@@ -113,7 +126,11 @@ public final class PostgresCatalog: RecordingCatalog {
     /// even with IF NOT EXISTS); returns the version found before.
     @discardableResult
     func migrate() throws -> Int32 {
-        try bridge.wait("migrating the schema") { [client] in
+        try bridge.wait("migrating the schema") { [client] in try await Self.migrate(client) }
+    }
+
+    /// `migrate()` for an async caller with a client of its own (`ClusterService`).
+    public static func migrate(_ client: PostgresClient) async throws -> Int32 {
             try await client.withTransaction(logger: Self.logger) { connection in
                 try await Self.run("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", on: connection)
                 try await Self.run("CREATE TABLE IF NOT EXISTS vigil_schema (version INT NOT NULL)", on: connection)
@@ -135,7 +152,6 @@ public final class PostgresCatalog: RecordingCatalog {
                 }
                 return version
             }
-        }
     }
 
     private static func run(_ query: PostgresQuery, on connection: PostgresConnection) async throws {

@@ -1,4 +1,5 @@
 import Archive
+import Cluster
 import Metrics
 import Prometheus
 import Recorder
@@ -6,7 +7,7 @@ import ServiceLifecycle
 import WebServer
 
 extension RecorderService.Options {
-    /// Adds the archive (`[archive]`) and the web server (`[http]`) to the recorder's services,
+    /// Adds the cluster (`[cluster]`), the archive (`[archive]`) and the web server (`[http]`) to the recorder's services,
     /// with Prometheus metrics: the metrics system is bootstrapped here, once per process
     /// (`vigil run` or `vigil demo`). The archive comes first, so it stops after the web server
     /// that reads archived files through it.
@@ -15,6 +16,11 @@ extension RecorderService.Options {
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         extraServices = { opened in
             var services: [any Service] = []
+            if let cluster = opened.configuration.cluster {
+                services.append(ClusterService(settings: cluster, url: opened.configuration.http.isEnabled ? opened.configuration.http.pageAddress : "") {
+                    await opened.supervisor.status().map(\.cameraID)
+                })
+            }
             var reader: ArchiveReader?
             if let settings = opened.configuration.archive, let storage = opened.storage {
                 let archive = ArchiveService(settings: settings, root: opened.root, index: opened.index, storage: storage)

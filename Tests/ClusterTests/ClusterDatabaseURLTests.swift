@@ -1,4 +1,5 @@
-@testable import Cluster
+import Cluster
+import Recorder
 import Testing
 
 /// `[cluster] database`: the URL's parts, and every way it can be wrong refused with a message

@@ -26,6 +26,8 @@ public struct Configuration: Sendable, Equatable {
     public var http = HTTPSettings()
     /// Object storage that closed recordings are copied to (`[archive]`); nil: none.
     public var archive: ArchiveSettings?
+    /// The nodes' shared catalogue (`[cluster]`); nil: this machine alone, with its SQLite index.
+    public var cluster: ClusterSettings?
 
     /// No file: every camera, continuously, 60 s segments and a still every 60 s.
     public static func builtInDefault(storageRoot: String? = nil) -> Configuration {
@@ -86,6 +88,8 @@ public struct CameraConfig: Sendable, Equatable {
     public var transport: NetworkSource.Transport = .tcp
     /// A network camera's low-resolution second stream, for motion detection (`detect_url`).
     public var detectURL: String?
+    /// `node = "…"`: in a cluster, only that node records the camera (a USB camera plugged into it).
+    public var clusterNode: String?
 
     /// A camera found under the built-in default: recorded continuously in 60 s H.264 segments
     /// plus a still every 60 s, at 1280x720 (or the nearest size) and 15 fps.
@@ -99,7 +103,7 @@ public struct CameraConfig: Sendable, Equatable {
         a.name == b.name && a.match == b.match && a.format == b.format && a.frameRate == b.frameRate && a.rotation == b.rotation
             && a.mirrored == b.mirrored && a.controls == b.controls && a.record == b.record && a.timelapse == b.timelapse
             && a.motion == b.motion && (a.snapshot == nil) == (b.snapshot == nil) && a.transport == b.transport
-            && a.detectURL == b.detectURL
+            && a.detectURL == b.detectURL && a.clusterNode == b.clusterNode
     }
 }
 

@@ -23,13 +23,18 @@ extension ConfigurationDecoder {
             }
         }
         if let mirror = boolean(&r, "mirror") { camera.mirrored = mirror }
+        if let node = string(&r, "node") {
+            if ClusterSettings.isNodeName(node.value) { camera.clusterNode = node.value } else {
+                report(node.line, "node \"\(node.value)\" is not a node name", fix: "use the name of the node it is plugged into: 1–63 of a-z 0-9 . _ -")
+            }
+        }
         if var controls = table(&r, "controls") { decodeControls(&controls, camera: &camera) }
         if var limits = table(&r, "retention") {
             let defaults = CameraRetention(videos: retention.videos, stills: retention.stills)
             retention.cameras[name] = retentionLimits(&limits, defaults: defaults)
             unknown(limits, Self.retentionKeys)
         }
-        unknown(r, ["device", "url", "detect_url", "password_file", "transport", "preset", "size", "pixel_format", "fps", "rotation", "mirror", "controls", "retention"])
+        unknown(r, ["device", "url", "detect_url", "password_file", "transport", "preset", "size", "pixel_format", "fps", "rotation", "mirror", "controls", "retention", "node"])
         return valid ? camera : nil
     }
 

@@ -34,7 +34,7 @@ struct ConfigurationDecoder {
         configuration.sourcePath = path
         configuration.discoversAllCameras = false
         var top = Reader(document, name: "the top level", line: 1)
-        let topKeys = ["storage", "location", "retention", "supervision", "hooks", "cameras", "record", "timelapse", "snapshot", "motion", "http", "archive"]
+        let topKeys = ["storage", "location", "retention", "supervision", "hooks", "cameras", "record", "timelapse", "snapshot", "motion", "http", "archive", "cluster"]
 
         decodeStorage(&top, into: &configuration)
         let hasLocation = decodeLocation(&top, into: &configuration)
@@ -46,7 +46,13 @@ struct ConfigurationDecoder {
         decodeHooks(&top, into: &configuration)
         configuration.http = decodeHTTP(&top)
         configuration.archive = decodeArchive(&top, environment: environment)
+        configuration.cluster = decodeCluster(&top, environment: environment)
         decodeCameras(&top, into: &configuration)
+        if top.table["cluster"] == nil {
+            for camera in configuration.cameras where camera.clusterNode != nil {
+                report(camera.line, "camera \(camera.name) names a node, but there is no [cluster]", fix: "remove node = \"…\", or add [cluster] with the database the nodes share")
+            }
+        }
         decodeJobs(&top, into: &configuration, hasLocation: hasLocation)
         unknown(top, topKeys)
         return configuration

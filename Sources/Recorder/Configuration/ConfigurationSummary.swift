@@ -61,6 +61,12 @@ extension Configuration {
                 + (archive.maxAgeDays.map { "archived files deleted after \(DeviceFormat.rate($0)) days" } ?? "archived files kept for ever")
                 + (archive.uploadBytesPerSecond.map { ", uploads at most \(DeviceFormat.rate(Double($0) * 8 / 1_000_000)) Mbit/s" } ?? ""))
         }
+        if let cluster {
+            let pinned = cameras.filter { $0.clusterNode != nil }.map { "\($0.name) on \($0.clusterNode!)" }
+            lines.append("cluster: node \(cluster.node), database \(cluster.database)" + (cluster.database.isLoopback ? "" : " (TLS)")
+                + ", \(cluster.password?.description ?? "no password"), leases of \(cluster.leaseSeconds) s"
+                + (pinned.isEmpty ? "" : "; pinned: " + pinned.joined(separator: ", ")))
+        }
         return lines.joined(separator: "\n")
     }
 

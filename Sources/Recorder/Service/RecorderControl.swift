@@ -56,7 +56,14 @@ actor RecorderControl: Service {
 
     /// The plans of the cameras in the configuration, plus (built-in default) every camera present.
     func plans(present: [CaptureDevice]) -> [CameraPlan] {
-        (configuration.cameras + discoveredCameras(present)).compactMap { makeJobs($0, reusing: nil)?.plans }.flatMap { $0 }
+        (Self.recordedHere(configuration) + discoveredCameras(present)).compactMap { makeJobs($0, reusing: nil)?.plans }.flatMap { $0 }
+    }
+
+    /// The configured cameras this machine records: in a cluster, a camera pinned to another
+    /// node (`node = "…"`, a USB camera plugged into that one) is left to it.
+    static func recordedHere(_ configuration: Configuration) -> [CameraConfig] {
+        guard let node = configuration.cluster?.node else { return configuration.cameras }
+        return configuration.cameras.filter { $0.clusterNode == nil || $0.clusterNode == node }
     }
 
     func attach(supervisor: Supervisor, storage: StorageKeeper, signals: UnixSignalsSequence?, deviceChanges: AsyncStream<DeviceChange>) {
@@ -176,6 +183,9 @@ actor RecorderControl: Service {
         if new.archive != configuration.archive {
             logger.warning("[archive] changed: it is read at start, so that takes a restart; uploads go on with the previous settings")
         }
+        if new.cluster != configuration.cluster {
+            logger.warning("[cluster] changed: it is read at start, so that takes a restart; this node goes on with the previous settings")
+        }
         configuration = new
         // Before cameras are added or changed: a new or re-addressed camera is then present.
         network.update(cameras: RecorderService.networkCameras(new))
@@ -190,14 +200,15 @@ actor RecorderControl: Service {
             hooks.set(nil)
         }
         var changed: [String] = [], added: [String] = [], removed: [String] = [], refused: [String] = []
-        let names = Set(new.cameras.map(\.name))
+        let cameras = Self.recordedHere(new)
+        let names = Set(cameras.map(\.name))
         for name in jobs.keys where !names.contains(name) && !new.discoversAllCameras {
             jobs[name] = nil
             await supervisor.remove(cameraID: name)
             await supervisor.remove(cameraID: CameraJobs.detectionID(name))
             removed.append(name)
         }
-        for camera in new.cameras {
+        for camera in cameras {
             guard let old = jobs[camera.name] else {
                 if let job = makeJobs(camera, reusing: nil) {
                     for plan in job.plans { await supervisor.add(plan) }

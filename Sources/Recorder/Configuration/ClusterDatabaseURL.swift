@@ -1,5 +1,3 @@
-import PostgresNIO
-
 /// `[cluster] database`: where the catalogue is, as `postgresql://USER@HOST[:PORT]/DATABASE`.
 /// Parsed here because postgres-nio takes its parts, not a URL. A password is refused: a URL is
 /// printed in logs and error messages, so the password comes from `password_file` or the
@@ -24,7 +22,7 @@ public struct ClusterDatabaseURL: Sendable, Equatable, CustomStringConvertible {
         public let description: String
     }
 
-    public init(_ text: String) throws {
+    public init(_ text: String) throws(Invalid) {
         guard text.utf8.count <= Self.maxLength else { throw Self.invalid("is longer than \(Self.maxLength) characters") }
         let rest: Substring
         if text.hasPrefix("postgresql://") {
@@ -61,24 +59,14 @@ public struct ClusterDatabaseURL: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Whether the server is on this machine, where TLS protects nothing.
-    public var isLoopback: Bool {
-        host == "localhost" || host == "::1" || host.hasPrefix("127.")
-    }
-
-    /// postgres-nio's settings for this URL: TLS off on loopback, required elsewhere (a catalogue
-    /// across the network must not be read or changed on the way).
-    public func clientConfiguration(password: String?) -> PostgresClient.Configuration {
-        PostgresClient.Configuration(
-            host: host, port: port, username: user, password: password, database: database,
-            tls: isLoopback ? .disable : .require(.makeClientConfiguration()))
-    }
+    public var isLoopback: Bool { HTTPSettings.isLoopback(host) }
 
     private static func invalid(_ why: String) -> Invalid {
         Invalid(description: "[cluster] database \(why)")
     }
 
     /// A role or database name: letters, digits, `_`, `-`, `.`, at most 63 bytes.
-    private static func name(_ text: Substring, _ what: String) throws -> String {
+    private static func name(_ text: Substring, _ what: String) throws(Invalid) -> String {
         guard !text.isEmpty else { throw invalid("has an empty \(what) name") }
         guard text.utf8.count <= maxNameLength else { throw invalid("has a \(what) name longer than \(maxNameLength) bytes") }
         guard text.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "_-.".contains($0)) }) else {
@@ -87,7 +75,7 @@ public struct ClusterDatabaseURL: Sendable, Equatable, CustomStringConvertible {
         return String(text)
     }
 
-    private static func hostAndPort(_ text: Substring) throws -> (String, Int) {
+    private static func hostAndPort(_ text: Substring) throws(Invalid) -> (String, Int) {
         var host = text
         var portText: Substring?
         if text.hasPrefix("[") {

@@ -1,0 +1,105 @@
+import Foundation
+import Logging
+import PostgresNIO
+import Recorder
+import ServiceLifecycle
+
+/// A node's part in the cluster while `vigil run` runs with `[cluster]`: it brings the shared
+/// database's schema up to date, registers the node under a new incarnation and renews its
+/// heartbeat every third of the lease with the cameras it records. The database being away
+/// never touches recording: the node says so once, keeps recording, and registers again when
+/// the database answers.
+public final class ClusterService: Service, CustomStringConvertible {
+    private let settings: ClusterSettings
+    private let url: String
+    private let cameras: @Sendable () async -> [String]
+    private let incarnation = UUID()
+    private let logger = Logger(label: "vigil.cluster")
+
+    /// `url`: where this node's page answers; `cameras`: what it records now.
+    public init(settings: ClusterSettings, url: String, cameras: @escaping @Sendable () async -> [String]) {
+        self.settings = settings
+        self.url = url
+        self.cameras = cameras
+    }
+
+    public var description: String { "ClusterService(node: \(settings.node), database: \(settings.database))" }
+
+    public func run() async throws {
+        let client = PostgresClient(configuration: settings.clientConfiguration(), backgroundLogger: logger)
+        await withDiscardingTaskGroup { group in
+            group.addTask { await client.run() }
+            await beat(NodeRegistry(client: client), client: client)
+            group.cancelAll()
+        }
+    }
+
+    /// Registers, then renews the heartbeat until the service is stopped (or another process
+    /// took this node's name: two recorders must not share one).
+    private func beat(_ registry: NodeRegistry, client: PostgresClient) async {
+        let interval = Duration.milliseconds(settings.leaseSeconds * 1000 / 3)
+        var registered = false
+        var away: String?
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            do {
+                let held = await cameras()
+                if registered {
+                    let renewed = try await withDeadline(interval, "the heartbeat") { [settings, incarnation] in
+                        try await registry.heartbeat(node: settings.node, incarnation: incarnation, cameras: held)
+                    }
+                    guard renewed else {
+                        logger.error("""
+                            another vigil registered as node \(settings.node) in \(settings.database): \
+                            each node needs its own name ([cluster] node or VIGIL_NODE); this one leaves the cluster and records on
+                            """)
+                        // Returning would end the recorder's service group: wait for its end instead.
+                        try? await gracefulShutdown()
+                        return
+                    }
+                } else {
+                    let version = try await withDeadline(interval * 3, "joining the cluster") { [settings, incarnation, url] in
+                        let version = try await PostgresCatalog.migrate(client)
+                        try await registry.register(node: settings.node, incarnation: incarnation, url: url, cameras: held)
+                        return version
+                    }
+                    registered = true
+                    logger.notice("joined the cluster in \(settings.database) as node \(settings.node) (schema version \(version) found)")
+                }
+                if let was = away {
+                    logger.notice("the cluster database answers again (it was away: \(was))")
+                    away = nil
+                }
+            } catch {
+                let why = "\(CatalogError.from(error))"
+                if away == nil {
+                    logger.warning("the cluster database \(settings.database) is not answering (\(why)): this node keeps recording and tries again every \(interval)")
+                }
+                away = why
+            }
+            try? await Task.sleep(for: interval)
+        }
+    }
+}
+
+extension ClusterDatabaseURL {
+    /// postgres-nio's settings for this URL: TLS off on loopback, required elsewhere (a catalogue
+    /// across the network must not be read or changed on the way).
+    public func clientConfiguration(password: String?) -> PostgresClient.Configuration {
+        PostgresClient.Configuration(
+            host: host, port: port, username: user, password: password, database: database,
+            tls: isLoopback ? .disable : .require(.makeClientConfiguration()))
+    }
+}
+
+extension ClusterSettings {
+    /// The database's client settings for a node's heartbeats and commands: connections that
+    /// give up within the lease's third, so a database that went away is found in time to say it.
+    public func clientConfiguration() -> PostgresClient.Configuration {
+        var configuration = database.clientConfiguration(password: password?.value)
+        configuration.options.connectTimeout = .milliseconds(max(1000, leaseSeconds * 1000 / 3))
+        configuration.options.keepAliveBehavior = .init(frequency: .seconds(5))
+        configuration.options.maximumConnections = 2
+        configuration.options.additionalStartupParameters = [("application_name", "vigil \(node)")]
+        return configuration
+    }
+}
