@@ -103,3 +103,15 @@ extension ClusterSettings {
         return configuration
     }
 }
+
+extension ClusterSettings {
+    /// One connection, for a command: a refused login is an error at once, where a pool would
+    /// keep trying to connect until the deadline.
+    public func connect(timeout: Duration) async throws -> PostgresConnection {
+        var configuration = PostgresConnection.Configuration(
+            host: database.host, port: database.port, username: database.user, password: password?.value, database: database.database,
+            tls: database.isLoopback ? .disable : .require(try .init(configuration: .makeClientConfiguration())))
+        configuration.options.connectTimeout = .seconds(max(1, timeout.components.seconds))
+        return try await PostgresConnection.connect(configuration: configuration, id: 1, logger: Logger(label: "vigil.cluster"))
+    }
+}

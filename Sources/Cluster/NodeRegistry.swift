@@ -44,13 +44,22 @@ public struct NodeRegistry: Sendable {
         return renewed > 0
     }
 
-    /// Every node, by name. Rows are checked: a node name out of shape or an age that is no
-    /// number is refused, not used.
+    /// Every node, by name.
     public func nodes() async throws -> [Node] {
-        let rows = try await client.query("""
+        try await client.withConnection { try await Self.nodes(on: $0) }
+    }
+
+    /// Every node, by name, on one connection (a command's). Rows are checked: a node name out of
+    /// shape or an age that is no number is refused, not used.
+    public static func nodes(on connection: PostgresConnection) async throws -> [Node] {
+        // A database no node has joined yet has no table: no nodes, not an error.
+        for try await exists in try await connection.query("SELECT to_regclass('cluster_nodes') IS NOT NULL", logger: logger).decode(Bool.self) where !exists {
+            return []
+        }
+        let rows = try await connection.query("""
             SELECT node, url, EXTRACT(EPOCH FROM clock_timestamp() - heartbeat)::float8, EXTRACT(EPOCH FROM clock_timestamp() - started)::float8, cameras
             FROM cluster_nodes ORDER BY node LIMIT 10000
-            """, logger: Self.logger)
+            """, logger: logger)
         var nodes: [Node] = []
         for try await (name, url, heartbeat, up, cameras) in rows.decode((String, String, Double, Double, [String]).self) {
             guard ClusterSettings.isNodeName(name), heartbeat.isFinite, up.isFinite, url.utf8.count <= 2048, cameras.count <= 10_000 else {

@@ -1,5 +1,6 @@
 import S3
 import Archive
+import Cluster
 import ArgumentParser
 import Capture
 import Foundation
@@ -21,8 +22,9 @@ struct CheckConfig: AsyncParsableCommand {
             cameras are probed at once, and all within --timeout seconds (resolving names, connecting, \
             every answer, the first pictures). The [archive] bucket is listed once with its keys: keys it \
             refuses, or a bucket or region that is wrong, are errors at [archive]; an endpoint that \
-            cannot be reached now is a note (uploads wait for it). --no-probe skips this, for a check \
-            without the network.
+            cannot be reached now is a note (uploads wait for it). The [cluster] database is asked for \
+            its nodes: a refused login is an error at [cluster], no answer a note. --no-probe skips \
+            this, for a check without the network.
             """
     )
 
@@ -65,6 +67,21 @@ struct CheckConfig: AsyncParsableCommand {
                 problems.append(ConfigurationDiagnostic(path: file, line: archive.line, message: message, fix: fix))
             case .note(let text):
                 notes.append(text)
+            }
+        }
+        if let cluster = configuration.cluster, !noProbe {
+            do {
+                let nodes = try await ClusterCommand.Status.nodes(cluster, timeoutSeconds: Double(timeout))
+                notes.append("cluster: \(cluster.database) answers; \(nodes.count) node(s) registered"
+                    + (nodes.isEmpty ? "" : " (\(nodes.map(\.name).joined(separator: ", ")))"))
+            } catch {
+                switch CatalogError.from(error) {
+                case .refused(let why):
+                    problems.append(ConfigurationDiagnostic(path: file, line: cluster.line, message: "the cluster database \(cluster.database) refuses this check: \(why)",
+                                                            fix: "check database (user, host, database name) and the password (password_file or PGPASSWORD) in [cluster]"))
+                case let other:
+                    notes.append("note: the cluster database \(cluster.database) cannot be reached now (\(other)); nodes keep recording and join when it answers")
+                }
             }
         }
         guard problems.isEmpty else {

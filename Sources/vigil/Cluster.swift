@@ -69,12 +69,14 @@ struct ClusterCommand: AsyncParsableCommand {
             }
         }
 
-        /// Reads the node table with a client of its own, given a few seconds at most.
-        static func nodes(_ settings: ClusterSettings) async throws -> [NodeRegistry.Node] {
-            let client = PostgresClient(configuration: settings.clientConfiguration(), backgroundLogger: Logger(label: "vigil.cluster"))
-            let running = Task { await client.run() }
-            defer { running.cancel() }
-            return try await withDeadline(.seconds(10), "listing the nodes") { try await NodeRegistry(client: client).nodes() }
+        /// Reads the node table with a client of its own, given `timeoutSeconds` at most.
+        static func nodes(_ settings: ClusterSettings, timeoutSeconds: Double = 10) async throws -> [NodeRegistry.Node] {
+            let limit = Duration.milliseconds(Int64(max(1, min(3600, timeoutSeconds)) * 1000))
+            return try await withDeadline(limit, "listing the nodes") {
+                let connection = try await settings.connect(timeout: limit)
+                defer { Task { try? await connection.close() } }
+                return try await NodeRegistry.nodes(on: connection)
+            }
         }
 
         /// "42 s", "3 min", "5 h", "2 d".

@@ -37,6 +37,16 @@ import Testing
             camera = "yard"
             segment_seconds = 1
             """.write(toFile: file, atomically: true, encoding: .utf8)
+        // check-config asks the database: it answers (no node yet); a role it does not know is an error at [cluster].
+        let checked = VigilBinary.run(["check-config", file])
+        #expect(checked.status == 0 && checked.output.contains("cluster: postgresql://\(server.user)@127.0.0.1:\(server.port)/postgres answers; 0 node(s) registered"),
+                "\(checked.output)\(checked.errorOutput)")
+        let wrongUser = dir.path + "/wrong-user.toml"
+        try String(contentsOfFile: file, encoding: .utf8).replacingOccurrences(of: "postgresql://\(server.user)@", with: "postgresql://nobody@")
+            .write(toFile: wrongUser, atomically: true, encoding: .utf8)
+        let refused = VigilBinary.run(["check-config", wrongUser])
+        #expect(refused.status == 1 && refused.errorOutput.contains("wrong-user.toml:3: error: the cluster database") && refused.errorOutput.contains("refuses this check"),
+                "\(refused.output)\(refused.errorOutput)")
         var nodes: [(name: String, dir: String, process: Process)] = []
         defer { for node in nodes where node.process.isRunning { kill(node.process.processIdentifier, SIGKILL) } }
         for name in ["node-a", "node-b"] {
