@@ -34,6 +34,11 @@ struct Run: AsyncParsableCommand {
             max_age_days, upload_rate) every finished file is copied to the bucket, checked by its \
             SHA-256, through a queue kept in the index; local copies go after keep_local_days and \
             archived recordings play from the bucket. See docs/configuration.md and `vigil archive --help`.
+
+            With [cluster] (a PostgreSQL database several nodes share: database, password_file, node, \
+            lease_seconds) the node registers and renews a heartbeat every third of the lease; the \
+            database away never stops recording. VIGIL_NODE names the node. A camera with node = "…" \
+            is recorded by that node only. See `vigil cluster --help`.
             """
     )
 
