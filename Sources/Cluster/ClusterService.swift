@@ -13,13 +13,17 @@ public final class ClusterService: Service, CustomStringConvertible {
     private let settings: ClusterSettings
     private let url: String
     private let cameras: @Sendable () async -> [String]
+    /// The network cameras nodes share by lease (nil: this node takes none).
+    private let leases: CameraLeases?
     private let incarnation = UUID()
     private let logger = Logger(label: "vigil.cluster")
 
-    /// `url`: where this node's page answers; `cameras`: what it records now.
-    public init(settings: ClusterSettings, url: String, cameras: @escaping @Sendable () async -> [String]) {
+    /// `url`: where this node's page answers; `cameras`: what it records now; `leases`: the
+    /// shared network cameras it may take.
+    public init(settings: ClusterSettings, url: String, leases: CameraLeases? = nil, cameras: @escaping @Sendable () async -> [String]) {
         self.settings = settings
         self.url = url
+        self.leases = leases
         self.cameras = cameras
     }
 
@@ -34,13 +38,20 @@ public final class ClusterService: Service, CustomStringConvertible {
         }
     }
 
-    /// Registers, then renews the heartbeat until the service is stopped (or another process
-    /// took this node's name: two recorders must not share one).
+    /// Registers, then renews the heartbeat and runs the lease rounds until the service is
+    /// stopped (or another process took this node's name: two recorders must not share one).
+    /// While the database is away it tries every second, and keeps every camera it has.
     private func beat(_ registry: NodeRegistry, client: PostgresClient) async {
         let interval = Duration.milliseconds(settings.leaseSeconds * 1000 / 3)
+        let keeper = leases.map {
+            LeaseKeeper(table: LeaseTable(client: client, node: settings.node, incarnation: incarnation.uuidString,
+                                          leaseSeconds: Double(settings.leaseSeconds)), cameras: $0)
+        }
         var registered = false
         var away: String?
+        var connectedSince: ContinuousClock.Instant?
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            var wait = interval
             do {
                 let held = await cameras()
                 if registered {
@@ -52,6 +63,7 @@ public final class ClusterService: Service, CustomStringConvertible {
                             another vigil registered as node \(settings.node) in \(settings.database): \
                             each node needs its own name ([cluster] node or VIGIL_NODE); this one leaves the cluster and records on
                             """)
+                        if let keeper { try? await keeper.giveAll() }
                         // Returning would end the recorder's service group: wait for its end instead.
                         try? await gracefulShutdown()
                         return
@@ -69,14 +81,25 @@ public final class ClusterService: Service, CustomStringConvertible {
                     logger.notice("the cluster database answers again (it was away: \(was))")
                     away = nil
                 }
+                let since = connectedSince ?? .now
+                connectedSince = since
+                if let keeper {
+                    wait = try await withDeadline(interval, "the lease round") { try await keeper.round(connectedFor: .now - since) }
+                }
             } catch {
+                connectedSince = nil
+                wait = .seconds(1)
                 let why = "\(CatalogError.from(error))"
                 if away == nil {
                     logger.warning("the cluster database \(settings.database) is not answering (\(why)): this node keeps recording and tries again every \(interval)")
                 }
                 away = why
             }
-            try? await Task.sleep(for: interval)
+            try? await Task.sleep(for: wait)
+        }
+        if let keeper {
+            // Stopped (SIGTERM): the cameras stop here and their leases are freed, so other nodes take them at once.
+            try? await withDeadline(.seconds(5), "giving the leases up") { try await keeper.giveAll() }
         }
     }
 }

@@ -29,7 +29,7 @@ public final class PostgresCatalog: RecordingCatalog {
     /// Step n brings the database from version n − 1 to n: 1–4 as SQLite's versions (1 the
     /// recordings, 2 motion events, 3 when an event was reviewed and the newest-first index,
     /// 4 nothing: SQLite's archive queue is about one node's disk and stays in its SQLite file),
-    /// 5 the nodes.
+    /// 5 the nodes, 6 the leases of shared network cameras.
     /// One statement per string: PostgreSQL prepares each alone. Integers are BIGINT, as SQLite's are.
     static let migrations: [[String]] = [
         ["""
@@ -76,6 +76,16 @@ public final class PostgresCatalog: RecordingCatalog {
             started TIMESTAMPTZ NOT NULL,
             heartbeat TIMESTAMPTZ NOT NULL,
             cameras TEXT[] NOT NULL DEFAULT '{}'
+        )
+        """],
+        // 6: who records each shared network camera (`LeaseTable`).
+        ["""
+        CREATE TABLE IF NOT EXISTS camera_leases (
+            camera TEXT PRIMARY KEY,
+            owner TEXT,
+            incarnation TEXT,
+            epoch BIGINT NOT NULL DEFAULT 0,
+            expires TIMESTAMPTZ
         )
         """],
     ]

@@ -17,7 +17,9 @@ extension RecorderService.Options {
         extraServices = { opened in
             var services: [any Service] = []
             if let cluster = opened.configuration.cluster {
-                services.append(ClusterService(settings: cluster, url: opened.configuration.http.isEnabled ? opened.configuration.http.pageAddress : "") {
+                services.append(ClusterService(
+                    settings: cluster, url: opened.configuration.http.isEnabled ? opened.configuration.http.pageAddress : "", leases: opened.leases
+                ) {
                     await opened.supervisor.status().map(\.cameraID)
                 })
             }

@@ -103,4 +103,106 @@ import Testing
             }
         }
     }
+
+    /// The video files under `dir`, whatever container the camera's codec went into.
+    private func recordings(under dir: String) -> [String] {
+        RecordingInspector.files(under: dir, endingWith: ".mp4") + RecordingInspector.files(under: dir, endingWith: ".mkv")
+    }
+
+    /// `vigil cluster status --json`'s nodes, or nil when it does not answer.
+    private func listedNodes(_ file: String) -> [(name: String, cameras: [String], alive: Bool)]? {
+        let status = VigilBinary.run(["cluster", "status", "--config", file, "--json"])
+        guard status.status == 0, let json = try? JSONSerialization.jsonObject(with: Data(status.output.utf8)) as? [String: Any],
+              let list = json["nodes"] as? [[String: Any]] else { return nil }
+        return list.map { ($0["node"] as? String ?? "", $0["cameras"] as? [String] ?? [], $0["alive"] as? Bool ?? false) }
+    }
+
+    /// Six network cameras shared by three nodes: each recorded by exactly one node, two each;
+    /// a node killed with kill -9 has its cameras recorded again by the others within the
+    /// lease and 5 s; started again, it takes its share back, slowly.
+    @Test func sixNetworkCamerasAreSharedByThreeNodesAndAKilledNodesCamerasMove() async throws {
+        let server = try TestPostgres()
+        defer { server.stop() }
+        let cameras = try (0..<6).map { _ in try LoopbackCameraServer.rtsp(size: "160x120", fps: 10) }
+        defer { for camera in cameras { camera.stop() } }
+        let dir = try TemporaryDirectory("vigil-cluster-leases")
+        defer { dir.remove() }
+        let lease = 4.0
+        let file = dir.path + "/vigil.toml"
+        try ("""
+            [http]
+            listen = ""
+            [cluster]
+            database = "postgresql://\(server.user)@127.0.0.1:\(server.port)/postgres"
+            lease_seconds = \(Int(lease))
+
+            """ + cameras.enumerated().map { i, camera in
+                "[cameras.cam\(i)]\nurl = \"\(camera.url())\"\n[[record]]\ncamera = \"cam\(i)\"\ncodec = \"copy\"\nsegment_seconds = 1\n"
+            }.joined(separator: "\n")).write(toFile: file, atomically: true, encoding: .utf8)
+        var nodes: [String: (dir: String, process: Process)] = [:]
+        defer { for node in nodes.values where node.process.isRunning { kill(node.process.processIdentifier, SIGKILL) } }
+        func start(_ name: String) throws {
+            let home = dir.path + "/" + name
+            try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+            let process = try VigilBinary.start(["run", "--config", file, "--data", home + "/data"], in: home, environment: ["VIGIL_NODE": name])
+            nodes[name] = (home, process)
+        }
+        for name in ["node-a", "node-b", "node-c"] { try start(name) }
+        let all = Set((0..<6).map { "cam\($0)" })
+
+        // Steady state: every camera held by exactly one live node, two each.
+        var listed: [(name: String, cameras: [String], alive: Bool)] = []
+        let shared = await waitUntil(seconds: 90) {
+            listed = listedNodes(file) ?? []
+            let held = listed.filter(\.alive).flatMap(\.cameras)
+            return listed.count == 3 && held.count == 6 && Set(held) == all && listed.allSatisfy { $0.cameras.count == 2 }
+        }
+        try #require(shared, "\(listed)\n\(nodes.values.map { VigilBinary.output(in: $0.dir).suffix(1500) })")
+
+        // kill -9 a node: its cameras are recorded again elsewhere within the lease and 5 s.
+        let victim = "node-a"
+        let moved = Set(listed.first { $0.name == victim }!.cameras)
+        kill(nodes[victim]!.process.processIdentifier, SIGKILL)
+        let killedAt = ContinuousClock.now
+        let movedInTime = await waitUntil(seconds: lease + 5) {
+            let now = listedNodes(file) ?? []
+            let held = Set(now.filter { $0.name != victim && $0.alive }.flatMap(\.cameras))
+            return moved.isSubset(of: held)
+        }
+        let took = ContinuousClock.now - killedAt
+        print("kill -9 of \(victim): its cameras \(moved.sorted()) were held elsewhere after \(took)")
+        #expect(movedInTime, "\(victim)'s cameras \(moved.sorted()) were not taken within \(lease + 5) s: \(listedNodes(file) ?? [])")
+        // And recorded there: a new file of each on a surviving node's disk.
+        let before = Date()
+        let recorded = await waitUntil(seconds: 20) {
+            moved.allSatisfy { camera in
+                ["node-b", "node-c"].contains { name in
+                    recordings(under: nodes[name]!.dir + "/data/\(camera)").contains {
+                        ((try? FileManager.default.attributesOfItem(atPath: $0)[.modificationDate] as? Date) ?? .distantPast) > before
+                    }
+                }
+            }
+        }
+        #expect(recorded, "the moved cameras were not recorded by the surviving nodes")
+
+        // Started again, the node takes its share back, one camera at a time.
+        try start(victim)
+        let rebalanced = await waitUntil(seconds: 90) {
+            let now = listedNodes(file) ?? []
+            let held = now.filter(\.alive).flatMap(\.cameras)
+            return held.count == 6 && Set(held) == all && now.count == 3 && now.allSatisfy { $0.cameras.count == 2 }
+        }
+        #expect(rebalanced, "\(listedNodes(file) ?? [])")
+
+        for (name, node) in nodes where node.process.isRunning {
+            kill(node.process.processIdentifier, SIGTERM)
+            #expect(await waitForExit(node.process, seconds: 30) && node.process.terminationStatus == 0, "\(name)")
+        }
+        // Every file of every node decodes.
+        for node in nodes.values {
+            for path in recordings(under: node.dir + "/data") {
+                #expect(RecordingInspector.ffprobeProblem(path) == nil, "\(path)")
+            }
+        }
+    }
 }

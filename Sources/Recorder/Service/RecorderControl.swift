@@ -34,6 +34,8 @@ actor RecorderControl: Service {
     /// What the control plane listens to while it runs.
     private var signals: UnixSignalsSequence?
     private var deviceChanges: AsyncStream<DeviceChange>?
+    /// In a cluster: the network cameras this node holds the lease of, and so records.
+    private var leased: Set<String> = []
 
     init(
         configuration: Configuration, root: String, configurationPath: String?, rootIsFixed: Bool, events: RecorderEvents,
@@ -56,14 +58,52 @@ actor RecorderControl: Service {
 
     /// The plans of the cameras in the configuration, plus (built-in default) every camera present.
     func plans(present: [CaptureDevice]) -> [CameraPlan] {
-        (Self.recordedHere(configuration) + discoveredCameras(present)).compactMap { makeJobs($0, reusing: nil)?.plans }.flatMap { $0 }
+        (Self.recordedHere(configuration, leased: leased) + discoveredCameras(present)).compactMap { makeJobs($0, reusing: nil)?.plans }.flatMap { $0 }
     }
 
-    /// The configured cameras this machine records: in a cluster, a camera pinned to another
-    /// node (`node = "…"`, a USB camera plugged into that one) is left to it.
-    static func recordedHere(_ configuration: Configuration) -> [CameraConfig] {
-        guard let node = configuration.cluster?.node else { return configuration.cameras }
-        return configuration.cameras.filter { $0.clusterNode == nil || $0.clusterNode == node }
+    /// The configured cameras this machine records. In a cluster, a camera pinned to another
+    /// node (`node = "…"`, a USB camera plugged into that one) is left to it, and a network
+    /// camera pinned to none is recorded by the node that holds its lease.
+    static func recordedHere(_ configuration: Configuration, leased: Set<String>) -> [CameraConfig] {
+        guard configuration.cluster != nil else { return configuration.cameras }
+        return configuration.cameras.filter { camera in
+            leasable(camera, configuration) ? leased.contains(camera.name) : camera.clusterNode.map { $0 == configuration.cluster?.node } ?? true
+        }
+    }
+
+    /// A network camera that no node is pinned to: the cluster's nodes share it by lease.
+    static func leasable(_ camera: CameraConfig, _ configuration: Configuration) -> Bool {
+        guard configuration.cluster != nil, camera.clusterNode == nil, case .url = camera.match else { return false }
+        return true
+    }
+
+    // MARK: - Leases (a cluster's network cameras)
+
+    /// The network cameras of the configuration that nodes share by lease.
+    var leasableCameras: [String] {
+        configuration.cameras.filter { Self.leasable($0, configuration) }.map(\.name)
+    }
+
+    /// Starts recording a network camera whose lease this node now holds; false when the
+    /// configuration no longer shares it.
+    func hold(_ name: String) async -> Bool {
+        guard let camera = configuration.cameras.first(where: { $0.name == name }), Self.leasable(camera, configuration),
+              let supervisor else { return false }
+        leased.insert(name)
+        guard jobs[name] == nil else { return true }
+        if let job = makeJobs(camera, reusing: nil) {
+            for plan in job.plans { await supervisor.add(plan) }
+        }
+        return true
+    }
+
+    /// Stops recording a network camera whose lease this node lost or gave up: its open files
+    /// are finalized before this returns.
+    func release(_ name: String) async {
+        guard leased.remove(name) != nil else { return }
+        jobs[name] = nil
+        await supervisor?.remove(cameraID: name)
+        await supervisor?.remove(cameraID: CameraJobs.detectionID(name))
     }
 
     func attach(supervisor: Supervisor, storage: StorageKeeper, signals: UnixSignalsSequence?, deviceChanges: AsyncStream<DeviceChange>) {
@@ -200,7 +240,7 @@ actor RecorderControl: Service {
             hooks.set(nil)
         }
         var changed: [String] = [], added: [String] = [], removed: [String] = [], refused: [String] = []
-        let cameras = Self.recordedHere(new)
+        let cameras = Self.recordedHere(new, leased: leased)
         let names = Set(cameras.map(\.name))
         for name in jobs.keys where !names.contains(name) && !new.discoversAllCameras {
             jobs[name] = nil

@@ -81,11 +81,14 @@ public final class RecorderService: Sendable {
         public let liveFeeds: LiveFeeds
         /// The storage root's keeper (the archive queues files through it); nil in tests of the web alone.
         public let storage: StorageKeeper?
+        /// The cameras a cluster shares by lease; nil in tests of the web alone.
+        public let leases: CameraLeases?
 
         public init(
             configuration: Configuration, root: String, supervisor: Supervisor, index: RecordingIndex, events: RecorderEvents,
-            liveFeeds: LiveFeeds = LiveFeeds(), storage: StorageKeeper? = nil
+            liveFeeds: LiveFeeds = LiveFeeds(), storage: StorageKeeper? = nil, leases: CameraLeases? = nil
         ) {
+            self.leases = leases
             self.liveFeeds = liveFeeds
             self.storage = storage
             self.configuration = configuration
@@ -223,7 +226,8 @@ public final class RecorderService: Sendable {
         if options.chaos, !synthetic.cameras.isEmpty {
             services.append(.init(service: ChaosService(source: synthetic, watchdogSeconds: configuration.watchdogSeconds)))
         }
-        let opened = Opened(configuration: configuration, root: root, supervisor: supervisor, index: storage.index, events: events, liveFeeds: liveFeeds, storage: storage)
+        let opened = Opened(configuration: configuration, root: root, supervisor: supervisor, index: storage.index, events: events, liveFeeds: liveFeeds, storage: storage,
+                            leases: CameraLeases(control: control))
         services += await options.extraServices(opened).map { .init(service: $0) }
         if let seconds = options.durationSeconds {
             services.append(.init(service: DeadlineService(seconds: seconds), successTerminationBehavior: .gracefullyShutdownGroup))

@@ -1,0 +1,97 @@
+import Logging
+import PostgresNIO
+import Recorder
+
+/// The `camera_leases` table: for each network camera the nodes share, which node records it
+/// (`owner` and its `incarnation`), until when (`expires`, the database server's clock) and how
+/// many times it changed hands (`epoch`, +1 at every take). Every statement decides by the
+/// server's clock and re-checks its condition under the row's lock, so two nodes racing for one
+/// camera cannot both get it.
+struct LeaseTable: Sendable {
+    let client: PostgresClient
+    let node: String
+    let incarnation: String
+    let leaseSeconds: Double
+    private static let logger = Logger(label: "vigil.cluster")
+
+    /// One shared camera as the table has it, seen from this node.
+    struct Row: Sendable, Equatable {
+        var camera: String
+        var owner: String?
+        /// This node, in this process.
+        var isMine: Bool
+        /// This node's name, from an earlier process (restarted after kill -9).
+        var isMineFromBefore: Bool
+        /// Seconds until it expires (negative: expired); 0 when free.
+        var expiresInSeconds: Double
+    }
+
+    /// Renews the leases of `held`; returns those still this node's (the others were taken).
+    func renew(_ held: [String]) async throws -> Set<String> {
+        guard !held.isEmpty else { return [] }
+        var renewed: Set<String> = []
+        let rows = try await client.query("""
+            UPDATE camera_leases SET expires = clock_timestamp() + make_interval(secs => \(leaseSeconds))
+            WHERE owner = \(node) AND incarnation = \(incarnation) AND camera = ANY(\(held)) RETURNING camera
+            """, logger: Self.logger)
+        for try await camera in rows.decode(String.self) { renewed.insert(camera) }
+        return renewed
+    }
+
+    /// Puts a row for each shared camera that has none yet (free).
+    func offer(_ cameras: [String]) async throws {
+        guard !cameras.isEmpty else { return }
+        try await run("INSERT INTO camera_leases (camera) SELECT unnest(\(cameras)::text[]) ON CONFLICT (camera) DO NOTHING")
+    }
+
+    /// The shared cameras' rows, and how many nodes are alive (a heartbeat within a lease).
+    func state(of cameras: [String]) async throws -> (rows: [Row], liveNodes: Int) {
+        var rows: [Row] = []
+        let query = try await client.query("""
+            SELECT camera, owner, COALESCE(owner = \(node) AND incarnation = \(incarnation), false),
+                   COALESCE(owner = \(node) AND incarnation <> \(incarnation), false),
+                   COALESCE(EXTRACT(EPOCH FROM expires - clock_timestamp())::float8, 0)
+            FROM camera_leases WHERE camera = ANY(\(cameras)) ORDER BY camera
+            """, logger: Self.logger)
+        for try await (camera, owner, mine, mineBefore, expiresIn) in query.decode((String, String?, Bool, Bool, Double).self) {
+            guard expiresIn.isFinite, owner.map(ClusterSettings.isNodeName) ?? true else {
+                throw CatalogError.invalidRow("camera_leases: \(camera.prefix(80))")
+            }
+            rows.append(Row(camera: camera, owner: owner, isMine: mine, isMineFromBefore: mineBefore, expiresInSeconds: expiresIn))
+        }
+        var live = 0
+        let count = try await client.query("""
+            SELECT count(*) FROM cluster_nodes WHERE heartbeat > clock_timestamp() - make_interval(secs => \(leaseSeconds))
+            """, logger: Self.logger)
+        for try await n in count.decode(Int64.self) { live = Int(clamping: max(0, n)) }
+        return (rows, live)
+    }
+
+    /// Takes `camera` if it is free, this node's from an earlier process, or (`expired`) a lease
+    /// nobody renewed in time; returns its new epoch, nil when another node has it.
+    func take(_ camera: String, expired: Bool) async throws -> Int64? {
+        let rows = try await client.query("""
+            UPDATE camera_leases SET owner = \(node), incarnation = \(incarnation), epoch = epoch + 1,
+                expires = clock_timestamp() + make_interval(secs => \(leaseSeconds))
+            WHERE camera = \(camera) AND (owner IS NULL OR (owner = \(node) AND incarnation <> \(incarnation))
+                OR (\(expired) AND expires < clock_timestamp()))
+            RETURNING epoch
+            """, logger: Self.logger)
+        var epoch: Int64?
+        for try await value in rows.decode(Int64.self) { epoch = value }
+        return epoch
+    }
+
+    /// Gives `cameras` up (free for any node to take at once).
+    func give(_ cameras: [String]) async throws {
+        guard !cameras.isEmpty else { return }
+        try await run("""
+            UPDATE camera_leases SET owner = NULL, incarnation = NULL, expires = NULL
+            WHERE owner = \(node) AND incarnation = \(incarnation) AND camera = ANY(\(cameras))
+            """)
+    }
+
+    private func run(_ query: PostgresQuery) async throws {
+        for try await _ in try await client.query(query, logger: Self.logger) {}
+    }
+}
