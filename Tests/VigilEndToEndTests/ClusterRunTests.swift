@@ -1,13 +1,14 @@
 import CaptureTesting
 import Foundation
 import Glibc
+import Recorder
 import Testing
 
 /// `[cluster]` as users run it: two `vigil run` processes share one configuration file and one
 /// PostgreSQL (started here), each named by `VIGIL_NODE`; a camera pinned to a node (`node =`)
 /// is recorded by that node only; `vigil cluster status` lists both with their cameras, and says
 /// so (exit 1) when the database is away, while both go on recording.
-@Suite(.serialized, .timeLimit(.minutes(4))) struct ClusterRunTests {
+@Suite(.serialized, .timeLimit(.minutes(8))) struct ClusterRunTests {
     @Test func twoNodesShareOneFileRecordTheirPinnedCamerasAndAreListed() async throws {
         let server = try TestPostgres()
         defer { server.stop() }
@@ -104,31 +105,119 @@ import Testing
         }
     }
 
-    /// The video files under `dir`, whatever container the camera's codec went into.
-    private func recordings(under dir: String) -> [String] {
-        RecordingInspector.files(under: dir, endingWith: ".mp4") + RecordingInspector.files(under: dir, endingWith: ".mkv")
-    }
-
-    /// `vigil cluster status --json`'s nodes, or nil when it does not answer.
-    private func listedNodes(_ file: String) -> [(name: String, cameras: [String], alive: Bool)]? {
-        let status = VigilBinary.run(["cluster", "status", "--config", file, "--json"])
-        guard status.status == 0, let json = try? JSONSerialization.jsonObject(with: Data(status.output.utf8)) as? [String: Any],
-              let list = json["nodes"] as? [[String: Any]] else { return nil }
-        return list.map { ($0["node"] as? String ?? "", $0["cameras"] as? [String] ?? [], $0["alive"] as? Bool ?? false) }
-    }
-
     /// Six network cameras shared by three nodes: each recorded by exactly one node, two each;
     /// a node killed with kill -9 has its cameras recorded again by the others within the
     /// lease and 5 s; started again, it takes its share back, slowly.
     @Test func sixNetworkCamerasAreSharedByThreeNodesAndAKilledNodesCamerasMove() async throws {
-        let server = try TestPostgres()
-        defer { server.stop() }
-        let cameras = try (0..<6).map { _ in try LoopbackCameraServer.rtsp(size: "160x120", fps: 10) }
-        defer { for camera in cameras { camera.stop() } }
-        let dir = try TemporaryDirectory("vigil-cluster-leases")
-        defer { dir.remove() }
-        let lease = 4.0
-        let file = dir.path + "/vigil.toml"
+        let site = try await LeasedSite()
+        defer { site.remove() }
+        let victim = "node-a"
+        let moved = Set(site.listed.first { $0.name == victim }!.cameras)
+        kill(site.nodes[victim]!.process.processIdentifier, SIGKILL)
+        let killedAt = ContinuousClock.now
+        let movedInTime = await waitUntil(seconds: site.lease + 5) { moved.isSubset(of: site.held(except: victim)) }
+        print("kill -9 of \(victim): its cameras \(moved.sorted()) were held elsewhere after \(ContinuousClock.now - killedAt)")
+        #expect(movedInTime, "\(victim)'s cameras \(moved.sorted()) were not taken within \(site.lease + 5) s: \(site.status() ?? [])")
+        // And recorded there: a new file of each on a surviving node's disk.
+        let before = Date()
+        let recorded = await waitUntil(seconds: 20) {
+            moved.allSatisfy { camera in
+                site.nodes.keys.filter { $0 != victim }.contains { name in
+                    site.recordings(of: name, camera: camera).contains {
+                        ((try? FileManager.default.attributesOfItem(atPath: $0)[.modificationDate] as? Date) ?? .distantPast) > before
+                    }
+                }
+            }
+        }
+        #expect(recorded, "the moved cameras were not recorded by the surviving nodes")
+
+        // Started again, the node takes its share back, one camera at a time.
+        try site.start(victim)
+        #expect(await site.waitForTwoEach(seconds: 90), "\(site.status() ?? [])")
+        try await site.stopAll()
+        site.expectEveryFileDecodes()
+    }
+
+    /// A node frozen (SIGSTOP) for 60 s: its cameras move to the others; woken (SIGCONT), it
+    /// stops them as soon as it sees their leases taken, and no camera is written by two nodes
+    /// at once for longer than a lease.
+    @Test func aNodeFrozenForAMinuteLosesItsCamerasAndStopsThemWhenItWakes() async throws {
+        let site = try await LeasedSite()
+        defer { site.remove() }
+        let frozen = "node-b"
+        let moved = Set(site.listed.first { $0.name == frozen }!.cameras)
+        let pid = site.nodes[frozen]!.process.processIdentifier
+        kill(pid, SIGSTOP)
+        #expect(await waitUntil(seconds: site.lease + 5) { moved.isSubset(of: site.held(except: frozen)) }, "\(site.status() ?? [])")
+        try await Task.sleep(for: .seconds(60))
+        kill(pid, SIGCONT)
+        // Woken, it renews, finds the leases taken, and stops those cameras.
+        let stopped = await waitUntil(seconds: site.lease + 5) {
+            let log = VigilBinary.output(in: site.nodes[frozen]!.dir)
+            return moved.allSatisfy { log.contains("\($0) stopped") }
+        }
+        #expect(stopped, "\(VigilBinary.output(in: site.nodes[frozen]!.dir).suffix(3000))")
+        let log = VigilBinary.output(in: site.nodes[frozen]!.dir)
+        for camera in moved {
+            #expect(log.contains("gives up \(camera): another node took its lease"), "\(log.suffix(3000))")
+        }
+        try await site.stopAll()
+        let overlap = try site.longestOverlap()
+        print("SIGSTOP 60 s of \(frozen): longest time two nodes wrote one camera: \(overlap.seconds) s (\(overlap.camera))")
+        #expect(overlap.seconds < site.lease, "\(overlap)")
+        site.expectEveryFileDecodes()
+    }
+
+    /// The database frozen for two minutes: every node keeps its cameras and records on; when
+    /// it answers again, nobody's cameras move.
+    @Test func twoMinutesWithoutTheDatabaseStopNoCameraAndMoveNone() async throws {
+        let site = try await LeasedSite()
+        defer { site.remove() }
+        let holders = Dictionary(uniqueKeysWithValues: site.listed.flatMap { node in node.cameras.map { ($0, node.name) } })
+        site.server.pause()
+        let pausedAt = Date()
+        try await Task.sleep(for: .seconds(120))
+        // Every camera was recorded throughout, by its holder: a file that ended in the last 5 s.
+        for (camera, node) in holders {
+            let recent = site.recordings(of: node, camera: camera).contains {
+                ((try? FileManager.default.attributesOfItem(atPath: $0)[.modificationDate] as? Date) ?? .distantPast) > Date() - 5
+            }
+            #expect(recent, "\(camera) on \(node) is not recording \(Date().timeIntervalSince(pausedAt)) s into the outage")
+        }
+        site.server.resume()
+        // Back: the holders renew first; a few rounds later nothing has moved.
+        #expect(await waitUntil(seconds: 20) { site.status()?.allSatisfy(\.alive) == true && site.status()?.count == 3 })
+        try await Task.sleep(for: .seconds(3 * site.lease))
+        let after = Dictionary(uniqueKeysWithValues: (site.status() ?? []).flatMap { node in node.cameras.map { ($0, node.name) } })
+        #expect(after == holders, "cameras moved after the outage: \(holders) → \(after)")
+        try await site.stopAll()
+        for name in site.nodes.keys {
+            #expect(VigilBinary.output(in: site.nodes[name]!.dir).contains("is not answering"), "\(name) said nothing of the outage")
+        }
+        #expect(try site.longestOverlap().seconds < site.lease)
+        site.expectEveryFileDecodes()
+    }
+}
+
+/// Three `vigil run` nodes sharing six RTSP cameras (gst-rtsp-server, 160x120, copied into 1 s
+/// segments) through a PostgreSQL started here, with 4 s leases; ready once every camera is held
+/// by exactly one node, two each.
+final class LeasedSite: @unchecked Sendable {
+    let server: TestPostgres
+    let cameras: [LoopbackCameraServer]
+    let dir: TemporaryDirectory
+    let lease = 4.0
+    let file: String
+    var nodes: [String: (dir: String, process: Process)] = [:]
+    /// The nodes as `vigil cluster status` last listed them in `init`.
+    private(set) var listed: [(name: String, cameras: [String], alive: Bool)] = []
+    let all = Set((0..<6).map { "cam\($0)" })
+
+    init() async throws {
+        server = try TestPostgres()
+        cameras = try (0..<6).map { _ in try LoopbackCameraServer.rtsp(size: "160x120", fps: 10) }
+        dir = try TemporaryDirectory("vigil-cluster-leases")
+        file = dir.path + "/vigil.toml"
         try ("""
             [http]
             listen = ""
@@ -139,70 +228,89 @@ import Testing
             """ + cameras.enumerated().map { i, camera in
                 "[cameras.cam\(i)]\nurl = \"\(camera.url())\"\n[[record]]\ncamera = \"cam\(i)\"\ncodec = \"copy\"\nsegment_seconds = 1\n"
             }.joined(separator: "\n")).write(toFile: file, atomically: true, encoding: .utf8)
-        var nodes: [String: (dir: String, process: Process)] = [:]
-        defer { for node in nodes.values where node.process.isRunning { kill(node.process.processIdentifier, SIGKILL) } }
-        func start(_ name: String) throws {
-            let home = dir.path + "/" + name
-            try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
-            let process = try VigilBinary.start(["run", "--config", file, "--data", home + "/data"], in: home, environment: ["VIGIL_NODE": name])
-            nodes[name] = (home, process)
-        }
         for name in ["node-a", "node-b", "node-c"] { try start(name) }
-        let all = Set((0..<6).map { "cam\($0)" })
+        let ready = await waitForTwoEach(seconds: 90)
+        listed = status() ?? []
+        try #require(ready, "\(listed)\n\(nodes.values.map { VigilBinary.output(in: $0.dir).suffix(1500) })")
+    }
 
-        // Steady state: every camera held by exactly one live node, two each.
-        var listed: [(name: String, cameras: [String], alive: Bool)] = []
-        let shared = await waitUntil(seconds: 90) {
-            listed = listedNodes(file) ?? []
-            let held = listed.filter(\.alive).flatMap(\.cameras)
-            return listed.count == 3 && held.count == 6 && Set(held) == all && listed.allSatisfy { $0.cameras.count == 2 }
-        }
-        try #require(shared, "\(listed)\n\(nodes.values.map { VigilBinary.output(in: $0.dir).suffix(1500) })")
+    func start(_ name: String) throws {
+        let home = dir.path + "/" + name
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        let process = try VigilBinary.start(["run", "--config", file, "--data", home + "/data"], in: home, environment: ["VIGIL_NODE": name])
+        nodes[name] = (home, process)
+    }
 
-        // kill -9 a node: its cameras are recorded again elsewhere within the lease and 5 s.
-        let victim = "node-a"
-        let moved = Set(listed.first { $0.name == victim }!.cameras)
-        kill(nodes[victim]!.process.processIdentifier, SIGKILL)
-        let killedAt = ContinuousClock.now
-        let movedInTime = await waitUntil(seconds: lease + 5) {
-            let now = listedNodes(file) ?? []
-            let held = Set(now.filter { $0.name != victim && $0.alive }.flatMap(\.cameras))
-            return moved.isSubset(of: held)
+    /// `vigil cluster status --json`'s nodes, or nil when it does not answer.
+    func status() -> [(name: String, cameras: [String], alive: Bool)]? {
+        let status = VigilBinary.run(["cluster", "status", "--config", file, "--json"])
+        guard status.status == 0, let json = try? JSONSerialization.jsonObject(with: Data(status.output.utf8)) as? [String: Any],
+              let list = json["nodes"] as? [[String: Any]] else { return nil }
+        return list.map { ($0["node"] as? String ?? "", $0["cameras"] as? [String] ?? [], $0["alive"] as? Bool ?? false) }
+    }
+
+    /// The cameras the live nodes other than `node` record.
+    func held(except node: String) -> Set<String> {
+        Set((status() ?? []).filter { $0.name != node && $0.alive }.flatMap(\.cameras))
+    }
+
+    /// Until every camera is held by exactly one live node of three, two each.
+    func waitForTwoEach(seconds: Double) async -> Bool {
+        await waitUntil(seconds: seconds) {
+            let now = self.status() ?? []
+            let held = now.filter(\.alive).flatMap(\.cameras)
+            return now.count == 3 && held.count == 6 && Set(held) == self.all && now.allSatisfy { $0.cameras.count == 2 }
         }
-        let took = ContinuousClock.now - killedAt
-        print("kill -9 of \(victim): its cameras \(moved.sorted()) were held elsewhere after \(took)")
-        #expect(movedInTime, "\(victim)'s cameras \(moved.sorted()) were not taken within \(lease + 5) s: \(listedNodes(file) ?? [])")
-        // And recorded there: a new file of each on a surviving node's disk.
-        let before = Date()
-        let recorded = await waitUntil(seconds: 20) {
-            moved.allSatisfy { camera in
-                ["node-b", "node-c"].contains { name in
-                    recordings(under: nodes[name]!.dir + "/data/\(camera)").contains {
-                        ((try? FileManager.default.attributesOfItem(atPath: $0)[.modificationDate] as? Date) ?? .distantPast) > before
-                    }
+    }
+
+    /// The video files of `camera` on `node`'s disk.
+    func recordings(of node: String, camera: String) -> [String] {
+        let dir = nodes[node]!.dir + "/data/\(camera)"
+        return RecordingInspector.files(under: dir, endingWith: ".mp4") + RecordingInspector.files(under: dir, endingWith: ".mkv")
+    }
+
+    /// SIGTERM to every node still running: each exits 0.
+    func stopAll() async throws {
+        for (name, node) in nodes where node.process.isRunning {
+            kill(node.process.processIdentifier, SIGTERM)
+            #expect(await waitForExit(node.process, seconds: 30) && node.process.terminationStatus == 0, "\(name): \(VigilBinary.output(in: node.dir).suffix(2000))")
+        }
+    }
+
+    /// The longest stretch in which two nodes both wrote one camera, from the nodes' own indexes
+    /// (each file's first to last frame).
+    func longestOverlap() throws -> (seconds: Double, camera: String) {
+        var longest = (seconds: 0.0, camera: "")
+        var spans: [String: [(node: String, from: Int64, to: Int64)]] = [:]
+        for (name, node) in nodes {
+            for entry in try RecordingIndex(root: node.dir + "/data").entries(kind: .segment) {
+                spans[entry.camera, default: []].append((name, entry.startNanos, entry.endNanos))
+            }
+        }
+        for (camera, list) in spans {
+            for a in list {
+                for b in list where b.node > a.node {
+                    let shared = Double(min(a.to, b.to) - max(a.from, b.from)) / 1e9
+                    if shared > longest.seconds { longest = (shared, camera) }
                 }
             }
         }
-        #expect(recorded, "the moved cameras were not recorded by the surviving nodes")
+        return longest
+    }
 
-        // Started again, the node takes its share back, one camera at a time.
-        try start(victim)
-        let rebalanced = await waitUntil(seconds: 90) {
-            let now = listedNodes(file) ?? []
-            let held = now.filter(\.alive).flatMap(\.cameras)
-            return held.count == 6 && Set(held) == all && now.count == 3 && now.allSatisfy { $0.cameras.count == 2 }
-        }
-        #expect(rebalanced, "\(listedNodes(file) ?? [])")
-
-        for (name, node) in nodes where node.process.isRunning {
-            kill(node.process.processIdentifier, SIGTERM)
-            #expect(await waitForExit(node.process, seconds: 30) && node.process.terminationStatus == 0, "\(name)")
-        }
-        // Every file of every node decodes.
+    func expectEveryFileDecodes() {
         for node in nodes.values {
-            for path in recordings(under: node.dir + "/data") {
+            let dir = node.dir + "/data"
+            for path in RecordingInspector.files(under: dir, endingWith: ".mp4") + RecordingInspector.files(under: dir, endingWith: ".mkv") {
                 #expect(RecordingInspector.ffprobeProblem(path) == nil, "\(path)")
             }
         }
+    }
+
+    func remove() {
+        for node in nodes.values where node.process.isRunning { kill(node.process.processIdentifier, SIGKILL) }
+        for camera in cameras { camera.stop() }
+        server.stop()
+        dir.remove()
     }
 }
