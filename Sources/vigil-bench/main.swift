@@ -5,6 +5,7 @@ import Media
 //   vigil-bench passthrough [SECONDS=60] [CAMERAS=1] [yuyv]   (Scripts/bench-v4l2)
 //   vigil-bench reattach [REPLUGS=25]                   (Scripts/bench-reattach)
 //   vigil-bench index [SEGMENTS=10000]                  (Scripts/bench-index)
+//   vigil-bench index-scale [--cameras 64] [--days 30]  (Scripts/bench-index --cameras …)
 //   vigil-bench soak-analyze ROOT KILLS FPS              (Scripts/soak-chaos)
 
 MediaLibrary.setQuiet()
@@ -20,10 +21,12 @@ do {
         try await reattachBenchmark(replugs: arguments.count > 1 ? Int(arguments[1]) ?? 25 : 25)
     case "index":
         try indexBenchmark(count: arguments.count > 1 ? Int(arguments[1]) ?? 10_000 : 10_000)
+    case "index-scale":
+        try indexScaleBenchmark(IndexScaleOptions(arguments: Array(arguments.dropFirst())))
     case "soak-analyze" where arguments.count == 4:
         if try !soakAnalysis(root: arguments[1], killsFile: arguments[2], framesPerSecond: Double(arguments[3]) ?? 15) { exit(1) }
     default:
-        FileHandle.standardError.write(Data("usage: vigil-bench passthrough [SECONDS] [CAMERAS] [yuyv] | reattach [REPLUGS] | index [SEGMENTS] | soak-analyze ROOT KILLS FPS\n".utf8))
+        FileHandle.standardError.write(Data("usage: vigil-bench passthrough [SECONDS] [CAMERAS] [yuyv] | reattach [REPLUGS] | index [SEGMENTS] | \(IndexScaleOptions.usage) | soak-analyze ROOT KILLS FPS\n".utf8))
         exit(2)
     }
 } catch {

@@ -1,5 +1,6 @@
 internal import CSQLite
 import Capture
+import CheckedMath
 import Foundation
 import Synchronization
 import SystemPackage
@@ -85,7 +86,7 @@ public final class RecordingIndex: Sendable {
 
     /// The schema this code writes; `PRAGMA user_version` of the file. 0 is a file from before
     /// versioning (the same tables as version 1) or a new one.
-    public static let schemaVersion: Int32 = 4
+    public static let schemaVersion: Int32 = 5
 
     public let root: String
     /// The file, or nil for an index kept in memory (when the file cannot be used).
@@ -180,7 +181,9 @@ public final class RecordingIndex: Sendable {
     /// recordings; `migrations[1]` adds motion events; `migrations[2]` when an event was marked
     /// reviewed on the page, NULL while it is not, and the index that lists events newest first
     /// across cameras: without it each page of the review listing sorted the whole table,
-    /// 88 ms for 100,000 events, 0.1 ms with it; `migrations[3]` the archive's queue).
+    /// 88 ms for 100,000 events, 0.1 ms with it; `migrations[3]` the archive's queue;
+    /// `migrations[4]` the longest recording of each camera and kind, which bounds a listing's
+    /// walk (`entries`)).
     private static let migrations: [[Migration]] = [
         [.sql("""
         CREATE TABLE IF NOT EXISTS recordings (
@@ -242,7 +245,42 @@ public final class RecordingIndex: Sendable {
             PRIMARY KEY (file, part)
         ) WITHOUT ROWID;
         """)],
+        // The longest recording (end_ns − start_ns, at least 0) each camera and kind ever had,
+        // kept by triggers on every write, filled once from the rows already there. It only grows:
+        // a deleted recording leaves it as it was, which is still a bound. A length that is not
+        // an exact integer (times that were not, or a difference past 64 bits) is stored as a
+        // REAL, which `entries` takes as "no bound".
+        [.sql("""
+        CREATE TABLE IF NOT EXISTS recording_spans (
+            camera TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            longest_ns NOT NULL,
+            PRIMARY KEY (camera, kind)
+        ) WITHOUT ROWID;
+        INSERT INTO recording_spans (camera, kind, longest_ns)
+            SELECT camera, kind, MAX(\(span("recordings"))) FROM recordings WHERE true GROUP BY camera, kind
+            \(spanUpsert);
+        CREATE TRIGGER IF NOT EXISTS recording_spans_insert AFTER INSERT ON recordings \(spanGrows) BEGIN
+            INSERT INTO recording_spans (camera, kind, longest_ns) VALUES (new.camera, new.kind, \(span("new"))) \(spanUpsert);
+        END;
+        CREATE TRIGGER IF NOT EXISTS recording_spans_update AFTER UPDATE OF camera, kind, start_ns, end_ns ON recordings \(spanGrows) BEGIN
+            INSERT INTO recording_spans (camera, kind, longest_ns) VALUES (new.camera, new.kind, \(span("new"))) \(spanUpsert);
+        END;
+        """)],
     ]
+
+    /// The length of `row`'s recording for `recording_spans`: exact when both times are integers
+    /// (a difference past 64 bits becomes a REAL by itself), else a REAL above any length.
+    private static func span(_ row: String) -> String {
+        "CASE WHEN typeof(\(row).start_ns) = 'integer' AND typeof(\(row).end_ns) = 'integer' THEN MAX(0, \(row).end_ns - \(row).start_ns) ELSE 1e300 END"
+    }
+    /// A trigger writes only when the row is longer than its camera and kind's longest so far:
+    /// nearly every segment is as long as the last, and a read of the small table is cheaper
+    /// than a write to it.
+    private static let spanGrows = """
+        WHEN NOT EXISTS (SELECT 1 FROM recording_spans WHERE camera = new.camera AND kind = new.kind AND longest_ns >= \(span("new")))
+        """
+    private static let spanUpsert = "ON CONFLICT (camera, kind) DO UPDATE SET longest_ns = MAX(longest_ns, excluded.longest_ns)"
 
     /// Reads every page of the file (SQLite's `quick_check`): a damaged file is found at start,
     /// not halfway through a recording.
@@ -320,15 +358,66 @@ public final class RecordingIndex: Sendable {
 
     /// Entries of any of `kinds` (nil: every kind), ordered by start time.
     public func entries(camera: String? = nil, kinds: [Kind]?, from: Int64? = nil, to: Int64? = nil, states: [State]? = nil) throws -> [Entry] {
-        var sql = "SELECT \(Self.entryColumns) FROM \(Self.entryTables) WHERE 1"
+        try readTogether { c in
+            let longest = from == nil ? [:] : try Self.longestSpans(c, camera: camera)
+            let query = Self.entriesQuery(camera: camera, kinds: kinds, from: from, to: to, states: states, longest: longest)
+            return try c.rows(query.sql, query.values, Self.entry)
+        }
+    }
+
+    /// The `entries` statement. An entry overlaps [from, to] when it ends at or after `from` and
+    /// starts at or before `to`; `recordings_by_time` (camera, kind, start_ns) bounds only the
+    /// second, so alone it walks every row of the camera since its first (525,000 a year of
+    /// 1-minute segments, for a day's 1,440). No recording of a kind is longer than
+    /// `longest[kind]`, so one that ends at or after `from` starts at or after `from − longest`:
+    /// that bound, per kind, gives the walk both ends and leaves the rows as they were. A kind
+    /// with no exact bound (none recorded, a length past 64 bits, `from − longest` past 64 bits)
+    /// is walked from its first row, as before. Several kinds are one SELECT each, joined by
+    /// UNION ALL: SQLite's planner, without statistics, walks the whole camera for an OR of
+    /// three kinds' ranges.
+    static func entriesQuery(camera: String?, kinds: [Kind]?, from: Int64?, to: Int64?, states: [State]?, longest: [String: Int64]) -> (sql: String, values: [SQLiteValue]) {
         var values: [SQLiteValue] = []
-        if let camera { values.append(.text(camera)); sql += " AND recordings.camera = ?\(values.count)" }
-        if let kinds { sql += " AND recordings.kind IN (" + kinds.map { "'\($0.rawValue)'" }.joined(separator: ",") + ")" }
-        if let from { values.append(.integer(from)); sql += " AND recordings.end_ns >= ?\(values.count)" }
-        if let to { values.append(.integer(to)); sql += " AND recordings.start_ns <= ?\(values.count)" }
-        if let states { sql += " AND recordings.state IN (" + states.map { "'\($0.rawValue)'" }.joined(separator: ",") + ")" }
-        sql += " ORDER BY recordings.start_ns, recordings.path"
-        return try read(sql, values, Self.entry)
+        func parameter(_ value: SQLiteValue) -> String {
+            values.append(value)
+            return "?\(values.count)"
+        }
+        func bound(_ kind: String) -> String {
+            guard let from, let length = longest[kind], let start = from.subtracting(length) else { return "" }
+            return " AND recordings.start_ns >= \(parameter(.integer(start)))"
+        }
+        var filters = ""
+        if let camera { filters += " AND recordings.camera = \(parameter(.text(camera)))" }
+        if let from { filters += " AND recordings.end_ns >= \(parameter(.integer(from)))" }
+        if let to { filters += " AND recordings.start_ns <= \(parameter(.integer(to)))" }
+        if let states { filters += " AND recordings.state IN (" + states.map { "'\($0.rawValue)'" }.joined(separator: ",") + ")" }
+        let select = "SELECT \(entryColumns) FROM \(entryTables) WHERE 1"
+        guard from != nil, let kinds, !kinds.isEmpty else {
+            let kindFilter = kinds.map { " AND recordings.kind IN (" + $0.map { "'\($0.rawValue)'" }.joined(separator: ",") + ")" } ?? bound(anyKind)
+            return (select + kindFilter + filters + " ORDER BY recordings.start_ns, recordings.path", values)
+        }
+        var seen = Set<Kind>()
+        let parts = kinds.filter { seen.insert($0).inserted }.map { select + " AND recordings.kind = '\($0.rawValue)'" + bound($0.rawValue) + filters }
+        // A compound SELECT is ordered by its result columns' names.
+        return (parts.joined(separator: " UNION ALL ") + (parts.count == 1 ? " ORDER BY recordings.start_ns, recordings.path" : " ORDER BY start_ns, path"), values)
+    }
+
+    /// The key of `longestSpans` that holds the longest recording of any kind.
+    static let anyKind = "*"
+
+    /// The longest recording of each kind of `camera` (nil: of any camera), from
+    /// `recording_spans`, and under `anyKind` the longest of all; only exact lengths are given,
+    /// so a kind missing here has no bound.
+    static func longestSpans(_ c: SQLiteConnection, camera: String?) throws -> [String: Int64] {
+        let rows = try c.rows(
+            "SELECT kind, MAX(longest_ns) FROM recording_spans WHERE ?1 IS NULL OR camera = ?1 GROUP BY kind",
+            [camera.map { .text($0) } ?? .null]
+        ) { s in
+            (text(s, 0), sqlite3_column_type(s, 1) == SQLITE_INTEGER ? sqlite3_column_int64(s, 1) : nil)
+        }
+        var longest: [String: Int64] = [:]
+        for case let (kind, length?) in rows { longest[kind] = length }
+        if longest.count == rows.count, let most = longest.values.max() { longest[anyKind] = most }
+        return longest
     }
 
     /// The entry with this id (`Entry.id`), if there is one.
@@ -400,11 +489,28 @@ public final class RecordingIndex: Sendable {
 
     /// A listing, on a read-only connection of its own: it sees what was committed when it began.
     func read<T: Sendable>(_ sql: String, _ values: [SQLiteValue], _ row: @Sendable (OpaquePointer) -> T) throws -> [T] {
-        guard let path else { return try query(sql, values, row) }
+        try withReader { try $0.rows(sql, values, row) }
+    }
+
+    /// Statements that must see the same committed state (a bound read, then the rows it
+    /// bounds): one read transaction on a read-only connection. An index in memory has only its
+    /// one connection, held under the lock meanwhile (it may be inside a writer's transaction,
+    /// which it cannot nest).
+    func readTogether<T: Sendable>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        guard path != nil else { return try writer.withLock { try body($0) } }
+        return try withReader { c in
+            _ = try c.rows("BEGIN", []) { _ in () }
+            defer { _ = try? c.rows("COMMIT", []) { _ in () } }
+            return try body(c)
+        }
+    }
+
+    private func withReader<T: Sendable>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        guard let path else { return try writer.withLock { try body($0) } }
         let reader = try readers.withLock { $0.popLast() } ?? ReaderSlot(path: path)
-        let rows = try reader.connection.withLock { try $0.rows(sql, values, row) }
+        let result = try reader.connection.withLock { try body($0) }
         readers.withLock { if $0.count < Self.idleReaders { $0.append(reader) } }
-        return rows
+        return result
     }
 
     static func text(_ s: OpaquePointer, _ column: Int32) -> String {

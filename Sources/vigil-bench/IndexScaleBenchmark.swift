@@ -1,0 +1,167 @@
+import Capture
+import CaptureTesting
+import Foundation
+import Recorder
+
+/// What `vigil-bench index-scale` is asked for (issue 30, item 6: a site's index at scale).
+struct IndexScaleOptions {
+    /// The index engine measured. Only SQLite for now; the cluster's PostgreSQL catalogue is
+    /// meant to be a second case here, measured by the same steps.
+    enum Backend: String, CaseIterable { case sqlite }
+
+    var cameras = 64
+    var days = 30
+    var backend = Backend.sqlite
+
+    static let usage = "index-scale [--cameras N (1-1000, default 64)] [--days N (1-3660, default 30; 365: a year)] [--backend sqlite]"
+
+    init(arguments: [String]) throws {
+        var rest = arguments[...]
+        while let flag = rest.popFirst() {
+            guard let value = rest.popFirst() else { throw BenchUsageError("\(flag) needs a value") }
+            switch flag {
+            case "--cameras":
+                guard let n = Int(value), (1...1000).contains(n) else { throw BenchUsageError("--cameras takes 1 to 1000, not \(value)") }
+                cameras = n
+            case "--days":
+                guard let n = Int(value), (1...3660).contains(n) else { throw BenchUsageError("--days takes 1 to 3660, not \(value)") }
+                days = n
+            case "--backend":
+                guard let b = Backend(rawValue: value) else {
+                    throw BenchUsageError("--backend: \(value) is not measured here (known: \(Backend.allCases.map(\.rawValue).joined(separator: ", ")))")
+                }
+                backend = b
+            default:
+                throw BenchUsageError("unknown option \(flag); usage: \(Self.usage)")
+            }
+        }
+    }
+}
+
+struct BenchUsageError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A site's index at scale: `cameras` cameras recording 1-minute segments for `days` days (each
+/// camera misses one minute a day, so every day holds one gap), written into a real index file,
+/// then what the page and `vigil recordings` ask of it timed: one camera's day listed, and a
+/// month of one camera's gaps. Times are of `RecordingsListing`, which the API and the command
+/// both build.
+func indexScaleBenchmark(_ options: IndexScaleOptions) throws {
+    let minutesPerDay = 1440
+    let segmentsPerCameraDay = minutesPerDay - 1
+    let rows = options.cameras * options.days * segmentsPerCameraDay
+    let needed = Int64(rows) * Int64(IndexScaleBenchmark.bytesPerRowOnDisk) + IndexScaleBenchmark.headroomBytes
+    let free = try IndexScaleBenchmark.freeBytes("/tmp")
+    guard free >= needed else {
+        throw BenchUsageError(String(format: "%ld rows need about %.1f GB free under %@ (the index and its journal); there are %.1f GB",
+                                     rows, Double(needed) / 1e9, "/tmp", Double(free) / 1e9))
+    }
+    let dir = try TemporaryDirectory("vigil-bench-index-scale")
+    defer { dir.remove() }
+    print("index at scale (\(options.backend.rawValue)): \(options.cameras) cameras × \(options.days) days of 1-minute segments = \(rows) rows, in \(dir.path)")
+
+    let bench = IndexScaleBenchmark(cameras: options.cameras, days: options.days)
+    // Written, then closed (SQLite folds its journal into the file), then opened again to be read.
+    let insertSeconds = try bench.fill(RecordingIndex(root: dir.path), rows: rows)
+    print(String(format: "insert: %.0f rows/s (%ld rows in %.1f s, one transaction per day of the site)", Double(rows) / insertSeconds, rows, insertSeconds))
+    let indexPath = StorageLayout(root: dir.path).indexPath
+    let size = (try FileManager.default.attributesOfItem(atPath: indexPath)[.size] as? NSNumber)?.int64Value ?? 0
+    print(String(format: "index file: %.1f MB (%.0f bytes a row)", Double(size) / 1e6, Double(size) / Double(rows)))
+
+    let index = try RecordingIndex(root: dir.path)
+    var random = SeededRandom(seed: 30)
+    let day = try bench.time(samples: 25, using: &random, days: 1, expectedEntries: segmentsPerCameraDay, expectedGaps: 1, index)
+    print(String(format: "one camera's day listed with its gaps (%ld rows): median %.2f ms, max %.2f ms over %ld random days (goal < 20 ms)",
+                 segmentsPerCameraDay, day.median, day.max, day.count))
+    let monthDays = min(30, options.days)
+    let month = try bench.time(samples: 7, using: &random, days: monthDays, expectedEntries: monthDays * segmentsPerCameraDay, expectedGaps: monthDays, index)
+    print(String(format: "a month's gaps of one camera (%ld days, %ld gaps): median %.1f ms, max %.1f ms over %ld random months (goal < 100 ms)",
+                 monthDays, monthDays, month.median, month.max, month.count))
+}
+
+struct IndexScaleBenchmark {
+    /// What a row of 1-minute segments takes in the index file, rounded up from the measured
+    /// 30-day run, for the free-space check.
+    static let bytesPerRowOnDisk = 260
+    /// Room for the write-ahead log and SQLite's temporary files on top of the rows.
+    static let headroomBytes: Int64 = 2_000_000_000
+    static let first = Int64(1_767_225_600) * 1_000_000_000  // 2026-01-01T00:00:00Z
+    static let minuteNanos: Int64 = 60_000_000_000
+    static let dayNanos: Int64 = 86_400_000_000_000
+
+    let cameras: Int
+    let days: Int
+
+    func camera(_ n: Int) -> String { String(format: "cam%03d", n) }
+
+    /// The minute of `day` that `camera` has no segment for: never the first or last, so each
+    /// day's gap is inside the day.
+    func missingMinute(camera: Int, day: Int) -> Int { 1 + (day &* 7919 &+ camera &* 104_729) % 1438 }
+
+    /// Writes every segment in time order, as the cameras would (each minute, every camera's
+    /// segment), one transaction per day; returns the seconds it took.
+    func fill(_ index: RecordingIndex, rows: Int) throws -> Double {
+        let names = (0..<cameras).map(camera)
+        let clock = (0..<1440).map { String(format: "T%02d%02d00Z", $0 / 60, $0 % 60) }
+        let t0 = SystemClocks.monotonicNanos()
+        var written = 0
+        var lastReport = t0
+        for day in 0..<days {
+            let dayStart = Self.first + Int64(day) * Self.dayNanos
+            let folder = StorageLayout.utcStamp(dayStart).day
+            let compact = folder.replacingOccurrences(of: "-", with: "")
+            let missing = (0..<cameras).map { missingMinute(camera: $0, day: day) }
+            try index.transaction {
+                for minute in 0..<1440 {
+                    let start = dayStart + Int64(minute) * Self.minuteNanos
+                    for (n, name) in names.enumerated() where missing[n] != minute {
+                        try index.put(RecordingIndex.Entry(
+                            kind: .segment, camera: name, path: "\(name)/video/\(folder)/\(name)-\(compact)\(clock[minute]).mp4",
+                            startNanos: start, endNanos: start + Self.minuteNanos - 33_333_333, frames: 1800, bytes: 4_000_000,
+                            codec: "h264", width: 1920, height: 1080, state: .complete))
+                    }
+                }
+            }
+            written += cameras * (1440 - 1)
+            let now = SystemClocks.monotonicNanos()
+            if now - lastReport > 10_000_000_000 {
+                lastReport = now
+                let seconds = Double(now - t0) / 1e9
+                FileHandle.standardError.write(Data(String(
+                    format: "  day %ld/%ld: %ld of %ld rows, %.0f rows/s, %.0f s so far\n", day + 1, days, written, rows, Double(written) / seconds, seconds).utf8))
+            }
+        }
+        return Double(SystemClocks.monotonicNanos() - t0) / 1e9
+    }
+
+    /// Lists `samples` random windows of `days` whole days of one random camera and times
+    /// each, checking the listing holds the rows and gaps that were written.
+    func time(samples: Int, using random: inout SeededRandom, days window: Int, expectedEntries: Int, expectedGaps: Int,
+              _ index: RecordingIndex) throws -> (median: Double, max: Double, count: Int) {
+        var millis: [Double] = []
+        for _ in 0..<samples {
+            let name = camera(Int.random(in: 0..<cameras, using: &random))
+            let from = Self.first + Int64(Int.random(in: 0...(days - window), using: &random)) * Self.dayNanos
+            let to = from + Int64(window) * Self.dayNanos - 1
+            let t0 = SystemClocks.monotonicNanos()
+            let listing = try RecordingsListing(index: index, camera: name, kind: .segment, from: from, to: to, timeZone: TimeZone(identifier: "UTC")!)
+            let gaps = listing.gaps.count
+            millis.append(Double(SystemClocks.monotonicNanos() - t0) / 1e6)
+            guard listing.entries.count == expectedEntries, gaps == expectedGaps else {
+                throw BenchUsageError("\(name) from \(from): listed \(listing.entries.count) entries and \(gaps) gaps, wrote \(expectedEntries) and \(expectedGaps)")
+            }
+        }
+        millis.sort()
+        return (millis[millis.count / 2], millis.last!, millis.count)
+    }
+
+    /// Bytes free to this user on the file system holding `path`.
+    static func freeBytes(_ path: String) throws -> Int64 {
+        var s = statvfs()
+        guard statvfs(path, &s) == 0 else { throw BenchUsageError("cannot read the free space of \(path): \(String(cString: strerror(errno)))") }
+        let (bytes, overflow) = UInt64(s.f_bavail).multipliedReportingOverflow(by: UInt64(s.f_frsize))
+        return overflow ? .max : Int64(clamping: bytes)
+    }
+}
