@@ -87,9 +87,11 @@ actor LeaseKeeper {
 
     private func stop(_ camera: String, because why: String) async {
         logger.notice("gives up \(camera): \(why); stopping it")
+        let began = ContinuousClock.now
         held.remove(camera)
         await cameras.release(camera)
-        logger.notice("\(camera) stopped")
+        let took = (ContinuousClock.now - began).components
+        logger.notice("\(camera) stopped in \(String(format: "%.2f", Double(took.seconds) + Double(took.attoseconds) / 1e18)) s, its files finalized")
     }
 
     /// A stable hash of camera and node (FNV-1a): the same on every node and every run.

@@ -36,9 +36,10 @@ struct Run: AsyncParsableCommand {
             archived recordings play from the bucket. See docs/configuration.md and `vigil archive --help`.
 
             With [cluster] (a PostgreSQL database several nodes share: database, password_file, node, \
-            lease_seconds) the node registers and renews a heartbeat every third of the lease; the \
-            database away never stops recording. VIGIL_NODE names the node. A camera with node = "…" \
-            is recorded by that node only. See `vigil cluster --help`.
+            lease_seconds) the nodes share the network cameras by lease: each is recorded by one live \
+            node, and by another within the lease when that node dies; the database away never stops \
+            recording. VIGIL_NODE names the node. A camera with node = "…" is recorded by that node \
+            only. See `vigil cluster --help`.
             """
     )
 

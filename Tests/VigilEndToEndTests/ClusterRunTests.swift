@@ -154,12 +154,16 @@ import Testing
         // Woken, it renews, finds the leases taken, and stops those cameras.
         let stopped = await waitUntil(seconds: site.lease + 5) {
             let log = VigilBinary.output(in: site.nodes[frozen]!.dir)
-            return moved.allSatisfy { log.contains("\($0) stopped") }
+            return moved.allSatisfy { log.contains("\($0) stopped in ") }
         }
         #expect(stopped, "\(VigilBinary.output(in: site.nodes[frozen]!.dir).suffix(3000))")
         let log = VigilBinary.output(in: site.nodes[frozen]!.dir)
         for camera in moved {
             #expect(log.contains("gives up \(camera): another node took its lease"), "\(log.suffix(3000))")
+            // Noticed, then stopped with its files finalized, within a second.
+            let seconds = log.components(separatedBy: "\(camera) stopped in ").dropFirst().first.flatMap { Double($0.prefix { $0 != " " }) }
+            print("woken \(frozen) stopped \(camera) \(seconds.map { "\($0) s" } ?? "?") after finding its lease taken")
+            #expect(seconds.map { $0 < 1 } == true, "\(log.suffix(3000))")
         }
         try await site.stopAll()
         let overlap = try site.longestOverlap()
@@ -283,10 +287,16 @@ final class LeasedSite: @unchecked Sendable {
         var longest = (seconds: 0.0, camera: "")
         var spans: [String: [(node: String, from: Int64, to: Int64)]] = [:]
         for (name, node) in nodes {
-            for entry in try RecordingIndex(root: node.dir + "/data").entries(kind: .segment) {
+            let entries = try RecordingIndex(root: node.dir + "/data").entries(kind: .segment)
+            #expect(!entries.isEmpty, "\(name)'s index lists no segment")
+            let covered = entries.reduce(0.0) { $0 + Double($1.endNanos - $1.startNanos) / 1e9 }
+            print("\(name): \(entries.count) segments in its index, \(String(format: "%.1f", covered)) s of footage")
+            for entry in entries {
                 spans[entry.camera, default: []].append((name, entry.startNanos, entry.endNanos))
             }
         }
+        // Every camera was recorded, some by several nodes in turn (they moved).
+        #expect(Set(spans.keys) == all && spans.values.contains { Set($0.map(\.node)).count > 1 }, "\(spans.mapValues { Set($0.map(\.node)) })")
         for (camera, list) in spans {
             for a in list {
                 for b in list where b.node > a.node {
