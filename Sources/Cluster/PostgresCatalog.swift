@@ -94,8 +94,10 @@ public final class PostgresCatalog: RecordingCatalog {
     static let migrationLock: Int64 = 0x5649_4749_4C00  // "VIGIL"
 
     /// Connects with `configuration`, migrates the schema (refusing one from a newer Vigil), and
-    /// is ready. `deadline` bounds each call, and connecting. Call it on a Dispatch thread.
-    public init(configuration: PostgresClient.Configuration, node: String, deadline: Duration = .seconds(5)) throws {
+    /// is ready. `deadline` bounds each call, and connecting. `connections`: 1 keeps writes in
+    /// their order even across a call that gave up at its deadline and runs later (the
+    /// replicator's case). Call it on a Dispatch thread.
+    public init(configuration: PostgresClient.Configuration, node: String, deadline: Duration = .seconds(5), connections: Int = 4) throws {
         guard Self.isValidNodeName(node) else {
             throw CatalogError.refused("node name \"\(node.prefix(80))\" is not 1 to 63 of a-z, 0-9, ., _ and -")
         }
@@ -106,7 +108,7 @@ public final class PostgresCatalog: RecordingCatalog {
         configuration.options.connectTimeout = deadline
         // A socket to a server that went away is found within seconds, not after TCP's minutes.
         configuration.options.keepAliveBehavior = .init(frequency: .seconds(5))
-        configuration.options.maximumConnections = 4
+        configuration.options.maximumConnections = max(1, connections)
         self.node = node
         bridge = PostgresBridge(deadline: deadline)
         let client = PostgresClient(configuration: configuration)
@@ -297,7 +299,7 @@ public final class PostgresCatalog: RecordingCatalog {
     }
 
     /// Runs `query` through the bridge and turns each row into a value on the way.
-    private func read<T: Sendable>(_ what: String, _ query: PostgresQuery, _ row: @escaping @Sendable (PostgresRow) throws -> T) throws -> [T] {
+    func read<T: Sendable>(_ what: String, _ query: PostgresQuery, _ row: @escaping @Sendable (PostgresRow) throws -> T) throws -> [T] {
         try bridge.wait(what) { [client] in
             var values: [T] = []
             for try await each in try await client.query(query, logger: Self.logger) { values.append(try row(each)) }
@@ -315,6 +317,14 @@ public final class PostgresCatalog: RecordingCatalog {
     static func entry(_ row: PostgresRow) throws -> RecordingIndex.Entry {
         let (kind, camera, path, start, end, frames, bytes, codec, width, height, state, id) =
             try row.decode((String, String, String, Int64, Int64, Int64, Int64, String, Int64, Int64, String, Int64).self)
+        return try entry(kind, camera, path, start, end, frames, bytes, codec, width, height, state, id)
+    }
+
+    /// The entry of a row's `entryColumns`, once each is checked.
+    static func entry(
+        _ kind: String, _ camera: String, _ path: String, _ start: Int64, _ end: Int64, _ frames: Int64, _ bytes: Int64,
+        _ codec: String, _ width: Int64, _ height: Int64, _ state: String, _ id: Int64
+    ) throws -> RecordingIndex.Entry {
         guard let knownKind = RecordingIndex.Kind(rawValue: kind) else { throw CatalogError.invalidRow("\(path): unknown kind \"\(kind.prefix(40))\"") }
         guard let knownState = RecordingIndex.State(rawValue: state) else { throw CatalogError.invalidRow("\(path): unknown state \"\(state.prefix(40))\"") }
         guard id > 0 else { throw CatalogError.invalidRow("\(path): id \(id)") }

@@ -28,13 +28,15 @@ public final class StorageKeeper: Sendable {
     /// (`vigil-index.sqlite3.corrupt-STAMP`) and rebuilt from the files; one that cannot be
     /// written (read-only, disk full, newer schema) is left alone and an index in memory, built
     /// from the files, serves this run. Either way a log line says what happened.
-    public static func open(root: String, policy: RetentionPolicy, events: RecorderEvents) throws -> StorageKeeper {
+    public static func open(root: String, policy: RetentionPolicy, events: RecorderEvents, catalogJournal: Bool = false) throws -> StorageKeeper {
         let logger = Logger(label: "vigil.storage")
         let layout = StorageLayout(root: root)
         let path = layout.indexPath
         func openFile() throws -> (RecordingIndex, RecoverySummary) {
             let index = try RecordingIndex(root: root)
             try index.checkIntegrity()
+            // Before recovery, whose changes the cluster's catalogue must see too.
+            try index.keepCatalogJournal(catalogJournal)
             let recovery = try StorageRecovery.run(root: root, index: index, logger: logger)
             let unfinished = try index.closeUnfinishedMotionEvents()
             if unfinished > 0 {
