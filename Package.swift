@@ -73,6 +73,8 @@ let package = Package(
         // The HTTP server of `vigil run`/`demo`: API, files, clips, metrics (and live view, the page).
         .target(name: "WebServer", dependencies: [
             "Recorder", "Capture", "Media", "CheckedMath", "Archive", "S3",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),

@@ -9,6 +9,8 @@ import Recorder
 struct ApiRoutes: Sendable {
     let recorder: RecorderService.Opened
     let time: APITime
+    /// The whole site (`[cluster]`): the other nodes' cameras and recordings; nil: this node alone.
+    var site: (any SiteCatalog)? = nil
     /// Reads of the index (SQLite blocks): never on the cooperative pool.
     static let io = BlockingIO("vigil.http")
     private static let logger = Logger(label: "vigil.http")
@@ -67,29 +69,53 @@ struct ApiRoutes: Sendable {
             let bytes: Int64
             let container: String
             let url: String
-            /// Here, in the archive's bucket only, or both (`RecordingIndex.Location`).
+            /// Here, in the archive's bucket only, or both (`RecordingIndex.Location`); another
+            /// node's recording is "local" to that node.
             let location: String
+            /// `[cluster]`: the node whose disk holds it.
+            var node: String? = nil
         }
         struct Gap: Encodable { let start, end: String }
         let camera, from, to: String
         let recordings: [Recording]
         let gaps: [Gap]
+        /// `[cluster]`: true when the cluster's catalogue did not answer, so only this node's
+        /// recordings are listed (and gaps may be another node's footage).
+        var partial: Bool? = nil
     }
 
+    /// A camera's segments: this node's from its index; with `[cluster]`, the other nodes' from
+    /// the shared catalogue too, each with its node, and the gaps of the whole site.
     func recordings(_ camera: String, _ range: (from: Int64, to: Int64)) async throws(APIError) -> RecordingsJSON {
         let zone = time.timeZone
-        let listing = try await Self.reading(recorder.index) {
+        let local = try await Self.reading(recorder.index) {
             try RecordingsListing(index: $0, camera: camera, kind: .segment, from: range.from, to: range.to, timeZone: zone)
         }
-        let recordings = listing.entries.filter { $0.kind == .segment && Self.servedStates.contains($0.state) }.map { e in
-            RecordingsJSON.Recording(
-                id: e.id, start: time.string(e.startNanos), end: time.string(e.endNanos), bytes: e.bytes,
-                container: (e.path as NSString).pathExtension.lowercased() == "mkv" ? "mkv" : "mp4", url: "/api/v1/recordings/\(e.id)/file",
-                location: e.location.rawValue)
+        let here = site?.node
+        var listed = local.entries.map { (node: here, entry: $0, url: "/api/v1/recordings/\($0.id)/file") }
+        var partial: Bool?
+        if let site {
+            // This node's own rows come from its index, which is never behind the catalogue.
+            switch await Self.io.run({ Result { try site.recordings(camera: camera, kinds: [.segment], from: range.from, to: range.to) } }) {
+            case .success(let rows):
+                listed += rows.filter { $0.node != site.node }.map { (node: $0.node, entry: $0.entry, url: "/api/v1/cluster/recordings/\($0.entry.id)/file") }
+                listed.sort { ($0.entry.startNanos, $0.entry.path) < ($1.entry.startNanos, $1.entry.path) }
+                partial = false
+            case .failure(let error):
+                Self.logger.debug("the cluster's catalogue did not answer a listing: \(error)")
+                partial = true
+            }
         }
+        let recordings = listed.filter { $0.entry.kind == .segment && Self.servedStates.contains($0.entry.state) }.map { r in
+            RecordingsJSON.Recording(
+                id: r.entry.id, start: time.string(r.entry.startNanos), end: time.string(r.entry.endNanos), bytes: r.entry.bytes,
+                container: (r.entry.path as NSString).pathExtension.lowercased() == "mkv" ? "mkv" : "mp4", url: r.url,
+                location: r.entry.location.rawValue, node: r.node)
+        }
+        let gaps = RecordingsListing(entries: listed.map(\.entry), timeZone: zone).gaps
         return RecordingsJSON(
             camera: camera, from: time.string(range.from), to: time.string(range.to), recordings: recordings,
-            gaps: listing.gaps.map { RecordingsJSON.Gap(start: time.string($0.from), end: time.string($0.to)) })
+            gaps: gaps.map { RecordingsJSON.Gap(start: time.string($0.from), end: time.string($0.to)) }, partial: partial)
     }
 
     struct StillsJSON: Encodable {
@@ -144,7 +170,7 @@ struct ApiRoutes: Sendable {
             Dictionary(try $0.entries(kind: .segment, states: [.writing]).map { ($0.camera, $0.startNanos) }) { _, last in last }
         }
         let now = SystemClocks.monotonicNanos()
-        return await recorder.supervisor.status().map { s in
+        let here = await recorder.supervisor.status().map { s in
             let name = s.cameraID
             let base = "/api/v1/cameras/\(Self.pathComponent(name))"
             let h264 = s.recordedCodec == "h264" || s.format?.pixelFormat == .h264
@@ -154,7 +180,22 @@ struct ApiRoutes: Sendable {
                 codec: s.recordedCodec, width: s.frameSize?.width ?? s.format?.width, height: s.frameSize?.height ?? s.format?.height,
                 currentSegment: writing[name].map { CameraJSON.Segment(start: time.string($0)) },
                 kind: kind(of: name).rawValue, snapshot: base + "/snapshot.jpg", liveMjpeg: base + "/live.mjpeg",
-                liveMp4: h264 ? base + "/live" : nil)
+                liveMp4: h264 ? base + "/live" : nil, node: site?.node)
+        }
+        return here + (await elsewhere(besides: Set(here.map(\.name))))
+    }
+
+    /// `[cluster]`: the cameras other live nodes record, each with its node; its picture comes
+    /// through this node (`ClusterRoutes`). None when the catalogue does not answer.
+    private func elsewhere(besides here: Set<String>) async -> [CameraJSON] {
+        guard let site, case .success(let held) = await Self.io.run({ Result { try site.heldCameras() } }) else { return [] }
+        var seen = here
+        return held.filter { $0.node != site.node && seen.insert($0.camera).inserted }.map { camera in
+            CameraJSON(
+                name: camera.camera, state: "elsewhere", fps: 0, frames: 0, dropped: 0, lastFrameAgeSeconds: nil, codec: nil, width: nil,
+                height: nil, currentSegment: nil, kind: kind(of: camera.camera).rawValue,
+                snapshot: "/api/v1/cluster/cameras/\(Self.pathComponent(camera.camera))/snapshot.jpg", liveMjpeg: nil, liveMp4: nil,
+                node: camera.node)
         }
     }
 
@@ -162,6 +203,9 @@ struct ApiRoutes: Sendable {
     func requireCamera(_ name: String) async throws(APIError) {
         let known = await recorder.supervisor.status().contains { $0.cameraID == name }
         if known { return }
+        if let site, case .success(let held) = await Self.io.run({ Result { try site.heldCameras() } }), held.contains(where: { $0.camera == name }) {
+            return
+        }
         let recorded = try await Self.reading(recorder.index) { try $0.cameras() }
         guard recorded.contains(name) else { throw .unknownCamera(name) }
     }
@@ -200,11 +244,14 @@ struct CameraJSON: Encodable {
     let currentSegment: Segment?
     let kind: String
     let snapshot: String
-    let liveMjpeg: String
+    /// nil for a camera another node records (its picture is the snapshot, through this node).
+    let liveMjpeg: String?
     let liveMp4: String?
+    /// `[cluster]`: the node that records it (null for a recorder alone).
+    let node: String?
 
     enum CodingKeys: String, CodingKey {
-        case name, state, fps, frames, dropped, lastFrameAgeSeconds, codec, width, height, currentSegment, kind, snapshot, liveMjpeg, liveMp4
+        case name, state, fps, frames, dropped, lastFrameAgeSeconds, codec, width, height, currentSegment, kind, snapshot, liveMjpeg, liveMp4, node
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -223,6 +270,7 @@ struct CameraJSON: Encodable {
         try c.encode(snapshot, forKey: .snapshot)
         try c.encode(liveMjpeg, forKey: .liveMjpeg)
         try c.encode(liveMp4, forKey: .liveMp4)
+        try c.encode(node, forKey: .node)
     }
 }
 

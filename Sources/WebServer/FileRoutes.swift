@@ -26,7 +26,7 @@ struct FileRoutes: Sendable {
 
     func add(to router: Router<WebRequestContext>) {
         let files: [(path: RouterPath, what: String, lookup: Lookup)] = [
-            ("/api/v1/recordings/:id/file", "recording", Self.recording([.segment, .timelapse])),
+            ("/api/v1/recordings/:id/file", "recording", Self.recording(Self.servedKinds)),
             ("/api/v1/stills/:id", "still", Self.recording([.still, .snapshot])),
             ("/api/v1/events/:id/thumbnail.jpg", "motion event picture", { index, id in try index.motionEvent(id: id)?.picture }),
         ]
@@ -57,6 +57,9 @@ struct FileRoutes: Sendable {
     /// The path (relative to the root) of the file an id names, read from the index; nil: none.
     typealias Lookup = @Sendable (RecordingIndex, Int64) throws -> String?
 
+    /// The recordings `/api/v1/recordings/{id}/file` serves: videos (stills have their own route).
+    static let servedKinds: [RecordingIndex.Kind] = [.segment, .timelapse]
+
     /// Recordings of these kinds that can be served (not being written, gone or quarantined).
     static func recording(_ kinds: [RecordingIndex.Kind]) -> Lookup {
         { index, id in
@@ -69,6 +72,11 @@ struct FileRoutes: Sendable {
         guard let id = RequestValues.id(context.parameters.get("id")) else {
             throw APIError(.notFound, "no \(what) with id \(context.parameters.get("id")?.prefix(32) ?? "")")
         }
+        return try await serve(request, context, id: id, what: what, lookup: lookup)
+    }
+
+    /// The file `lookup` names for `id` (its ETag is made of `id`), as GET or HEAD asks.
+    func serve(_ request: Request, _ context: WebRequestContext, id: Int64, what: String, lookup: @escaping Lookup) async throws -> Response {
         let found = try await find(id: id, what: what, lookup: lookup)
         if found.archived, let archive, archive.settings.redirect, request.method == .get {
             // The browser reads the bucket itself, ranges and all.

@@ -40,23 +40,31 @@ public struct WebServer: Service {
     let clips: ClipBudget
     /// Where archived recordings are read back from (`[archive]`); nil: no archive.
     let archive: ArchiveReader?
+    /// The whole site (`[cluster]`), for the page and API; nil: this node alone.
+    let site: (any SiteCatalog)?
     private let logger = Logger(label: "vigil.http")
 
     /// `metrics`: the registry the executable bootstrapped swift-metrics with, served at
     /// `/metrics`. The recorder's events are subscribed to at once (the first segment counts).
-    public init(settings: HTTPSettings, recorder: RecorderService.Opened, metrics: PrometheusCollectorRegistry? = nil, archive: ArchiveReader? = nil) {
+    public init(
+        settings: HTTPSettings, recorder: RecorderService.Opened, metrics: PrometheusCollectorRegistry? = nil, archive: ArchiveReader? = nil,
+        site: (any SiteCatalog)? = nil
+    ) {
         self.settings = settings
         self.recorder = recorder
         self.archive = archive
+        self.site = site
         self.metrics = metrics.map { RecorderMetrics(registry: $0, recorder: recorder, archiving: archive != nil) }
         liveClients = Places(limit: settings.maxLiveClients, gauge: "vigil_live_clients")
         clips = ClipBudget(limit: settings.maxClips)
     }
 
     /// The services to add to the recorder's tree for this configuration: none when `listen` is "".
-    public static func services(_ recorder: RecorderService.Opened, metrics: PrometheusCollectorRegistry?, archive: ArchiveReader? = nil) -> [any Service] {
+    public static func services(
+        _ recorder: RecorderService.Opened, metrics: PrometheusCollectorRegistry?, archive: ArchiveReader? = nil, site: (any SiteCatalog)? = nil
+    ) -> [any Service] {
         let settings = recorder.configuration.http
-        return settings.isEnabled ? [WebServer(settings: settings, recorder: recorder, metrics: metrics, archive: archive)] : []
+        return settings.isEnabled ? [WebServer(settings: settings, recorder: recorder, metrics: metrics, archive: archive, site: site)] : []
     }
 
     public func run() async {
@@ -83,7 +91,8 @@ public struct WebServer: Service {
 
     /// The server with every route group. Each concern adds its routes in its own function:
     /// `LoginRoutes` (the session), `ApiRoutes` (cameras, recordings, stills, a camera's events),
-    /// `EventRoutes` (event review), `FileRoutes` (files by id), `ClipRoutes`,
+    /// `EventRoutes` (event review), `FileRoutes` (files by id), `ClusterRoutes` (other nodes'
+    /// files and pictures, `[cluster]`), `ClipRoutes`,
     /// `RecorderMetrics` (`/metrics`); live view (`LiveRoutes`) and the page (`PageRoutes`, `/` and `/static`)
     /// are added here the same way. In front of the routes: the request count, a refused
     /// WebSocket's answer, JSON errors, the Host check, the token.
@@ -97,10 +106,12 @@ public struct WebServer: Service {
         if let token = settings.token { router.add(middleware: AuthMiddleware(token: token)) }
         LoginRoutes.add(to: router, token: settings.token, hosts: hosts)
         let time = APITime(timeZone: recorder.configuration.timeZone)
-        let api = ApiRoutes(recorder: recorder, time: time)
+        let api = ApiRoutes(recorder: recorder, time: time, site: site)
         api.add(to: router)
         EventRoutes(api: api, hosts: hosts).add(to: router)
-        FileRoutes(recorder: recorder, archive: archive).add(to: router)
+        let files = FileRoutes(recorder: recorder, archive: archive)
+        files.add(to: router)
+        if let site { ClusterRoutes(site: site, files: files, token: settings.token).add(to: router) }
         ClipRoutes(api: api, budget: clips, archive: archive).add(to: router)
         metrics?.add(to: router)
         LiveRoutes(feeds: recorder.liveFeeds, clients: liveClients, origins: hosts).add(to: router)

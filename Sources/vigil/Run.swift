@@ -49,6 +49,11 @@ struct Run: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Record into this directory instead of the configuration's storage root.", valueName: "dir"))
     var data: String?
 
+    @Option(help: ArgumentHelp(
+        "Serve the web page at this address instead of [http] listen (e.g. 127.0.0.1:8081; \"\" for none): several nodes of a cluster on one machine.",
+        valueName: "host:port"))
+    var listen: String?
+
     @Option(help: "Stop after this many seconds (default: run until stopped).")
     var duration: Double?
 
@@ -61,7 +66,9 @@ struct Run: AsyncParsableCommand {
     func run() async throws {
         global.bootstrap()
         try await runRecorder {
-            RecorderService.Options(configurationPath: config, dataDirectory: data, durationSeconds: duration)
+            var options = RecorderService.Options(configurationPath: config, dataDirectory: data, durationSeconds: duration)
+            options.listen = listen
+            return options
         }
     }
 }

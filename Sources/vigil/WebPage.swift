@@ -7,13 +7,14 @@ import ServiceLifecycle
 import WebServer
 
 extension RecorderService.Options {
-    /// Adds the cluster (`[cluster]`), the archive (`[archive]`) and the web server (`[http]`) to the recorder's services,
+    /// Adds the cluster (`[cluster]`: the node's heartbeat and leases, and its shared catalogue), the archive (`[archive]`) and the web server (`[http]`) to the recorder's services,
     /// with Prometheus metrics: the metrics system is bootstrapped here, once per process
     /// (`vigil run` or `vigil demo`). The archive comes first, so it stops after the web server
     /// that reads archived files through it.
     mutating func serveWebPage() {
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        openSharedCatalog = { cluster in try PostgresCatalog(configuration: cluster.clientConfiguration(), node: cluster.node, connections: 1) }
         extraServices = { opened in
             var services: [any Service] = []
             if let cluster = opened.configuration.cluster {
@@ -29,7 +30,7 @@ extension RecorderService.Options {
                 services.append(archive)
                 reader = archive.reader
             }
-            return services + WebServer.services(opened, metrics: registry, archive: reader)
+            return services + WebServer.services(opened, metrics: registry, archive: reader, site: opened.configuration.cluster.map(SiteView.init))
         }
     }
 }

@@ -105,6 +105,64 @@ import Testing
         }
     }
 
+    /// Every node's API lists the site: the six cameras, each with the node that records it, and
+    /// a camera's recordings from every node; another node's recording plays through this node
+    /// (forwarded to the node that holds it), whole and by range.
+    @Test func everyNodesAPIListsTheWholeSiteAndPlaysAnotherNodesRecordings() async throws {
+        let site = try await LeasedSite()
+        defer { site.remove() }
+        let holders = Dictionary(uniqueKeysWithValues: site.listed.flatMap { node in node.cameras.map { ($0, node.name) } })
+        for name in site.nodes.keys.sorted() {
+            var last: [String: String] = [:]
+            let listsAll = await waitUntil(seconds: 20) {
+                let cameras = site.api(name, "/api/v1/cameras")?["cameras"] as? [[String: Any]] ?? []
+                last = Dictionary(cameras.map { ($0["name"] as? String ?? "?", $0["node"] as? String ?? "?") }) { a, _ in a }
+                return last == holders
+            }
+            #expect(listsAll, "\(name)'s API lists \(last), the site is \(holders)")
+        }
+        // A camera node-b records, as node-a's API lists it: node-b's recordings, with their node.
+        let (camera, holder) = try #require(holders.sorted { $0.key < $1.key }.first { $0.value != "node-a" })
+        var recording: [String: Any] = [:]
+        let listed = await waitUntil(seconds: 20) {
+            let list = site.api("node-a", "/api/v1/cameras/\(camera)/recordings?from=2000-01-01T00:00:00Z&to=2100-01-01T00:00:00Z")
+            guard list?["partial"] as? Bool == false, let recordings = list?["recordings"] as? [[String: Any]],
+                  let found = recordings.last(where: { $0["node"] as? String == holder }) else { return false }
+            recording = found
+            return true
+        }
+        try #require(listed, "node-a's API never listed \(camera)'s recordings from \(holder)")
+        let url = try #require(recording["url"] as? String)
+        let bytes = try #require(recording["bytes"] as? Int)
+        #expect(url.hasPrefix("/api/v1/cluster/recordings/"), "\(url)")
+        // Played through node-a: node-b's bytes, whole, then a range.
+        let whole = try #require(httpGetBytes(port: site.ports["node-a"]!, url))
+        let (head, body) = split(whole)
+        #expect(head.hasPrefix("HTTP/1.1 200"), "\(head)")
+        #expect(body.count == bytes, "\(body.count) bytes of \(bytes)")
+        let onDisk = site.nodes[holder]!.dir + "/data/" + camera
+        let file = try #require(RecordingInspector.files(under: onDisk, endingWith: ".mp4").first { (try? Data(contentsOf: URL(fileURLWithPath: $0))) == Data(body) },
+                                "the bytes are not those of a file of \(camera) on \(holder)'s disk")
+        #expect(RecordingInspector.ffprobeProblem(file) == nil)
+        let part = try #require(httpGetBytes(port: site.ports["node-a"]!, url, headers: ["Range: bytes=0-99"]))
+        let (partHead, partBody) = split(part)
+        #expect(partHead.hasPrefix("HTTP/1.1 206") && partHead.lowercased().contains("content-range: bytes 0-99/\(bytes)"), "\(partHead)")
+        #expect(partBody == Array(body.prefix(100)))
+        // The camera's picture too, from its node.
+        let snapshot = try #require(httpGetBytes(port: site.ports["node-a"]!, "/api/v1/cluster/cameras/\(camera)/snapshot.jpg"))
+        #expect(split(snapshot).head.hasPrefix("HTTP/1.1 200") && split(snapshot).body.starts(with: [0xFF, 0xD8]), "\(split(snapshot).head)")
+        try await site.stopAll()
+    }
+
+    /// An HTTP answer's head (as text) and body.
+    private func split(_ answer: [UInt8]) -> (head: String, body: [UInt8]) {
+        let separator: [UInt8] = [13, 10, 13, 10]
+        guard let end = (0..<max(0, answer.count - 3)).first(where: { Array(answer[$0..<($0 + 4)]) == separator }) else {
+            return (String(decoding: answer, as: UTF8.self), [])
+        }
+        return (String(decoding: answer[..<end], as: UTF8.self), Array(answer[(end + 4)...]))
+    }
+
     /// Six network cameras shared by three nodes: each recorded by exactly one node, two each;
     /// a node killed with kill -9 has its cameras recorded again by the others within the
     /// lease and 5 s; started again, it takes its share back, slowly.
@@ -200,6 +258,18 @@ import Testing
         }
         #expect(try site.longestOverlap().seconds < site.lease)
         site.expectEveryFileDecodes()
+        // The shared catalogue lists every segment each node indexed, those of the outage too
+        // (journaled in the node's index, written when the database answered).
+        for (name, node) in site.nodes {
+            let local = try RecordingIndex(root: node.dir + "/data").entries(kind: .segment)
+            let catalogued = try site.server.psql("SELECT path, state FROM recordings WHERE node = '\(name)' AND kind = 'segment'")
+                .split(separator: "\n").map(String.init)
+            #expect(Set(catalogued) == Set(local.map { "\($0.path)|\($0.state)" }), "\(name): \(catalogued.count) catalogued, \(local.count) indexed")
+            let duringOutage = local.filter { $0.startNanos > Int64(pausedAt.timeIntervalSince1970 * 1e9) + 5_000_000_000 && $0.endNanos < Int64(pausedAt.timeIntervalSince1970 * 1e9) + 115_000_000_000 }
+            #expect(duringOutage.count > 50, "\(name) indexed \(duringOutage.count) segments during the outage")
+            print("\(name): \(catalogued.count) segments in the catalogue, as in its index; \(duringOutage.count) of them recorded while the database was away")
+            #expect(VigilBinary.output(in: node.dir).contains("change(s) journaled meanwhile are in it"), "\(name) said nothing of the journal")
+        }
     }
 }
 
@@ -213,6 +283,8 @@ final class LeasedSite: @unchecked Sendable {
     let lease = 4.0
     let file: String
     var nodes: [String: (dir: String, process: Process)] = [:]
+    /// Where each node's web page answers on loopback (`vigil run --listen`).
+    private(set) var ports: [String: Int] = [:]
     /// The nodes as `vigil cluster status` last listed them in `init`.
     private(set) var listed: [(name: String, cameras: [String], alive: Bool)] = []
     let all = Set((0..<6).map { "cam\($0)" })
@@ -241,7 +313,10 @@ final class LeasedSite: @unchecked Sendable {
     func start(_ name: String) throws {
         let home = dir.path + "/" + name
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
-        let process = try VigilBinary.start(["run", "--config", file, "--data", home + "/data"], in: home, environment: ["VIGIL_NODE": name])
+        let port = ports[name] ?? LoopbackCameraServer.freePort()
+        ports[name] = port
+        let process = try VigilBinary.start(
+            ["run", "--config", file, "--data", home + "/data", "--listen", "127.0.0.1:\(port)"], in: home, environment: ["VIGIL_NODE": name])
         nodes[name] = (home, process)
     }
 
@@ -265,6 +340,13 @@ final class LeasedSite: @unchecked Sendable {
             let held = now.filter(\.alive).flatMap(\.cameras)
             return now.count == 3 && held.count == 6 && Set(held) == self.all && now.allSatisfy { $0.cameras.count == 2 }
         }
+    }
+
+    /// `path` of `node`'s API as JSON, or nil when it does not answer 200.
+    func api(_ node: String, _ path: String) -> [String: Any]? {
+        guard let answer = httpGet(port: ports[node]!, path), answer.hasPrefix("HTTP/1.1 200"),
+              let body = answer.components(separatedBy: "\r\n\r\n").dropFirst().first else { return nil }
+        return try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
     }
 
     /// The video files of `camera` on `node`'s disk.

@@ -29,6 +29,11 @@ struct Listener {
 /// (`Connection: close`: the server closes when done; a read waits 10 s at most); nil when it
 /// cannot connect.
 func httpGet(port: Int, _ path: String) -> String? {
+    httpGetBytes(port: port, path).map { String(decoding: $0, as: UTF8.self) }
+}
+
+/// The same, as bytes, with more request headers ("Range: bytes=0-99").
+func httpGetBytes(port: Int, _ path: String, headers: [String] = []) -> [UInt8]? {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(fd) }
     var address = sockaddr_in()
@@ -41,7 +46,7 @@ func httpGet(port: Int, _ path: String) -> String? {
     guard connected else { return nil }
     var timeout = timeval(tv_sec: 10, tv_usec: 0)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
+    let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\(headers.map { $0 + "\r\n" }.joined())\r\n".utf8)
     guard write(fd, request, request.count) == request.count else { return nil }
     var answer: [UInt8] = []
     var chunk = [UInt8](repeating: 0, count: 4096)
@@ -50,7 +55,7 @@ func httpGet(port: Int, _ path: String) -> String? {
         if n <= 0 { break }
         answer += chunk[0..<n]
     }
-    return String(decoding: answer, as: UTF8.self)
+    return answer
 }
 
 private func configuration(root: String, port: Int) -> String {

@@ -12,6 +12,7 @@ import UnixSignals
 ///
 /// | service | does |
 /// |---|---|
+/// | `CatalogReplicator` | `[cluster]`: this node's recordings into the shared catalogue |
 /// | `EventService` | logs every event, runs the hooks |
 /// | `StorageService` | indexes every file, retention, the free-space floor |
 /// | `DailyVideos` | the nightly timelapse videos |
@@ -42,6 +43,9 @@ public final class RecorderService: Sendable {
         public var configuration: Configuration?
         /// Overrides the configuration's storage root.
         public var dataDirectory: String?
+        /// Where the web server listens instead of `[http] listen` (`vigil run --listen`: several
+        /// nodes of a cluster on one machine, one configuration file).
+        public var listen: String?
         public var durationSeconds: Double?
         /// Where USB cameras are found (default: the machine's V4L2 devices).
         public var deviceSource: (any DeviceSource)?
@@ -60,6 +64,10 @@ public final class RecorderService: Sendable {
         /// server here, so the recorder does not depend on it). They start last and stop first;
         /// one that fails must log and wait for shutdown rather than throw, or it ends the group.
         public var extraServices: @Sendable (Opened) async -> [any Service] = { _ in [] }
+        /// Connects to the cluster's shared catalogue (`[cluster]`; `vigil` sets it, so the
+        /// recorder does not depend on PostgreSQL). With it, this node's index keeps a journal
+        /// and `CatalogReplicator` copies every recording into the catalogue.
+        public var openSharedCatalog: (@Sendable (ClusterSettings) throws -> any RecordingCatalog)?
 
         public init(configurationPath: String? = nil, dataDirectory: String? = nil, durationSeconds: Double? = nil) {
             self.configurationPath = configurationPath
@@ -115,6 +123,7 @@ public final class RecorderService: Sendable {
     /// Loads and checks the configuration; throws before any camera is touched.
     public init(options: Options) throws {
         self.options = options
+        var configuration: Configuration
         if let path = options.configurationPath {
             do {
                 configuration = try ConfigurationLoader.load(path: path)
@@ -124,6 +133,16 @@ public final class RecorderService: Sendable {
         } else {
             configuration = options.configuration ?? .builtInDefault()
         }
+        if let listen = options.listen {
+            guard listen.isEmpty || HTTPSettings.parse(listen) != nil else {
+                throw RecorderError.refused("--listen \(listen) is not HOST:PORT (e.g. 127.0.0.1:8081), nor \"\" for no web server")
+            }
+            if configuration.http.token == nil, let problem = HTTPSettings.problemWithoutToken(listen: listen) {
+                throw RecorderError.refused("--listen: \(problem)")
+            }
+            configuration.http.listen = listen
+        }
+        self.configuration = configuration
         root = URL(fileURLWithPath: options.dataDirectory ?? configuration.storageRoot).standardizedFileURL.path
         _ = try RecorderControl.hooks(configuration)
     }
@@ -176,8 +195,10 @@ public final class RecorderService: Sendable {
         let plans = await control.plans(present: present)
         await announce(control, synthetic: synthetic)
 
+        let sharedCatalog: (@Sendable () throws -> any RecordingCatalog)? =
+            if let cluster = configuration.cluster, let open = options.openSharedCatalog { { try open(cluster) } } else { nil }
         let storage = try await io.run { [root, configuration] in
-            try StorageKeeper.open(root: root, policy: configuration.retention, events: events)
+            try StorageKeeper.open(root: root, policy: configuration.retention, events: events, catalogJournal: sharedCatalog != nil)
         }
         Console.line("  Recordings index \(root)/\(StorageLayout.indexFileName): \(storage.recovery)")
         if let days = await storage.io.run({ storage.daysOfStorageLeft() }) {
@@ -195,7 +216,7 @@ public final class RecorderService: Sendable {
 
         try await runGroup(of: await services(
             events: events, control: control, storage: storage, supervisor: supervisor, monitor: monitor,
-            synthetic: synthetic, display: display))
+            synthetic: synthetic, display: display, sharedCatalog: sharedCatalog))
 
         for s in await supervisor.status() {
             let o = outputs[s.cameraID]
@@ -209,9 +230,15 @@ public final class RecorderService: Sendable {
     /// The recorder's services: started in this order, shut down in the reverse one (see above).
     private func services(
         events: RecorderEvents, control: RecorderControl, storage: StorageKeeper, supervisor: Supervisor,
-        monitor: DeviceMonitorService, synthetic: SyntheticDeviceSource, display: StatusDisplay
+        monitor: DeviceMonitorService, synthetic: SyntheticDeviceSource, display: StatusDisplay,
+        sharedCatalog: (@Sendable () throws -> any RecordingCatalog)?
     ) async -> [ServiceGroupConfiguration.ServiceConfiguration] {
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        if let sharedCatalog {
+            // First, so it stops last: after the storage service has indexed the final files.
+            services.append(.init(service: CatalogReplicator(index: storage.index, open: sharedCatalog)))
+        }
+        services += [
             .init(service: EventService(events: events, hooks: control.hooks)),
             .init(service: StorageService(keeper: storage)),
             .init(service: DailyVideos(plan: { await control.dailyVideoPlan }, storage: storage, clock: options.clock)),

@@ -46,3 +46,32 @@ public protocol RecordingCatalog: Sendable {
 
 /// The SQLite index already has every method of the contract.
 extension RecordingIndex: RecordingCatalog {}
+
+/// What a node of a cluster shows of the whole site on its page and API (`[cluster]`): every
+/// node's recordings and who records each camera, from the shared catalogue. The page reads it
+/// on the web server's I/O thread; a back end may block that thread on the network (bounded by
+/// its deadline), never the cooperative pool.
+public protocol SiteCatalog: Sendable {
+    /// This node's name.
+    var node: String { get }
+    /// Recordings of `camera` of every node, of `kinds`, overlapping [from, to], by start time;
+    /// each `entry.id` is the catalogue's id (one across the site).
+    func recordings(camera: String, kinds: [RecordingIndex.Kind], from: Int64, to: Int64) throws -> [SiteRecording]
+    /// The recording with this catalogue id, and the address of its node's web server ("" when
+    /// that node serves none).
+    func recording(id: Int64) throws -> (recording: SiteRecording, address: String)?
+    /// The cameras live nodes record now, each with its node and that node's web server's
+    /// address ("" when it serves none), by camera name.
+    func heldCameras() throws -> [(camera: String, node: String, address: String)]
+}
+
+/// A recording in the site's catalogue, and the node whose disk holds it.
+public struct SiteRecording: Sendable {
+    public let node: String
+    public let entry: RecordingIndex.Entry
+
+    public init(node: String, entry: RecordingIndex.Entry) {
+        self.node = node
+        self.entry = entry
+    }
+}

@@ -27,12 +27,22 @@ public struct RecordingsListing: Sendable {
         self.timeZone = timeZone
     }
 
-    /// The gaps between consecutive segments of each camera: (camera, from, to).
+    /// `entries` as they are (the site's recordings, from several nodes), by start time.
+    public init(entries: [RecordingIndex.Entry], timeZone: TimeZone) {
+        self.entries = entries
+        self.timeZone = timeZone
+    }
+
+    /// The gaps between the segments of each camera: (camera, from, to). Segments may overlap
+    /// (two nodes while a camera moved between them): a gap begins where everything before it
+    /// ended.
     public var gaps: [(camera: String, from: Int64, to: Int64)] {
         var result: [(String, Int64, Int64)] = []
         for (camera, list) in Dictionary(grouping: entries.filter { $0.kind == .segment && $0.state != .missing && $0.state != .quarantined }, by: \.camera).sorted(by: { $0.key < $1.key }) {
-            for (a, b) in zip(list, list.dropFirst()) where Self.isGap(from: a.endNanos, to: b.startNanos) {
-                result.append((camera, a.endNanos, b.startNanos))
+            var covered: Int64?
+            for entry in list {
+                if let covered, Self.isGap(from: covered, to: entry.startNanos) { result.append((camera, covered, entry.startNanos)) }
+                covered = max(covered ?? entry.endNanos, entry.endNanos)
             }
         }
         return result

@@ -1,0 +1,81 @@
+import Logging
+import PostgresNIO
+import Recorder
+import Synchronization
+
+/// The site as a node's page and API show it (`SiteCatalog`): every node's recordings and who
+/// records each camera, read from the shared catalogue. The catalogue is opened on first use
+/// and again after it failed to open, so a node that started while the database was away shows
+/// the site once it answers; meanwhile each read throws and the page shows this node alone.
+public final class SiteView: SiteCatalog {
+    public let node: String
+    private let settings: ClusterSettings
+    private let catalog = Mutex<PostgresCatalog?>(nil)
+    /// A read waits at most this long: a page that lists only this node is better than no page.
+    static let deadline = Duration.seconds(2)
+
+    public init(settings: ClusterSettings) {
+        self.settings = settings
+        node = settings.node
+    }
+
+    private func opened() throws -> PostgresCatalog {
+        try catalog.withLock { catalog in
+            if let catalog { return catalog }
+            let opened = try PostgresCatalog(configuration: settings.clientConfiguration(), node: node, deadline: Self.deadline)
+            catalog = opened
+            return opened
+        }
+    }
+
+    public func recordings(camera: String, kinds: [RecordingIndex.Kind], from: Int64, to: Int64) throws -> [SiteRecording] {
+        try opened().read("site recordings", """
+            SELECT \(unescaped: PostgresCatalog.entryColumns), node FROM recordings
+            WHERE camera = \(camera) AND kind = ANY(\(kinds.map(\.rawValue))) AND end_ns >= \(from) AND start_ns <= \(to)
+            ORDER BY start_ns, path COLLATE "C", id LIMIT \(Self.maxRows)
+            """, Self.siteRecording)
+    }
+
+    public func recording(id: Int64) throws -> (recording: SiteRecording, address: String)? {
+        try opened().read("site recording", """
+            SELECT \(unescaped: PostgresCatalog.entryColumns), node,
+                COALESCE((SELECT url FROM cluster_nodes WHERE cluster_nodes.node = recordings.node), '')
+            FROM recordings WHERE id = \(id)
+            """) { row in
+            let random = row.makeRandomAccess()
+            let address = try random[random.count - 1].decode(String.self)
+            guard address.utf8.count <= 2048 else { throw CatalogError.invalidRow("recording \(id): its node's address is too long") }
+            return (recording: try Self.siteRecording(row), address: address)
+        }.first
+    }
+
+    public func heldCameras() throws -> [(camera: String, node: String, address: String)] {
+        try opened().read("held cameras", """
+            SELECT camera, node, url FROM cluster_nodes, unnest(cameras) AS camera
+            WHERE heartbeat >= clock_timestamp() - make_interval(secs => \(Double(settings.leaseSeconds)))
+            ORDER BY camera COLLATE "C", node LIMIT \(Self.maxRows)
+            """) { row in
+            let (camera, node, address) = try row.decode((String, String, String).self)
+            guard ClusterSettings.isNodeName(node), address.utf8.count <= 2048 else {
+                throw CatalogError.invalidRow("cluster_nodes: node \(node.prefix(80))")
+            }
+            return (camera, node, address)
+        }
+    }
+
+    /// The most rows one listing reads (a day of one camera is 1,440 one-minute segments).
+    static let maxRows = 100_000
+
+    /// A row of `entryColumns` then `node` (and perhaps more columns after).
+    static func siteRecording(_ row: PostgresRow) throws -> SiteRecording {
+        let c = row.makeRandomAccess()
+        guard c.count >= 13 else { throw CatalogError.invalidRow("a recording row of \(c.count) columns") }
+        let node = try c[12].decode(String.self)
+        guard ClusterSettings.isNodeName(node) else { throw CatalogError.invalidRow("recordings: node \(node.prefix(80))") }
+        let entry = try PostgresCatalog.entry(
+            try c[0].decode(String.self), try c[1].decode(String.self), try c[2].decode(String.self), try c[3].decode(Int64.self),
+            try c[4].decode(Int64.self), try c[5].decode(Int64.self), try c[6].decode(Int64.self), try c[7].decode(String.self),
+            try c[8].decode(Int64.self), try c[9].decode(Int64.self), try c[10].decode(String.self), try c[11].decode(Int64.self))
+        return SiteRecording(node: node, entry: entry)
+    }
+}

@@ -1,0 +1,99 @@
+import AsyncHTTPClient
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import NIOPosix
+import Recorder
+
+/// `[cluster]`: what lets one node's page show the whole site. A recording listed from the
+/// shared catalogue plays through `GET /api/v1/cluster/recordings/{id}/file` (the catalogue's
+/// id) on any node: the node that holds the file serves it, any other forwards the request to
+/// that node, ranges and all, with this site's token (every node reads the same configuration).
+/// A camera another node records shows its picture through
+/// `GET /api/v1/cluster/cameras/{name}/snapshot.jpg`, forwarded the same way.
+///
+/// A forwarded request carries `Vigil-Forwarded-By`, and is never forwarded again: two nodes
+/// that disagree about who holds a file answer 502 instead of passing it back and forth.
+struct ClusterRoutes: Sendable {
+    let site: any SiteCatalog
+    let files: FileRoutes
+    /// `[http] token`, sent to the other nodes (they check it like any client's).
+    let token: String?
+
+    static let forwardedBy = HTTPField.Name("Vigil-Forwarded-By")!
+    /// The answer's headers passed on to the client; the rest are the hop's own.
+    private static let passed: Set<String> = [
+        "content-type", "content-length", "content-range", "accept-ranges", "etag", "last-modified", "cache-control",
+    ]
+    /// One client for the process: a node that does not answer within 3 s is reported, and a
+    /// stream that stalls 10 s is cut.
+    private static let client = HTTPClient(
+        eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
+        configuration: .init(timeout: .init(connect: .seconds(3), read: .seconds(10))))
+
+    func add(to router: Router<WebRequestContext>) {
+        router.get("/api/v1/cluster/recordings/:id/file") { request, context in try await recording(request, context) }
+        router.head("/api/v1/cluster/recordings/:id/file") { request, context in try await recording(request, context).withoutBody() }
+        router.get("/api/v1/cluster/cameras/:name/snapshot.jpg") { request, context in
+            let name = try RequestValues.cameraName(context)
+            guard let holder = try await read({ try $0.heldCameras() }).first(where: { $0.camera == name }) else {
+                throw APIError.unknownCamera(name)
+            }
+            return try await forward(
+                request, to: holder.address, node: holder.node, path: "/api/v1/cameras/\(ApiRoutes.pathComponent(name))/snapshot.jpg")
+        }
+    }
+
+    /// A recording of the catalogue: served here when this node holds it, else by its node.
+    private func recording(_ request: Request, _ context: WebRequestContext) async throws -> Response {
+        guard let id = RequestValues.id(context.parameters.get("id")) else {
+            throw APIError(.notFound, "no recording with id \(context.parameters.get("id")?.prefix(32) ?? "")")
+        }
+        let found = try await read { try $0.recording(id: id) }
+        guard let found, FileRoutes.servedKinds.contains(found.recording.entry.kind), ApiRoutes.servedStates.contains(found.recording.entry.state) else {
+            throw APIError(.notFound, "no recording with id \(id) in the cluster's catalogue")
+        }
+        if found.recording.node == site.node {
+            let path = found.recording.entry.path
+            return try await files.serve(request, context, id: id, what: "recording") { _, _ in path }
+        }
+        return try await forward(request, to: found.address, node: found.recording.node, path: "/api/v1/cluster/recordings/\(id)/file")
+    }
+
+    /// A read of the catalogue on the web server's I/O thread; its failure is a 503 that says so.
+    private func read<T: Sendable>(_ work: @escaping @Sendable (any SiteCatalog) throws -> T) async throws(APIError) -> T {
+        switch await ApiRoutes.io.run({ [site] in Result { try work(site) } }) {
+        case .success(let value): return value
+        case .failure(let error): throw APIError(.serviceUnavailable, "the cluster's catalogue is not answering: \(error)")
+        }
+    }
+
+    /// `request` sent on to `node`'s `path`, and its answer streamed back as it arrives.
+    private func forward(_ request: Request, to address: String, node: String, path: String) async throws -> Response {
+        guard request.headers[Self.forwardedBy] == nil else {
+            throw APIError(.badGateway, "node \(request.headers[Self.forwardedBy]?.prefix(63) ?? "") sent this here, but node \(node) holds it")
+        }
+        guard let base = URL(string: address), ["http", "https"].contains(base.scheme), base.host != nil, base.path.isEmpty else {
+            throw APIError(.badGateway, "node \(node) holds it but serves no web page ([http] listen on that node)")
+        }
+        var outgoing = HTTPClientRequest(url: address + path)
+        outgoing.method = request.method == .head ? .HEAD : .GET
+        for name in [HTTPField.Name.range, .ifNoneMatch] {
+            if let value = request.headers[name] { outgoing.headers.add(name: name.rawName, value: value) }
+        }
+        if let token { outgoing.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        outgoing.headers.add(name: Self.forwardedBy.rawName, value: site.node)
+        let answer: HTTPClientResponse
+        do {
+            answer = try await Self.client.execute(outgoing, timeout: .minutes(10))
+        } catch {
+            throw APIError(.badGateway, "node \(node) at \(address) does not answer: \(error)")
+        }
+        var headers = HTTPFields()
+        for (name, value) in answer.headers where Self.passed.contains(name.lowercased()) {
+            if let field = HTTPField.Name(name) { headers.append(HTTPField(name: field, value: value)) }
+        }
+        return Response(status: .init(code: Int(answer.status.code)), headers: headers, body: ResponseBody(asyncSequence: answer.body))
+    }
+}
