@@ -154,6 +154,13 @@ import Testing
         try await site.stopAll()
     }
 
+    /// An instant as the API writes it (RFC 3339 with milliseconds).
+    static func instant(_ text: String) -> Date? {
+        let format = ISO8601DateFormatter()
+        format.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return format.date(from: text)
+    }
+
     /// An HTTP answer's head (as text) and body.
     private func split(_ answer: [UInt8]) -> (head: String, body: [UInt8]) {
         let separator: [UInt8] = [13, 10, 13, 10]
@@ -188,6 +195,25 @@ import Testing
             }
         }
         #expect(recorded, "the moved cameras were not recorded by the surviving nodes")
+        // A survivor's API lists the gap: the dead node's last segment, then the new holder's first.
+        let camera = try #require(moved.sorted().first)
+        let survivor = try #require(site.nodes.keys.sorted().first { $0 != victim })
+        var gap: (start: Date, end: Date)?
+        var listing: [String: Any] = [:]
+        let listed = await waitUntil(seconds: 20) {
+            listing = site.api(survivor, "/api/v1/cameras/\(camera)/recordings?from=2000-01-01T00:00:00Z&to=2100-01-01T00:00:00Z") ?? [:]
+            let nodes = Set((listing["recordings"] as? [[String: Any]] ?? []).compactMap { $0["node"] as? String })
+            gap = (listing["gaps"] as? [[String: Any]] ?? []).compactMap { g -> (Date, Date)? in
+                guard let start = (g["start"] as? String).flatMap(Self.instant), let end = (g["end"] as? String).flatMap(Self.instant) else { return nil }
+                return (start, end)
+            }.last
+            return nodes.contains(victim) && nodes.count > 1 && gap != nil
+        }
+        #expect(listed, "\(survivor)'s API does not list \(camera) from \(victim) and another node with a gap: \(listing)")
+        if let gap {
+            print("\(survivor)'s API lists \(camera)'s gap of \(String(format: "%.1f", gap.end.timeIntervalSince(gap.start))) s after the kill of \(victim)")
+            #expect(gap.end.timeIntervalSince(gap.start) < site.lease + 6, "\(gap)")
+        }
 
         // Started again, the node takes its share back, one camera at a time.
         try site.start(victim)
