@@ -38,7 +38,10 @@ struct Run: AsyncParsableCommand {
             With [cluster] (a PostgreSQL database several nodes share: database, password_file, node, \
             lease_seconds) the nodes share the network cameras by lease: each is recorded by one live \
             node, and by another within the lease when that node dies; the database away never stops \
-            recording. VIGIL_NODE names the node. A camera with node = "…" is recorded by that node \
+            recording. Each node copies its recordings into the database, and every node's page and \
+            API show the whole site: every camera with its node, every node's recordings (another \
+            node's file is fetched from it with the [http] token). VIGIL_NODE names the node, \
+            --listen gives it its own address. A camera with node = "…" is recorded by that node \
             only. See `vigil cluster --help`.
             """
     )

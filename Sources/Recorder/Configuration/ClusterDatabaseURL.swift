@@ -59,7 +59,7 @@ public struct ClusterDatabaseURL: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Whether the server is on this machine, where TLS protects nothing.
-    public var isLoopback: Bool { HTTPSettings.isLoopback(host) }
+    public var isLoopback: Bool { LoopbackHost.contains(host) }
 
     private static func invalid(_ why: String) -> Invalid {
         Invalid(description: "[cluster] database \(why)")

@@ -65,16 +65,7 @@ public struct HTTPSettings: Sendable, Equatable {
 
     /// True for 127.0.0.0/8, ::1 and "localhost": only this machine can connect. Addresses are
     /// read as addresses (`127.0.0.1.example.com` is a name, and not loopback).
-    public static func isLoopback(_ host: String) -> Bool {
-        let host = host.lowercased()
-        if host == "localhost" { return true }
-        var v4 = in_addr(), v6 = in6_addr()
-        if inet_pton(AF_INET, host, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
-        if inet_pton(AF_INET6, host, &v6) == 1 {
-            return withUnsafeBytes(of: &v6) { $0.prefix(15).allSatisfy { $0 == 0 } && $0[15] == 1 }
-        }
-        return false
-    }
+    public static func isLoopback(_ host: String) -> Bool { LoopbackHost.contains(host) }
 
     /// What is wrong with `listen` for a server without a token (`vigil demo --listen`); nil: nothing.
     public static func problemWithoutToken(listen: String) -> String? {
