@@ -29,6 +29,8 @@ struct FailoverOptions: BenchOptions {
 func failoverBenchmark(_ options: FailoverOptions) async throws -> Bool {
     let site = try await LeasedSite(leaseSeconds: options.leaseSeconds)
     defer { site.remove() }
+    let signals = removeOnSignal(site)
+    defer { for source in signals { source.cancel() } }
     let bound = site.lease + 5
     print("failover: kill -9 of one of 3 vigil run nodes (6 RTSP cameras, 160x120 at 10 fps, copied into 1 s segments; PostgreSQL 15 on loopback), \(options.kills) kills, lease_seconds = \(options.leaseSeconds)")
     var moved: [Double] = []
@@ -106,6 +108,21 @@ private func restart(_ node: String, in site: LeasedSite) async throws -> Double
         throw BenchmarkError("\(node) restarted, but the nodes did not hold two cameras each within 180 s: \(site.status() ?? [])")
     }
     return Double(SystemClocks.monotonicNanos() - started) / 1e9
+}
+
+/// Ctrl-C or SIGTERM ends the run without leaving its nodes, cameras and database running
+/// (the nodes would record on without the database).
+private func removeOnSignal(_ site: LeasedSite) -> [any DispatchSourceSignal] {
+    [SIGINT, SIGTERM].map { number in
+        signal(number, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+        source.setEventHandler {
+            site.remove()
+            exit(128 + number)
+        }
+        source.resume()
+        return source
+    }
 }
 
 /// Each camera whose lease is held now (not expired, by the database's clock), with its holder.
