@@ -4,7 +4,7 @@ import Foundation
 import Recorder
 
 /// What `vigil-bench index-scale` is asked for (issue 30, item 6: a site's index at scale).
-struct IndexScaleOptions {
+struct IndexScaleOptions: BenchOptions {
     /// The index engine measured. Only SQLite for now; the cluster's PostgreSQL catalogue is
     /// meant to be a second case here, measured by the same steps.
     enum Backend: String, CaseIterable { case sqlite }
@@ -15,32 +15,19 @@ struct IndexScaleOptions {
 
     static let usage = "index-scale [--cameras N (1-1000, default 64)] [--days N (1-3660, default 30; 365: a year)] [--backend sqlite]"
 
-    init(arguments: [String]) throws {
-        var rest = arguments[...]
-        while let flag = rest.popFirst() {
-            guard let value = rest.popFirst() else { throw BenchUsageError("\(flag) needs a value") }
-            switch flag {
-            case "--cameras":
-                guard let n = Int(value), (1...1000).contains(n) else { throw BenchUsageError("--cameras takes 1 to 1000, not \(value)") }
-                cameras = n
-            case "--days":
-                guard let n = Int(value), (1...3660).contains(n) else { throw BenchUsageError("--days takes 1 to 3660, not \(value)") }
-                days = n
-            case "--backend":
-                guard let b = Backend(rawValue: value) else {
-                    throw BenchUsageError("--backend: \(value) is not measured here (known: \(Backend.allCases.map(\.rawValue).joined(separator: ", ")))")
-                }
-                backend = b
-            default:
-                throw BenchUsageError("unknown option \(flag); usage: \(Self.usage)")
+    mutating func take(_ flag: String, _ value: String) throws -> Bool {
+        switch flag {
+        case "--cameras": cameras = try wholeNumber(flag, value, in: 1...1000)
+        case "--days": days = try wholeNumber(flag, value, in: 1...3660)
+        case "--backend":
+            guard let b = Backend(rawValue: value) else {
+                throw BenchUsageError("--backend: \(value) is not measured here (known: \(Backend.allCases.map(\.rawValue).joined(separator: ", ")))")
             }
+            backend = b
+        default: return false
         }
+        return true
     }
-}
-
-struct BenchUsageError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
 }
 
 /// A site's index at scale: `cameras` cameras recording 1-minute segments for `days` days (each

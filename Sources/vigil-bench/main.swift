@@ -1,11 +1,12 @@
 import Foundation
 import Media
 
-// Benchmarks that need the emulated V4L2 device:
+// Benchmarks (the first two need the emulated V4L2 device):
 //   vigil-bench passthrough [SECONDS=60] [CAMERAS=1] [yuyv]   (Scripts/bench-v4l2)
 //   vigil-bench reattach [REPLUGS=25]                   (Scripts/bench-reattach)
 //   vigil-bench index [SEGMENTS=10000]                  (Scripts/bench-index)
 //   vigil-bench index-scale [--cameras 64] [--days 30]  (Scripts/bench-index --cameras …)
+//   vigil-bench failover [--kills 10] [--lease 4]       (Scripts/bench-failover)
 //   vigil-bench soak-analyze ROOT KILLS FPS              (Scripts/soak-chaos)
 
 MediaLibrary.setQuiet()
@@ -23,10 +24,12 @@ do {
         try indexBenchmark(count: arguments.count > 1 ? Int(arguments[1]) ?? 10_000 : 10_000)
     case "index-scale":
         try indexScaleBenchmark(IndexScaleOptions(arguments: Array(arguments.dropFirst())))
+    case "failover":
+        if try await !failoverBenchmark(FailoverOptions(arguments: Array(arguments.dropFirst()))) { exit(1) }
     case "soak-analyze" where arguments.count == 4:
         if try !soakAnalysis(root: arguments[1], killsFile: arguments[2], framesPerSecond: Double(arguments[3]) ?? 15) { exit(1) }
     default:
-        FileHandle.standardError.write(Data("usage: vigil-bench passthrough [SECONDS] [CAMERAS] [yuyv] | reattach [REPLUGS] | index [SEGMENTS] | \(IndexScaleOptions.usage) | soak-analyze ROOT KILLS FPS\n".utf8))
+        FileHandle.standardError.write(Data("usage: vigil-bench passthrough [SECONDS] [CAMERAS] [yuyv] | reattach [REPLUGS] | index [SEGMENTS] | \(IndexScaleOptions.usage) | \(FailoverOptions.usage) | soak-analyze ROOT KILLS FPS\n".utf8))
         exit(2)
     }
 } catch {

@@ -299,86 +299,13 @@ import Testing
     }
 }
 
-/// Three `vigil run` nodes sharing six RTSP cameras (gst-rtsp-server, 160x120, copied into 1 s
-/// segments) through a PostgreSQL started here, with 4 s leases; ready once every camera is held
-/// by exactly one node, two each.
-final class LeasedSite: @unchecked Sendable {
-    let server: TestPostgres
-    let cameras: [LoopbackCameraServer]
-    let dir: TemporaryDirectory
-    let lease = 4.0
-    let file: String
-    var nodes: [String: (dir: String, process: Process)] = [:]
-    /// Where each node's web page answers on loopback (`vigil run --listen`).
-    private(set) var ports: [String: Int] = [:]
-    /// The nodes as `vigil cluster status` last listed them in `init`.
-    private(set) var listed: [(name: String, cameras: [String], alive: Bool)] = []
-    let all = Set((0..<6).map { "cam\($0)" })
-
-    init() async throws {
-        server = try TestPostgres()
-        cameras = try (0..<6).map { _ in try LoopbackCameraServer.rtsp(size: "160x120", fps: 10) }
-        dir = try TemporaryDirectory("vigil-cluster-leases")
-        file = dir.path + "/vigil.toml"
-        try ("""
-            [http]
-            listen = ""
-            [cluster]
-            database = "postgresql://\(server.user)@127.0.0.1:\(server.port)/postgres"
-            lease_seconds = \(Int(lease))
-
-            """ + cameras.enumerated().map { i, camera in
-                "[cameras.cam\(i)]\nurl = \"\(camera.url())\"\n[[record]]\ncamera = \"cam\(i)\"\ncodec = \"copy\"\nsegment_seconds = 1\n"
-            }.joined(separator: "\n")).write(toFile: file, atomically: true, encoding: .utf8)
-        for name in ["node-a", "node-b", "node-c"] { try start(name) }
-        let ready = await waitForTwoEach(seconds: 90)
-        listed = status() ?? []
-        try #require(ready, "\(listed)\n\(nodes.values.map { VigilBinary.output(in: $0.dir).suffix(1500) })")
-    }
-
-    func start(_ name: String) throws {
-        let home = dir.path + "/" + name
-        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
-        let port = ports[name] ?? LoopbackCameraServer.freePort()
-        ports[name] = port
-        let process = try VigilBinary.start(
-            ["run", "--config", file, "--data", home + "/data", "--listen", "127.0.0.1:\(port)"], in: home, environment: ["VIGIL_NODE": name])
-        nodes[name] = (home, process)
-    }
-
-    /// `vigil cluster status --json`'s nodes, or nil when it does not answer.
-    func status() -> [(name: String, cameras: [String], alive: Bool)]? {
-        let status = VigilBinary.run(["cluster", "status", "--config", file, "--json"])
-        guard status.status == 0, let json = try? JSONSerialization.jsonObject(with: Data(status.output.utf8)) as? [String: Any],
-              let list = json["nodes"] as? [[String: Any]] else { return nil }
-        return list.map { ($0["node"] as? String ?? "", $0["cameras"] as? [String] ?? [], $0["alive"] as? Bool ?? false) }
-    }
-
-    /// The cameras the live nodes other than `node` record.
-    func held(except node: String) -> Set<String> {
-        Set((status() ?? []).filter { $0.name != node && $0.alive }.flatMap(\.cameras))
-    }
-
-    /// Until every camera is held by exactly one live node of three, two each.
-    func waitForTwoEach(seconds: Double) async -> Bool {
-        await waitUntil(seconds: seconds) {
-            let now = self.status() ?? []
-            let held = now.filter(\.alive).flatMap(\.cameras)
-            return now.count == 3 && held.count == 6 && Set(held) == self.all && now.allSatisfy { $0.cameras.count == 2 }
-        }
-    }
-
+/// What the tests check of a `LeasedSite` (CaptureTesting) when it ends, and what they ask its nodes.
+extension LeasedSite {
     /// `path` of `node`'s API as JSON, or nil when it does not answer 200.
     func api(_ node: String, _ path: String) -> [String: Any]? {
         guard let answer = httpGet(port: ports[node]!, path), answer.hasPrefix("HTTP/1.1 200"),
               let body = answer.components(separatedBy: "\r\n\r\n").dropFirst().first else { return nil }
         return try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
-    }
-
-    /// The video files of `camera` on `node`'s disk.
-    func recordings(of node: String, camera: String) -> [String] {
-        let dir = nodes[node]!.dir + "/data/\(camera)"
-        return RecordingInspector.files(under: dir, endingWith: ".mp4") + RecordingInspector.files(under: dir, endingWith: ".mkv")
     }
 
     /// SIGTERM to every node still running: each exits 0.
@@ -423,12 +350,5 @@ final class LeasedSite: @unchecked Sendable {
                 #expect(RecordingInspector.ffprobeProblem(path) == nil, "\(path)")
             }
         }
-    }
-
-    func remove() {
-        for node in nodes.values where node.process.isRunning { kill(node.process.processIdentifier, SIGKILL) }
-        for camera in cameras { camera.stop() }
-        server.stop()
-        dir.remove()
     }
 }

@@ -1,3 +1,4 @@
+import CaptureTesting
 import Foundation
 import Testing
 
