@@ -4,8 +4,13 @@
 Run with Debian's /usr/bin/python3 (it has `gi`). Prints "PORT <n>" once it listens.
   rtsp-server.py [--port N] [--codec h264|h265|mjpeg] [--size WxH] [--fps N] [--gop N]
                  [--user U --password P [--digest]] [--session-timeout S] [--audio] [--mounts N]
+                 [--one-encoder] [--pattern NAME] [--scroll PIXELS] [--bitrate KBPS]
 The stream is at rtsp://127.0.0.1:PORT/cam (every client shares one live encoder); with
---mounts N, at /cam0 … /camN-1 as well, each its own camera (its own encoder)."""
+--mounts N, at /cam0 … /camN-1 as well, each its own camera (its own encoder). With
+--one-encoder every mount sends the same encoded stream, so many cameras cost one encoder
+(for benchmarks of the recorder at a node's camera count). The picture is videotestsrc's
+bouncing ball (a few dozen kbit/s in H.264); --pattern smpte --scroll 7 gives bars that move
+every frame, a few Mbit/s as a real 1080p camera sends."""
 import argparse, fractions, sys, time
 import gi
 gi.require_version("Gst", "1.0")
@@ -27,29 +32,40 @@ p.add_argument("--session-timeout", type=int, default=0,
                help="close the connection of a client that sends no request for S seconds, as strict cameras do")
 p.add_argument("--audio", action="store_true", help="send G.711 A-law audio beside the video, as many cameras do")
 p.add_argument("--mounts", type=int, default=0)
+p.add_argument("--one-encoder", action="store_true",
+               help="serve /cam and every /camN from one encoder (one shared media) instead of one each")
+p.add_argument("--pattern", default="ball", help="videotestsrc's pattern (ball, smpte, snow, …)")
+p.add_argument("--scroll", type=int, default=0, help="pixels the pattern moves to the side each frame")
+p.add_argument("--bitrate", type=int, default=0, help="H.264/H.265 bitrate ceiling in kbit/s (default: the encoder's)")
 a = p.parse_args()
 w, h = a.size.split("x")
 rate = fractions.Fraction(a.fps).limit_denominator(1001)
 Gst.init(None)
+bitrate = f" bitrate={a.bitrate}" if a.bitrate else ""
 if a.codec == "h264":
     # zerolatency and the ultrafast preset would both switch B-frames off.
     tune = "tune=zerolatency speed-preset=ultrafast" if a.bframes == 0 else "speed-preset=superfast b-adapt=false"
     # B-frames need a profile above baseline, which the payloader would otherwise settle for.
     profile = " ! video/x-h264,profile=main" if a.bframes else ""
-    enc = f"x264enc {tune} bframes={a.bframes} key-int-max={a.gop}{profile} ! rtph264pay name=pay0 pt=96 config-interval=-1"
+    enc = f"x264enc {tune}{bitrate} bframes={a.bframes} key-int-max={a.gop}{profile} ! rtph264pay name=pay0 pt=96 config-interval=-1"
 elif a.codec == "mjpeg":
     # RTP carries only 4:2:0 and 4:2:2 JPEG (RFC 2435).
     enc = "videoconvert ! video/x-raw,format=I420 ! jpegenc quality=70 ! rtpjpegpay name=pay0 pt=26"
 else:
-    enc = f"x265enc tune=zerolatency speed-preset=ultrafast key-int-max={a.gop} ! rtph265pay name=pay0 pt=96 config-interval=-1"
-launch = (f"( videotestsrc is-live=true pattern=ball ! video/x-raw,width={w},height={h},framerate={rate.numerator}/{rate.denominator} "
+    enc = f"x265enc tune=zerolatency speed-preset=ultrafast{bitrate} key-int-max={a.gop} ! rtph265pay name=pay0 pt=96 config-interval=-1"
+launch = (f"( videotestsrc is-live=true pattern={a.pattern} horizontal-speed={a.scroll} ! video/x-raw,width={w},height={h},framerate={rate.numerator}/{rate.denominator} "
           f"! {enc} "
           + ("audiotestsrc is-live=true ! audio/x-raw,rate=8000,channels=1 ! alawenc ! rtppcmapay name=pay1 pt=8 " if a.audio else "")
           + ")")
 server = GstRtspServer.RTSPServer()
 server.set_address("127.0.0.1")
 server.set_service(str(a.port))
-factory = GstRtspServer.RTSPMediaFactory()
+class OneMediaFactory(GstRtspServer.RTSPMediaFactory):
+    """A shared factory keeps one media per key, and the key is the URL's path by default:
+    one key for every path makes every mount of this factory share one media, one encoder."""
+    def do_gen_key(self, url):
+        return "one-encoder"
+factory = OneMediaFactory() if a.one_encoder else GstRtspServer.RTSPMediaFactory()
 factory.set_launch(launch)
 factory.set_shared(True)
 if a.user:
@@ -67,6 +83,8 @@ if a.user:
     perms.add_permission_for_role("user", GstRtspServer.RTSP_PERM_MEDIA_FACTORY_CONSTRUCT, True)
     factory.set_permissions(perms)
 def make_factory():
+    if a.one_encoder:
+        return factory
     f = GstRtspServer.RTSPMediaFactory()
     f.set_launch(launch)
     f.set_shared(True)
