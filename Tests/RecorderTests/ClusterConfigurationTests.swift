@@ -95,4 +95,19 @@ import Testing
         let env = errors("[cluster]\ndatabase = \"postgresql://vigil@db/vigil\"", environment: ["VIGIL_NODE": "Bad Name"])
         #expect(env.contains("VIGIL_NODE=Bad Name is not a node name"), "\(env)")
     }
+
+    /// `vigil run --listen` (each node of one file its own address) is checked like `[http] listen`:
+    /// an address that is none, or one other machines reach without a token, is refused before
+    /// anything starts.
+    @Test func aNodesListenAddressIsCheckedLikeTheFiles() throws {
+        var options = RecorderService.Options()
+        options.listen = "bogus"
+        #expect { try RecorderService(options: options) } throws: { "\($0)".contains("--listen bogus is not HOST:PORT") }
+        options.listen = "0.0.0.0:8082"
+        #expect { try RecorderService(options: options) } throws: { "\($0)".contains("reachable from other machines") }
+        for fine in ["127.0.0.1:8082", "[::1]:8082", ""] {
+            options.listen = fine
+            #expect(throws: Never.self, "\(fine)") { _ = try RecorderService(options: options) }
+        }
+    }
 }
