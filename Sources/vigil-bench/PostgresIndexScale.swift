@@ -18,7 +18,7 @@ import Synchronization
 /// are `SiteView.recordings`, the query behind a node's API, then `RecordingsListing`'s gaps.
 struct PostgresIndexScale {
     /// Table and indexes a row, rounded up from the 30-day run, for the free-space check.
-    static let bytesPerRowOnDisk = 600
+    static let bytesPerRowOnDisk = 760
     static let nodes = 4
     static let putSample = 20_000
 
