@@ -126,7 +126,7 @@ let package = Package(
         // S3: S3TestServer hands out the S3Keys of the moto server it starts.
         .target(name: "CaptureTesting", dependencies: ["Capture", "Media", "CV4L2", "S3"], exclude: ["Servers"]),
         // Benchmarks that need the emulated V4L2 device (Scripts/bench-v4l2).
-        .executableTarget(name: "vigil-bench", dependencies: ["Capture", "CaptureTesting", "Media", "Recorder"]),
+        .executableTarget(name: "vigil-bench", dependencies: ["Capture", "CaptureTesting", "Media", "Recorder", "Cluster"]),
         .testTarget(name: "ArchiveTests", dependencies: [
             "Archive", "S3", "Recorder", "CaptureTesting", .product(name: "Logging", package: "swift-log"),
         ]),

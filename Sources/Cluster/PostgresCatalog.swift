@@ -29,7 +29,7 @@ public final class PostgresCatalog: RecordingCatalog {
     /// Step n brings the database from version n − 1 to n: 1–4 as SQLite's versions (1 the
     /// recordings, 2 motion events, 3 when an event was reviewed and the newest-first index,
     /// 4 nothing: SQLite's archive queue is about one node's disk and stays in its SQLite file),
-    /// 5 the nodes, 6 the leases of shared network cameras.
+    /// 5 the nodes, 6 the leases of shared network cameras, 7 the listing's covering index.
     /// One statement per string: PostgreSQL prepares each alone. Integers are BIGINT, as SQLite's are.
     static let migrations: [[String]] = [
         ["""
@@ -88,6 +88,17 @@ public final class PostgresCatalog: RecordingCatalog {
             expires TIMESTAMPTZ
         )
         """],
+        // 7: a camera's listing (`SiteView.recordings`) read from the index alone. Rows go in in
+        // time order, so one camera's rows lie one to a heap page among the other cameras': with
+        // (camera, kind, start_ns) each row listed was a page read (a day of 64 cameras × 30 days:
+        // 102 ms median, 16.6 ms with this). Here the index holds every column listed, end_ns is checked in the index, and it
+        // is in start_ns order without kind, so a month is not sorted whole (Scripts/bench-index
+        // --backend postgresql). Its prefix (camera, start_ns) serves what the old index did.
+        ["""
+        CREATE INDEX IF NOT EXISTS recordings_listing ON recordings (camera, start_ns, end_ns)
+            INCLUDE (kind, path, frames, bytes, codec, width, height, state, id, node)
+        """,
+         "DROP INDEX IF EXISTS recordings_by_time"],
     ]
 
     /// Any number, the same on every node: nodes starting together migrate one after the other.

@@ -5,7 +5,7 @@ import Media
 //   vigil-bench passthrough [SECONDS=60] [CAMERAS=1] [yuyv]   (Scripts/bench-v4l2)
 //   vigil-bench reattach [REPLUGS=25]                   (Scripts/bench-reattach)
 //   vigil-bench index [SEGMENTS=10000]                  (Scripts/bench-index)
-//   vigil-bench index-scale [--cameras 64] [--days 30]  (Scripts/bench-index --cameras …)
+//   vigil-bench index-scale [--cameras 64] [--days 30] [--backend sqlite|postgresql]  (Scripts/bench-index --cameras …)
 //   vigil-bench failover [--kills 10] [--lease 4]       (Scripts/bench-failover)
 //   vigil-bench soak-analyze ROOT KILLS FPS              (Scripts/soak-chaos)
 

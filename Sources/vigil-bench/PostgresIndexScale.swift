@@ -1,0 +1,139 @@
+import Capture
+import CaptureTesting
+import Cluster
+import Dispatch
+import Foundation
+import Recorder
+import Synchronization
+
+/// `index-scale --backend postgresql`: the same site in the cluster's catalogue, on a PostgreSQL 15
+/// started for the run (`TestPostgres`: a temporary folder under /tmp, fsync,
+/// synchronous_commit and full_page_writes off, the rest PostgreSQL's defaults).
+///
+/// The cameras are shared by `nodes` nodes, as in a cluster (camera n on node n mod 4 + 1).
+/// The bulk of the rows goes in by one `INSERT … SELECT generate_series` a day, run by psql on
+/// the server, so a year fits in the time; that rate is the fill's, not a cluster's. How a
+/// cluster writes, one `PostgresCatalog.put` a row from each node's replicator on its one
+/// connection, is timed on a sample of `putSample` rows written after the fill. The listings
+/// are `SiteView.recordings`, the query behind a node's API, then `RecordingsListing`'s gaps.
+struct PostgresIndexScale {
+    /// Table and indexes a row, rounded up from the 30-day run, for the free-space check.
+    static let bytesPerRowOnDisk = 760
+    static let nodes = 4
+    static let putSample = 20_000
+
+    let bench: IndexScaleBenchmark
+
+    func node(_ index: Int) -> String { "node\(index + 1)" }
+
+    func run(rows: Int) throws {
+        let server = try TestPostgres()
+        defer { server.stop() }
+        let version = try server.psql("SHOW server_version").trimmingCharacters(in: .whitespacesAndNewlines)
+        print("index at scale (postgresql \(version), fsync off): \(bench.cameras) cameras × \(bench.days) days of 1-minute segments on "
+            + "\(min(Self.nodes, bench.cameras)) nodes = \(rows) rows, in \(server.directory)")
+        let nodes = min(Self.nodes, bench.cameras)
+        func settings(_ node: String) throws -> ClusterSettings { ClusterSettings(database: try ClusterDatabaseURL(server.url), node: node) }
+        // Each node's replicator has one connection (writes in order); opening the first creates the schema.
+        let catalogs = try (0..<nodes).map { n in
+            try PostgresCatalog(configuration: settings(node(n)).clientConfiguration(), node: node(n), connections: 1)
+        }
+        defer { catalogs.forEach { $0.close() } }
+
+        let fillSeconds = try bench.writeDays(rows: rows) { day in try server.psql(fillSQL(day: day)) }
+        print(String(format: "bulk fill: %.0f rows/s (%ld rows in %.1f s; one INSERT … SELECT generate_series a day, run on the server: not how a cluster writes)",
+                     Double(rows) / fillSeconds, rows, fillSeconds))
+        // What autovacuum does to a table that grew this much; index-only scans need its visibility map.
+        let vacuumSeconds = try seconds { try server.psql("VACUUM ANALYZE recordings") }
+        print(String(format: "VACUUM ANALYZE after the fill: %.1f s", vacuumSeconds))
+        let sizes = try server.psql(
+            "SELECT pg_table_size('recordings'), pg_indexes_size('recordings'), pg_relation_size('recordings_listing')"
+        ).split(whereSeparator: { $0 == "|" || $0.isNewline }).compactMap { Int64($0) }
+        if sizes.count == 3 {
+            print(String(format: "size: table %.1f MB, indexes %.1f MB (recordings_listing %.1f MB): %.0f bytes a row",
+                         Double(sizes[0]) / 1e6, Double(sizes[1]) / 1e6, Double(sizes[2]) / 1e6, Double(sizes[0] + sizes[1]) / Double(rows)))
+        }
+
+        let put = try timePuts(catalogs)
+        print(String(format: "put, one row a call as CatalogReplicator writes (%ld nodes at once, one connection each, %ld rows on top of the fill): "
+            + "%.0f rows/s in all, %.0f rows/s a node", nodes, put.rows, Double(put.rows) / put.seconds, Double(put.rows) / put.seconds / Double(nodes)))
+
+        let site = SiteView(settings: try settings(node(0)))
+        let list: IndexScaleBenchmark.Lister = { camera, from, to in
+            let rows = try site.recordings(camera: camera, kinds: [.segment], from: from, to: to)
+            return RecordingsListing(entries: rows.map(\.entry), timeZone: IndexScaleBenchmark.utc)
+        }
+        print("schema \(PostgresCatalog.schemaVersion): recordings_listing (camera, start_ns, end_ns) INCLUDE (every column listed)")
+        try bench.timeListings(list)
+
+        // Before schema 7: its index instead of recordings_listing, the same windows listed.
+        let reindexSeconds = try seconds {
+            try server.psql("CREATE INDEX recordings_by_time ON recordings (camera, kind, start_ns)")
+            try server.psql("DROP INDEX recordings_listing")
+            try server.psql("ANALYZE recordings")
+        }
+        print(String(format: "schema 6's index (camera, kind, start_ns) instead (built in %.1f s):", reindexSeconds))
+        do {
+            try bench.timeListings(list)
+        } catch {
+            print("  the listings failed: \(error)")
+        }
+    }
+
+    /// One day of every camera's segments, each on its camera's node, in time order as the
+    /// cameras write them; the same rows as `IndexScaleBenchmark.segment` (checked by the listings).
+    func fillSQL(day: Int) -> String {
+        let today = IndexScaleBenchmark.Day(day)
+        return """
+            INSERT INTO recordings (node, kind, camera, path, start_ns, end_ns, frames, bytes, codec, width, height, state)
+            SELECT 'node' || (c % \(min(Self.nodes, bench.cameras)) + 1), 'segment', cam,
+                   cam || '/video/\(today.folder)/' || cam || '-\(today.compact)T' || to_char(m / 60, 'FM00') || to_char(m % 60, 'FM00') || '00Z.mp4',
+                   \(today.start) + m * \(IndexScaleBenchmark.minuteNanos), \(today.start) + m * \(IndexScaleBenchmark.minuteNanos) + \(IndexScaleBenchmark.segmentNanos),
+                   1800, 4000000, 'h264', 1920, 1080, 'complete'
+            FROM generate_series(0, 1439::bigint) AS m CROSS JOIN generate_series(0, \(bench.cameras - 1)::bigint) AS c
+                CROSS JOIN LATERAL (SELECT 'cam' || to_char(c, 'FM000') AS cam) AS name
+            WHERE m <> 1 + (\(day) * \(IndexScaleBenchmark.missingDayFactor) + c * \(IndexScaleBenchmark.missingCameraFactor)) % \(IndexScaleBenchmark.missingRange)
+            ORDER BY m, c
+            """
+    }
+
+    /// Each node writes its cameras' segments of the day after the fill, minute by minute, one
+    /// `put` a row on a thread of its own, until the nodes have written `putSample` rows in all.
+    func timePuts(_ catalogs: [PostgresCatalog]) throws -> (rows: Int, seconds: Double) {
+        let day = IndexScaleBenchmark.Day(bench.days)
+        let perNode = Self.putSample / catalogs.count
+        let outcome = Mutex<(rows: Int, failures: [String])>((0, []))
+        let group = DispatchGroup()
+        let t0 = SystemClocks.monotonicNanos()
+        for (n, catalog) in catalogs.enumerated() {
+            group.enter()
+            Thread { [bench] in
+                defer { group.leave() }
+                var written = 0
+                do {
+                    minutes: for minute in 0..<1440 {
+                        for camera in stride(from: n, to: bench.cameras, by: catalogs.count) {
+                            guard written < perNode else { break minutes }
+                            try catalog.put(bench.segment(bench.camera(camera), day, minute: minute))
+                            written += 1
+                        }
+                    }
+                } catch {
+                    outcome.withLock { $0.failures.append("\(catalog.node): \(error)") }
+                }
+                outcome.withLock { $0.rows += written }
+            }.start()
+        }
+        group.wait()
+        let elapsed = Double(SystemClocks.monotonicNanos() - t0) / 1e9
+        let (rows, failures) = outcome.withLock { ($0.rows, $0.failures) }
+        guard failures.isEmpty else { throw BenchUsageError("put failed: \(failures.joined(separator: "; "))") }
+        return (rows, elapsed)
+    }
+
+    private func seconds(_ work: () throws -> Void) throws -> Double {
+        let t0 = SystemClocks.monotonicNanos()
+        try work()
+        return Double(SystemClocks.monotonicNanos() - t0) / 1e9
+    }
+}
