@@ -295,6 +295,9 @@ import Testing
             #expect(duringOutage.count > 50, "\(name) indexed \(duringOutage.count) segments during the outage")
             print("\(name): \(catalogued.count) segments in the catalogue, as in its index; \(duringOutage.count) of them recorded while the database was away")
             #expect(VigilBinary.output(in: node.dir).contains("change(s) journaled meanwhile are in it"), "\(name) said nothing of the journal")
+            // And the node's index agrees with its files (the truth check, `vigil verify`).
+            let verified = VigilBinary.run(["verify", "--data", node.dir + "/data"])
+            #expect(verified.status == 0, "\(name): \(verified.output.suffix(1500))\(verified.errorOutput.suffix(500))")
         }
     }
 }
