@@ -84,6 +84,42 @@ import Testing
         try await steady(codec: "h265", probeCodec: "hevc", tag: "hvc1")
     }
 
+    /// A cluster lease's fence: closed, the open file ends at once and the frames after are
+    /// dropped (nothing is written while it is closed); opened, recording resumes in a new file
+    /// that starts at a keyframe. Every file plays.
+    @Test func aClosedFenceEndsTheFileAndDropsFramesUntilItOpens() async throws {
+        let server = try LoopbackCameraServer.rtsp()
+        defer { server.stop() }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let fence = CaptureFence()
+        let movie = try SegmentedMovieOutput(.init(storageRoot: dir.path, segmentSeconds: 2, encoding: .streamCopy))
+        let session = CaptureSession(fence: fence)
+        let log = EventLog(session)
+        session.beginConfiguration()
+        try session.addInput(NetworkCamera.device(id: "porch", url: server.url(), settings: Self.fast))
+        try session.addOutput(movie)
+        try session.commitConfiguration()
+        try session.startRunning()
+        #expect(await waitUntil(seconds: 30) { movie.receivedFrameCount > 20 })
+        let closed = SystemClocks.wallNanos()
+        fence.close(atBootNanos: SystemClocks.bootNanos())
+        // The file open then ends without waiting for its two seconds.
+        #expect(await waitUntil(seconds: 5) { log.segments.contains { $0.lastFrameWallNanos <= closed + 200_000_000 && $0.lastFrameWallNanos >= closed - 2_000_000_000 } })
+        let receivedWhileClosed = movie.receivedFrameCount
+        try await Task.sleep(for: .seconds(2))
+        #expect(movie.receivedFrameCount <= receivedWhileClosed + 3, "frames reached the output through a closed fence")
+        let opened = SystemClocks.wallNanos()
+        fence.open()
+        #expect(await waitUntil(seconds: 10) { log.segments.contains { $0.firstFrameWallNanos >= opened } })
+        await stopAndDrain(session, log)
+        for segment in log.segments {
+            // Nothing captured between a fifth of a second after the close and the opening.
+            #expect(segment.lastFrameWallNanos <= closed + 200_000_000 || segment.firstFrameWallNanos >= opened, "\(segment)")
+        }
+        try expectPlayableAndContiguous(log, codec: "h264")
+    }
+
     @Test func stallIsNoticedAndRecovered() async throws {
         let server = try LoopbackCameraServer.rtsp()
         defer { server.stop() }

@@ -6,6 +6,9 @@ import Glibc
 public enum SystemClocks {
     public static func monotonicNanos() -> Int64 { read(CLOCK_MONOTONIC) }
     public static func wallNanos() -> Int64 { read(CLOCK_REALTIME) }
+    /// Monotonic, and counting while the machine sleeps (Swift's `ContinuousClock` on Linux):
+    /// for spans that must hold across a suspend, such as a lease.
+    public static func bootNanos() -> Int64 { read(CLOCK_BOOTTIME) }
 
     private static func read(_ clock: clockid_t) -> Int64 {
         var ts = timespec()

@@ -35,8 +35,10 @@ public final class CaptureSession: Sendable {
     private let broadcaster = EventBroadcaster()
     private let capturedFrames = SharedCounter()
     private let logger = Logger(label: "vigil.session")
+    /// A cluster lease's fence on the camera's frames (nil: none).
+    private let fence: CaptureFence?
 
-    public init() {}
+    public init(fence: CaptureFence? = nil) { self.fence = fence }
 
     // MARK: - Events and status
 
@@ -214,7 +216,8 @@ public final class CaptureSession: Sendable {
         for c in configuration.connections { c.output.attach(context) }
         let capture = CaptureThread(
             device: device, stream: stream, format: format, frameRate: configuration.frameRate,
-            controls: controls, connections: configuration.connections, events: broadcaster, frameCounter: capturedFrames
+            controls: controls, connections: configuration.connections, events: broadcaster, frameCounter: capturedFrames,
+            fence: fence
         ) { [weak self] in self?.captureEnded() }
         state.withLock { $0.capture = capture }
         broadcaster.emit(.started(camera: device.id))

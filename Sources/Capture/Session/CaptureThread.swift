@@ -77,6 +77,9 @@ final class CaptureThread: @unchecked Sendable {
     private var isInterrupted = false
     /// Reused for every frame so that fan-out allocates nothing.
     private var takers: [CaptureConnection] = []
+    /// A cluster lease's fence on this camera (nil: none), and the frames it dropped since it closed.
+    private let fence: CaptureFence?
+    private var fencedFrames: Int?
 
     /// How long one read may wait; also how quickly a stop or format switch is noticed.
     private static let readTimeoutNanos: Int64 = 200_000_000
@@ -84,8 +87,9 @@ final class CaptureThread: @unchecked Sendable {
     init(
         device: CaptureDevice, stream: any CaptureStream, format: DeviceFormat, frameRate: Double,
         controls: [ControlSetting], connections: [CaptureConnection], events: EventBroadcaster, frameCounter: SharedCounter,
-        onEnd: @escaping @Sendable () -> Void
+        fence: CaptureFence? = nil, onEnd: @escaping @Sendable () -> Void
     ) {
+        self.fence = fence
         self.device = device
         self.stream = stream
         self.format = format
@@ -181,7 +185,7 @@ final class CaptureThread: @unchecked Sendable {
                 frame.release()
             case .frame:
                 frameCounter.increment(at: frame.monotonicNanos)
-                deliver(frame)
+                if let fence { passFence(fence, frame) } else { deliver(frame) }
             case .corrupt(let reason):
                 frame.release()
                 corruptFrames += 1
@@ -204,6 +208,26 @@ final class CaptureThread: @unchecked Sendable {
                 for c in connections.withLock({ $0 }) { c.output.reportDrops() }
                 reportCorruptFrames()
             }
+        }
+    }
+
+    /// Delivers `frame` while the fence is open. The first frame after it closes ends the open
+    /// files as a lost stream does (the next file starts at a keyframe once it opens again);
+    /// the frames after are dropped, and counted when it opens.
+    private func passFence(_ fence: CaptureFence, _ frame: CapturedFrame) {
+        if !fence.blocksNow {
+            if let dropped = fencedFrames {
+                logger.notice("camera \(device.id): the lease is this node's again; recording resumes after \(dropped) frame(s) dropped while fenced")
+                fencedFrames = nil
+            }
+            deliver(frame)
+        } else if let dropped = fencedFrames {
+            fencedFrames = dropped &+ 1
+            frame.release()
+        } else {
+            logger.warning("camera \(device.id): fenced, its lease may now be another node's: files ended, frames dropped until the lease is renewed")
+            fencedFrames = 0
+            announceStreamLoss(frame)
         }
     }
 

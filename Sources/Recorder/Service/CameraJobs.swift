@@ -31,7 +31,8 @@ struct CameraJobs {
         var location: GeoLocation?
     }
 
-    init(_ camera: CameraConfig, environment: Environment, reusing previous: CameraJobs? = nil) throws {
+    /// `fence`: the cluster lease's fence when this node records the camera under a lease.
+    init(_ camera: CameraConfig, environment: Environment, reusing previous: CameraJobs? = nil, fence: CaptureFence? = nil) throws {
         self.camera = camera
         self.environment = environment
         let same = previous.map { $0.environment == environment } ?? false
@@ -73,6 +74,7 @@ struct CameraJobs {
                 cameraID: Self.detectionID(camera.name), matches: Self.matcher(.url(detectURL)), format: camera.format,
                 frameRate: camera.frameRate, outputs: [(motion, connection)], schedule: motionSchedule.isAlways ? nil : motionSchedule)
             detection.isAuxiliary = true
+            detection.fence = fence
             detectionPlan = detection
         } else {
             if let motion, let motionSchedule {
@@ -86,10 +88,12 @@ struct CameraJobs {
         // A camera whose recording encodes H.264 shows those very packets live.
         movie?.shareEncodedPackets(with: live.mp4)
         outputs.append((live, connection))
-        plan = CameraPlan(
+        var plan = CameraPlan(
             cameraID: camera.name, matches: Self.matcher(camera.match), format: camera.format, frameRate: camera.frameRate,
             controls: camera.controls, outputs: outputs,
             schedule: schedules.contains(where: \.isAlways) ? nil : AnyOfSchedules(schedules))
+        plan.fence = fence
+        self.plan = plan
     }
 
     /// The camera's motion output and its schedule; the previous one when its job is unchanged

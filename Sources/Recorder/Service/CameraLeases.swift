@@ -1,3 +1,5 @@
+import Capture
+
 /// What a cluster's lease keeper (`[cluster]`, in the Cluster target) may do with this node's
 /// cameras: list the network cameras nodes share by lease, start recording one whose lease
 /// it took, stop one whose lease it lost. The recorder's control plane stays internal.
@@ -14,4 +16,16 @@ public final class CameraLeases: Sendable {
 
     /// Stops recording `camera`, its open files finalized.
     public func release(_ camera: String) async { await control.release(camera) }
+
+    /// From `deadline` on, `camera`'s frames are dropped and its files ended on the capture
+    /// thread, whatever the rest of the process is doing, until `lift` or `hold`.
+    public func fence(_ camera: String, at deadline: ContinuousClock.Instant) async {
+        // ContinuousClock is the boot-time clock on Linux; its instants are opaque, spans are not.
+        let remaining = ContinuousClock.now.duration(to: deadline).components
+        let nanos = max(-1_000_000, min(1_000_000, remaining.seconds)) * 1_000_000_000 + remaining.attoseconds / 1_000_000_000
+        await control.fence(of: camera)?.close(atBootNanos: SystemClocks.bootNanos() &+ nanos)
+    }
+
+    /// Lets `camera`'s frames through again: its lease was renewed.
+    public func lift(_ camera: String) async { await control.fence(of: camera)?.open() }
 }

@@ -34,8 +34,9 @@ actor RecorderControl: Service {
     /// What the control plane listens to while it runs.
     private var signals: UnixSignalsSequence?
     private var deviceChanges: AsyncStream<DeviceChange>?
-    /// In a cluster: the network cameras this node holds the lease of, and so records.
-    private var leased: Set<String> = []
+    /// In a cluster: the network cameras this node holds the lease of, and so records, each with
+    /// its lease's fence.
+    private var leased: [String: CaptureFence] = [:]
 
     init(
         configuration: Configuration, root: String, configurationPath: String?, rootIsFixed: Bool, events: RecorderEvents,
@@ -58,7 +59,7 @@ actor RecorderControl: Service {
 
     /// The plans of the cameras in the configuration, plus (built-in default) every camera present.
     func plans(present: [CaptureDevice]) -> [CameraPlan] {
-        (Self.recordedHere(configuration, leased: leased) + discoveredCameras(present)).compactMap { makeJobs($0, reusing: nil)?.plans }.flatMap { $0 }
+        (Self.recordedHere(configuration, leased: Set(leased.keys)) + discoveredCameras(present)).compactMap { makeJobs($0, reusing: nil)?.plans }.flatMap { $0 }
     }
 
     /// The configured cameras this machine records. In a cluster, a camera pinned to another
@@ -89,7 +90,8 @@ actor RecorderControl: Service {
     func hold(_ name: String) async -> Bool {
         guard let camera = configuration.cameras.first(where: { $0.name == name }), Self.leasable(camera, configuration),
               let supervisor else { return false }
-        leased.insert(name)
+        // A lease taken anew (or renewed while fenced) lets frames through.
+        if let fence = leased[name] { fence.open() } else { leased[name] = CaptureFence() }
         guard jobs[name] == nil else { return true }
         if let job = makeJobs(camera, reusing: nil) {
             for plan in job.plans { await supervisor.add(plan) }
@@ -100,11 +102,14 @@ actor RecorderControl: Service {
     /// Stops recording a network camera whose lease this node lost or gave up: its open files
     /// are finalized before this returns.
     func release(_ name: String) async {
-        guard leased.remove(name) != nil else { return }
+        guard leased.removeValue(forKey: name) != nil else { return }
         jobs[name] = nil
         await supervisor?.remove(cameraID: name)
         await supervisor?.remove(cameraID: CameraJobs.detectionID(name))
     }
+
+    /// The fence of a camera this node records under a lease (nil: it records no such camera).
+    func fence(of name: String) -> CaptureFence? { leased[name] }
 
     func attach(supervisor: Supervisor, storage: StorageKeeper, signals: UnixSignalsSequence?, deviceChanges: AsyncStream<DeviceChange>) {
         self.supervisor = supervisor
@@ -156,7 +161,7 @@ actor RecorderControl: Service {
     /// Builds a camera's outputs and plan; a camera that cannot be set up is reported and left out.
     private func makeJobs(_ camera: CameraConfig, reusing previous: CameraJobs?) -> CameraJobs? {
         do {
-            let made = try CameraJobs(camera, environment: environment, reusing: previous)
+            let made = try CameraJobs(camera, environment: environment, reusing: previous, fence: leased[camera.name])
             jobs[camera.name] = made
             return made
         } catch {
@@ -240,7 +245,7 @@ actor RecorderControl: Service {
             hooks.set(nil)
         }
         var changed: [String] = [], added: [String] = [], removed: [String] = [], refused: [String] = []
-        let cameras = Self.recordedHere(new, leased: leased)
+        let cameras = Self.recordedHere(new, leased: Set(leased.keys))
         let names = Set(cameras.map(\.name))
         for name in jobs.keys where !names.contains(name) && !new.discoversAllCameras {
             jobs[name] = nil
@@ -258,7 +263,7 @@ actor RecorderControl: Service {
             }
             let next: CameraJobs
             do {
-                next = try CameraJobs(camera, environment: environment, reusing: old)
+                next = try CameraJobs(camera, environment: environment, reusing: old, fence: leased[camera.name])
             } catch {
                 logger.error("camera \(camera.name): the new settings cannot be used (\(error)); it keeps its previous configuration")
                 refused.append(camera.name)

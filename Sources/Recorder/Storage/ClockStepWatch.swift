@@ -34,12 +34,6 @@ struct ClockStepWatch {
         }
         return true
     }
-
-    static func nanosSinceBoot() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_BOOTTIME, &ts)
-        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
-    }
 }
 
 /// A span of time as a log line says it: minutes, hours or days.

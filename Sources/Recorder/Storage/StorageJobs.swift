@@ -59,7 +59,7 @@ final class StorageJobs {
     /// and now and then how many days the disk holds.
     func tick() {
         let now = SystemClocks.monotonicNanos()
-        noteClock(wall: SystemClocks.wallNanos(), sinceBoot: ClockStepWatch.nanosSinceBoot())
+        noteClock(wall: SystemClocks.wallNanos(), sinceBoot: SystemClocks.bootNanos())
         pendingWrites.writeAll(makingRoom: makeRoom)
         checkFreeSpace(now)
         enforceRetention(nowWall: SystemClocks.wallNanos())

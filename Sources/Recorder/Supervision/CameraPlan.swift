@@ -17,6 +17,8 @@ public struct CameraPlan: Sendable {
     /// A second stream of another camera (its `detect_url`): supervised like a camera (retried,
     /// its losses reported), but not listed as one (`Supervisor.status`).
     public var isAuxiliary = false
+    /// The fence of the cluster lease under which this node records the camera (nil: not leased).
+    public var fence: CaptureFence?
 
     public init(
         cameraID: String, matches: (@Sendable (CaptureDevice) -> Bool)? = nil, format: FormatRequest, frameRate: Double,

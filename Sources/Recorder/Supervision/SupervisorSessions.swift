@@ -6,7 +6,7 @@ extension Supervisor {
     func start(_ camera: Camera, on device: CaptureDevice) async {
         let plan = camera.plan
         defer { camera.isStarting = false }
-        let session = CaptureSession()
+        let session = CaptureSession(fence: plan.fence)
         // Subscribed before the session runs, so that not even its first event (an error in its
         // first frame) is missed.
         let sessionEvents = session.events
