@@ -122,7 +122,7 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
-        // Servers/: the RTSP, MJPEG and S3 fault-proxy test servers, run by /usr/bin/python3 from their place here.
+        // Servers/: the RTSP, MJPEG, S3 fault-proxy and TCP proxy test servers, run by /usr/bin/python3 from their place here.
         // S3: S3TestServer hands out the S3Keys of the moto server it starts.
         .target(name: "CaptureTesting", dependencies: ["Capture", "Media", "CV4L2", "S3"], exclude: ["Servers"]),
         // Benchmarks that need the emulated V4L2 device (Scripts/bench-v4l2).

@@ -18,24 +18,35 @@ public final class LeasedSite: @unchecked Sendable {
     /// The nodes as `vigil cluster status` last listed them in `init`.
     public private(set) var listed: [(name: String, cameras: [String], alive: Bool)] = []
     public let all = Set((0..<6).map { "cam\($0)" })
+    /// The node that reaches the database through `proxy` (nil: none), with its own copy of the
+    /// configuration that names the proxy's port.
+    public let proxied: String?
+    public let proxy: TCPProxy?
 
-    /// `leaseSeconds`: `lease_seconds` of the configuration (3...300, as vigil checks).
-    public init(leaseSeconds: Int = 4) async throws {
+    /// `leaseSeconds`: `lease_seconds` of the configuration (3...300, as vigil checks);
+    /// `proxied`: a node that reaches the database through a `TCPProxy` the test may cut.
+    public init(leaseSeconds: Int = 4, proxied: String? = nil) async throws {
         lease = Double(leaseSeconds)
-        server = try TestPostgres()
+        let server = try TestPostgres()
+        self.server = server
         cameras = try (0..<6).map { _ in try LoopbackCameraServer.rtsp(size: "160x120", fps: 10) }
         dir = try TemporaryDirectory("vigil-cluster-leases")
         file = dir.path + "/vigil.toml"
-        try ("""
-            [http]
-            listen = ""
-            [cluster]
-            database = "postgresql://\(server.user)@127.0.0.1:\(server.port)/postgres"
-            lease_seconds = \(leaseSeconds)
+        self.proxied = proxied
+        proxy = try proxied.map { _ in try TCPProxy(upstreamPort: server.port) }
+        let cameraTables = cameras.enumerated().map { i, camera in
+            "[cameras.cam\(i)]\nurl = \"\(camera.url())\"\n[[record]]\ncamera = \"cam\(i)\"\ncodec = \"copy\"\nsegment_seconds = 1\n"
+        }.joined(separator: "\n")
+        for (path, port) in [(file, server.port)] + (proxy.map { [(dir.path + "/vigil-proxied.toml", $0.port)] } ?? []) {
+            try ("""
+                [http]
+                listen = ""
+                [cluster]
+                database = "postgresql://\(server.user)@127.0.0.1:\(port)/postgres"
+                lease_seconds = \(leaseSeconds)
 
-            """ + cameras.enumerated().map { i, camera in
-                "[cameras.cam\(i)]\nurl = \"\(camera.url())\"\n[[record]]\ncamera = \"cam\(i)\"\ncodec = \"copy\"\nsegment_seconds = 1\n"
-            }.joined(separator: "\n")).write(toFile: file, atomically: true, encoding: .utf8)
+                """ + cameraTables).write(toFile: path, atomically: true, encoding: .utf8)
+        }
         for name in ["node-a", "node-b", "node-c"] { try start(name) }
         let ready = await waitForTwoEach(seconds: 90)
         listed = status() ?? []
@@ -53,7 +64,8 @@ public final class LeasedSite: @unchecked Sendable {
         let port = ports[name] ?? LoopbackCameraServer.freePort()
         ports[name] = port
         let process = try VigilBinary.start(
-            ["run", "--config", file, "--data", home + "/data", "--listen", "127.0.0.1:\(port)"], in: home, environment: ["VIGIL_NODE": name])
+            ["run", "--config", name == proxied ? dir.path + "/vigil-proxied.toml" : file, "--data", home + "/data", "--listen", "127.0.0.1:\(port)"],
+            in: home, environment: ["VIGIL_NODE": name])
         nodes[name] = (home, process)
     }
 
@@ -90,6 +102,7 @@ public final class LeasedSite: @unchecked Sendable {
     public func remove() {
         for node in nodes.values where node.process.isRunning { kill(node.process.processIdentifier, SIGKILL) }
         for camera in cameras { camera.stop() }
+        proxy?.stop()
         server.stop()
         dir.remove()
     }

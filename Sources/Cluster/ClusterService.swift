@@ -15,15 +15,24 @@ public final class ClusterService: Service, CustomStringConvertible {
     private let cameras: @Sendable () async -> [String]
     /// The network cameras nodes share by lease (nil: this node takes none).
     private let leases: CameraLeases?
+    /// When this node last reached the database, for peers that ask (`SiteView` answers them).
+    private let contact: DatabaseContact
+    private let witnesses: @Sendable ([String]) async -> [PeerWitness]
     private let incarnation = UUID()
     private let logger = Logger(label: "vigil.cluster")
 
     /// `url`: where this node's page answers; `cameras`: what it records now; `leases`: the
-    /// shared network cameras it may take.
-    public init(settings: ClusterSettings, url: String, leases: CameraLeases? = nil, cameras: @escaping @Sendable () async -> [String]) {
+    /// shared network cameras it may take; `contact`: noted at each answered heartbeat;
+    /// `witnesses`: asks the peers at these addresses when they last reached the database.
+    public init(
+        settings: ClusterSettings, url: String, leases: CameraLeases? = nil, contact: DatabaseContact = DatabaseContact(),
+        witnesses: @escaping @Sendable ([String]) async -> [PeerWitness] = { _ in [] }, cameras: @escaping @Sendable () async -> [String]
+    ) {
         self.settings = settings
         self.url = url
         self.leases = leases
+        self.contact = contact
+        self.witnesses = witnesses
         self.cameras = cameras
     }
 
@@ -31,9 +40,21 @@ public final class ClusterService: Service, CustomStringConvertible {
 
     public func run() async throws {
         let client = PostgresClient(configuration: settings.clientConfiguration(), backgroundLogger: logger)
+        let keeper = leases.map {
+            LeaseKeeper(table: LeaseTable(client: client, node: settings.node, incarnation: incarnation.uuidString,
+                                          leaseSeconds: Double(settings.leaseSeconds)), cameras: $0, witnesses: witnesses)
+        }
         await withDiscardingTaskGroup { group in
             group.addTask { await client.run() }
-            await beat(NodeRegistry(client: client), client: client)
+            if let keeper {
+                group.addTask {
+                    while !Task.isCancelled {
+                        await keeper.checkFence()
+                        try? await Task.sleep(for: .milliseconds(250))
+                    }
+                }
+            }
+            await beat(NodeRegistry(client: client), client: client, keeper: keeper)
             group.cancelAll()
         }
     }
@@ -41,12 +62,8 @@ public final class ClusterService: Service, CustomStringConvertible {
     /// Registers, then renews the heartbeat and runs the lease rounds until the service is
     /// stopped (or another process took this node's name: two recorders must not share one).
     /// While the database is away it tries every second, and keeps every camera it has.
-    private func beat(_ registry: NodeRegistry, client: PostgresClient) async {
+    private func beat(_ registry: NodeRegistry, client: PostgresClient, keeper: LeaseKeeper?) async {
         let interval = Duration.milliseconds(settings.leaseSeconds * 1000 / 3)
-        let keeper = leases.map {
-            LeaseKeeper(table: LeaseTable(client: client, node: settings.node, incarnation: incarnation.uuidString,
-                                          leaseSeconds: Double(settings.leaseSeconds)), cameras: $0)
-        }
         var registered = false
         var away: String?
         var connectedSince: ContinuousClock.Instant?
@@ -54,6 +71,8 @@ public final class ClusterService: Service, CustomStringConvertible {
             var wait = interval
             do {
                 let held = await cameras()
+                let sent = ContinuousClock.now
+                await keeper?.attempt(at: sent)
                 if registered {
                     let renewed = try await withDeadline(interval, "the heartbeat") { [settings, incarnation] in
                         try await registry.heartbeat(node: settings.node, incarnation: incarnation, cameras: held)
@@ -83,11 +102,20 @@ public final class ClusterService: Service, CustomStringConvertible {
                 }
                 let since = connectedSince ?? .now
                 connectedSince = since
+                contact.note(sentAt: sent, connectedSince: since)
                 if let keeper {
-                    wait = try await withDeadline(interval, "the lease round") { try await keeper.round(connectedFor: .now - since) }
+                    wait = try await withDeadline(interval, "the lease round") { [settings] in
+                        // The peers a fence asks, should this node be cut off from the database later.
+                        let peers = try await registry.nodes()
+                            .filter { $0.name != settings.node && !$0.url.isEmpty && $0.heartbeatAgeSeconds < Double(settings.leaseSeconds) }
+                            .map(\.url)
+                        return try await keeper.round(connectedFor: .now - since, peers: peers)
+                    }
                 }
+                await keeper?.answered()
             } catch {
                 connectedSince = nil
+                contact.broken()
                 wait = .seconds(1)
                 let why = "\(CatalogError.from(error))"
                 if away == nil {

@@ -15,28 +15,71 @@ import Recorder
 /// Expired leases are taken only after this node has talked to the database for a lease and a
 /// third without a break: after the database was away for everyone, the owners renew first
 /// (they try every second) and keep their cameras.
+///
+/// The fence (`checkFence`, four times a second): while this node's requests go unanswered,
+/// the peers are asked when they last reached the database. If one reached it with a request
+/// sent clearly after this node's oldest unanswered one, this node is the one cut off, and its
+/// cameras are fenced: from the last renewal's send time plus the lease less a margin, by this
+/// node's boot-time clock, their frames are dropped on the capture threads, before the
+/// database's clock can give their leases to another node. If no peer reached it (away for
+/// everyone, or no peer answers), recording goes on: two nodes recording a camera is better
+/// than none.
 actor LeaseKeeper {
     let table: LeaseTable
     let cameras: CameraLeases
     private(set) var held: Set<String> = []
     private var lastGiven: ContinuousClock.Instant?
+    /// The send time of the last renewal the database answered: every held lease runs at least a
+    /// lease from it.
+    private var renewedAt: ContinuousClock.Instant?
+    /// The send time of this node's oldest request to the database not answered yet (nil: none).
+    private var unansweredSince: ContinuousClock.Instant?
+    /// The other live nodes' web addresses, as the last round found them.
+    private var peers: [String] = []
+    /// Held cameras whose fence is set.
+    private var fenced: Set<String> = []
+    private let witnesses: @Sendable ([String]) async -> [PeerWitness]
     /// A round under way (one whose caller gave up at its deadline may still run): the next waits
     /// its turn rather than interleave with it.
     private var busy = false
     private let logger = Logger(label: "vigil.cluster")
 
-    init(table: LeaseTable, cameras: CameraLeases) {
+    /// `witnesses`: asks the nodes at these addresses when they last reached the database.
+    init(table: LeaseTable, cameras: CameraLeases, witnesses: @escaping @Sendable ([String]) async -> [PeerWitness] = { _ in [] }) {
         self.table = table
         self.cameras = cameras
+        self.witnesses = witnesses
     }
 
+    /// How long before a lease's earliest end its camera's frames stop: room for the two
+    /// clocks' rates and the frame being written.
+    var fenceMargin: Duration { .milliseconds(Int64(max(300, table.leaseSeconds * 100))) }
+    /// How much later than this node's unanswered request a peer's answered one must have been
+    /// sent to show that the database was there for it: more than the database takes to answer,
+    /// so a database that stops for everyone between two nodes' requests fences nobody.
+    static let witnessSlack = Duration.milliseconds(300)
+
+    /// How long a node talks to the database without a break before it takes a lease that ran
+    /// out: after an outage for everyone, the holders (who try every second) renew first.
+    var settling: Duration { .milliseconds(Int64(table.leaseSeconds * 4000 / 3)) }
+
+    /// This node sends requests to the database (a heartbeat, then a round) from `sent` on.
+    func attempt(at sent: ContinuousClock.Instant) {
+        if unansweredSince == nil { unansweredSince = sent }
+    }
+
+    /// The requests sent since `attempt` were all answered.
+    func answered() { unansweredSince = nil }
+
     /// One round; returns how long to wait before the next (a lease of another node that runs
-    /// out sooner than a third of the lease brings the next round forward).
-    func round(connectedFor: Duration) async throws -> Duration {
+    /// out sooner than a third of the lease brings the next round forward). `peers`: the other
+    /// live nodes' web addresses.
+    func round(connectedFor: Duration, peers: [String]) async throws -> Duration {
         let lease = table.leaseSeconds
         guard !busy else { return .seconds(1) }
         busy = true
         defer { busy = false }
+        self.peers = peers
         let shared = await cameras.shared()
         let sharedSet = Set(shared)
         for camera in held where !sharedSet.contains(camera) {
@@ -44,14 +87,21 @@ actor LeaseKeeper {
             await stop(camera, because: "it is no longer in the configuration")
             try await table.give([camera])
         }
+        let sent = ContinuousClock.now
         let renewed = try await table.renew(held.sorted())
+        renewedAt = sent
         for camera in held.subtracting(renewed) {
             await stop(camera, because: "another node took its lease")
+        }
+        if !fenced.isEmpty {
+            for camera in fenced { await cameras.lift(camera) }
+            logger.notice("the database answers this node again and its leases are renewed: fence lifted from \(fenced.sorted().joined(separator: ", "))")
+            fenced = []
         }
         try await table.offer(shared)
         let (rows, live) = try await table.state(of: shared)
         let fair = shared.isEmpty ? 0 : (shared.count + max(1, live) - 1) / max(1, live)
-        let settled = connectedFor >= .milliseconds(Int64(lease * 4000 / 3))
+        let settled = connectedFor >= settling
         if held.count < fair {
             let takeable = rows.filter { !$0.isMine && ($0.owner == nil || $0.isMineFromBefore || (settled && $0.expiresInSeconds < 0)) }
                 .sorted { Self.preference($0.camera, table.node) > Self.preference($1.camera, table.node) }
@@ -78,6 +128,35 @@ actor LeaseKeeper {
         return .milliseconds(Int64(wait * 1000))
     }
 
+    /// While renewals fail, asks the peers whether they reach the database; if one does, fences
+    /// every held camera at the end of its lease less the margin (at once if that is past).
+    func checkFence() async {
+        guard let since = unansweredSince, let renewedAt, !held.isEmpty, fenced != held,
+              ContinuousClock.now - since > Self.witnessSlack else { return }
+        let asked = ContinuousClock.now
+        let answers = await witnesses(peers)
+        // Answered or stopped meanwhile: nothing to fence.
+        guard unansweredSince == since, !held.isEmpty else { return }
+        // The peer sent its request no earlier than `asked` less its age.
+        let reachers = answers.filter { asked - .milliseconds(Int64($0.reachedSecondsAgo * 1000)) > since + Self.witnessSlack }
+        guard let reacher = reachers.first else { return }
+        // A lease is taken once it ran out, by a node settled by then (connected a lease and a
+        // third): after an outage for everyone, the peers back first are not, and this node's
+        // renewal lands before they are.
+        let settled = reachers.map { asked - .milliseconds(Int64($0.connectedForSeconds * 1000)) + settling }.min()!
+        let deadline = max(renewedAt + .milliseconds(Int64(table.leaseSeconds * 1000)), settled) - fenceMargin
+        let left = ContinuousClock.now.duration(to: deadline)
+        let newly = held.subtracting(fenced)
+        for camera in newly.sorted() { await cameras.fence(camera, at: deadline) }
+        fenced.formUnion(newly)
+        let when = left > .zero
+            ? String(format: "in %.1f s unless a renewal lands first", Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18) : "now"
+        logger.warning("""
+            this node cannot renew its leases while node \(reacher.node) reaches the database: \(newly.sorted().joined(separator: ", ")) \
+            fenced \(when), before another node can take their leases
+            """)
+    }
+
     /// Stops every camera and gives their leases up, so other nodes take them at once (SIGTERM).
     func giveAll() async throws {
         let all = held.sorted()
@@ -89,6 +168,7 @@ actor LeaseKeeper {
         logger.notice("gives up \(camera): \(why); stopping it")
         let began = ContinuousClock.now
         held.remove(camera)
+        fenced.remove(camera)
         await cameras.release(camera)
         let took = (ContinuousClock.now - began).components
         logger.notice("\(camera) stopped in \(String(format: "%.2f", Double(took.seconds) + Double(took.attoseconds) / 1e18)) s, its files finalized")

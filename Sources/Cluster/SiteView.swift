@@ -11,12 +11,19 @@ public final class SiteView: SiteCatalog {
     public let node: String
     private let settings: ClusterSettings
     private let catalog = Mutex<PostgresCatalog?>(nil)
+    private let contact: DatabaseContact
     /// A read waits at most this long: a page that lists only this node is better than no page.
     static let deadline = Duration.seconds(2)
 
-    public init(settings: ClusterSettings) {
+    /// `contact`: when this node's `ClusterService` last reached the database (what peers ask).
+    public init(settings: ClusterSettings, contact: DatabaseContact = DatabaseContact()) {
         self.settings = settings
+        self.contact = contact
         node = settings.node
+    }
+
+    public var databaseContact: (reachedSecondsAgo: Double?, connectedForSeconds: Double?) {
+        (contact.reachedSecondsAgo, contact.connectedForSeconds)
     }
 
     private func opened() throws -> PostgresCatalog {

@@ -28,13 +28,18 @@ struct ClusterRoutes: Sendable {
     ]
     /// One client for the process: a node that does not answer within 3 s is reported, and a
     /// stream that stalls 10 s is cut.
-    private static let client = HTTPClient(
+    static let client = HTTPClient(
         eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
         configuration: .init(timeout: .init(connect: .seconds(3), read: .seconds(10))))
 
     func add(to router: Router<WebRequestContext>) {
         router.get("/api/v1/cluster/recordings/:id/file") { request, context in try await recording(request, context) }
         router.head("/api/v1/cluster/recordings/:id/file") { request, context in try await recording(request, context).withoutBody() }
+        router.get("/api/v1/cluster/witness") { _, _ in
+            let contact = site.databaseContact
+            return JSONBody.response(Witness(
+                node: site.node, databaseReachedSecondsAgo: contact.reachedSecondsAgo, databaseConnectedForSeconds: contact.connectedForSeconds))
+        }
         router.get("/api/v1/cluster/cameras/:name/snapshot.jpg") { request, context in
             let name = try RequestValues.cameraName(context)
             guard let holder = try await read({ try $0.heldCameras() }).first(where: { $0.camera == name }) else {
@@ -42,6 +47,39 @@ struct ClusterRoutes: Sendable {
             }
             return try await forward(
                 request, to: holder.address, node: holder.node, path: "/api/v1/cameras/\(ApiRoutes.pathComponent(name))/snapshot.jpg")
+        }
+    }
+
+    /// `GET /api/v1/cluster/witness`: this node's name and how long ago it last reached the
+    /// database; asked by a peer whose own renewals fail (`askWitnesses`).
+    struct Witness: Codable {
+        let node: String
+        let databaseReachedSecondsAgo: Double?
+        let databaseConnectedForSeconds: Double?
+    }
+
+    /// The peers at `addresses`, asked at once with a second each; those that do not answer,
+    /// answer out of shape or do not talk to the database now are left out.
+    static func askWitnesses(at addresses: [String], token: String?) async -> [PeerWitness] {
+        await withTaskGroup(of: PeerWitness?.self) { group in
+            for address in addresses.prefix(100) {
+                group.addTask {
+                    guard let base = URL(string: address), ["http", "https"].contains(base.scheme), base.host != nil else { return nil }
+                    var request = HTTPClientRequest(url: address + "/api/v1/cluster/witness")
+                    if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+                    guard let answer = try? await client.execute(request, timeout: .seconds(1)), answer.status == .ok,
+                          let body = try? await answer.body.collect(upTo: 4096) else { return nil }
+                    let decoder = JSONDecoder()
+                    decoder.keyDecodingStrategy = .convertFromSnakeCase
+                    guard let witness = try? decoder.decode(Witness.self, from: Data(body.readableBytesView)), ClusterSettings.isNodeName(witness.node),
+                          let ago = witness.databaseReachedSecondsAgo, ago.isFinite, ago >= 0, ago < 1e6,
+                          let connected = witness.databaseConnectedForSeconds, connected.isFinite, connected >= 0, connected < 1e9 else { return nil }
+                    return PeerWitness(node: witness.node, reachedSecondsAgo: ago, connectedForSeconds: connected)
+                }
+            }
+            var answers: [PeerWitness] = []
+            for await answer in group { if let answer { answers.append(answer) } }
+            return answers
         }
     }
 

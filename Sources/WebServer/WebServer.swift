@@ -59,6 +59,12 @@ public struct WebServer: Service {
         clips = ClipBudget(limit: settings.maxClips)
     }
 
+    /// Asks the cluster's peers at `addresses` when they last reached the database (the lease
+    /// keeper's fence), with the site's `[http]` token.
+    public static func askWitnesses(at addresses: [String], token: String?) async -> [PeerWitness] {
+        await ClusterRoutes.askWitnesses(at: addresses, token: token)
+    }
+
     /// The services to add to the recorder's tree for this configuration: none when `listen` is "".
     public static func services(
         _ recorder: RecorderService.Opened, metrics: PrometheusCollectorRegistry?, archive: ArchiveReader? = nil, site: (any SiteCatalog)? = nil

@@ -17,9 +17,12 @@ extension RecorderService.Options {
         openSharedCatalog = { cluster in try PostgresCatalog(configuration: cluster.clientConfiguration(), node: cluster.node, connections: 1) }
         extraServices = { opened in
             var services: [any Service] = []
+            let contact = DatabaseContact()
             if let cluster = opened.configuration.cluster {
+                let token = opened.configuration.http.token
                 services.append(ClusterService(
-                    settings: cluster, url: opened.configuration.http.isEnabled ? opened.configuration.http.pageAddress : "", leases: opened.leases
+                    settings: cluster, url: opened.configuration.http.isEnabled ? opened.configuration.http.pageAddress : "", leases: opened.leases,
+                    contact: contact, witnesses: { await WebServer.askWitnesses(at: $0, token: token) }
                 ) {
                     await opened.supervisor.status().map(\.cameraID)
                 })
@@ -30,7 +33,7 @@ extension RecorderService.Options {
                 services.append(archive)
                 reader = archive.reader
             }
-            return services + WebServer.services(opened, metrics: registry, archive: reader, site: opened.configuration.cluster.map(SiteView.init))
+            return services + WebServer.services(opened, metrics: registry, archive: reader, site: opened.configuration.cluster.map { SiteView(settings: $0, contact: contact) })
         }
     }
 }

@@ -63,6 +63,10 @@ public protocol SiteCatalog: Sendable {
     /// The cameras live nodes record now, each with its node and that node's web server's
     /// address ("" when it serves none), by camera name.
     func heldCameras() throws -> [(camera: String, node: String, address: String)]
+    /// Seconds since this node sent the last request the database answered, and how long it has
+    /// talked to the database without a break (nil: none yet, not now): what a peer whose own
+    /// requests go unanswered asks, to know whether it alone is cut off.
+    var databaseContact: (reachedSecondsAgo: Double?, connectedForSeconds: Double?) { get }
 }
 
 /// A recording in the site's catalogue, and the node whose disk holds it.
@@ -73,5 +77,21 @@ public struct SiteRecording: Sendable {
     public init(node: String, entry: RecordingIndex.Entry) {
         self.node = node
         self.entry = entry
+    }
+}
+
+/// What a peer says of its own contact with the database, when it has one now.
+public struct PeerWitness: Sendable {
+    public let node: String
+    /// Seconds since the peer sent the last request the database answered.
+    public let reachedSecondsAgo: Double
+    /// Seconds it has talked to the database without a break (it takes a lease that ran out
+    /// only after a lease and a third of that).
+    public let connectedForSeconds: Double
+
+    public init(node: String, reachedSecondsAgo: Double, connectedForSeconds: Double) {
+        self.node = node
+        self.reachedSecondsAgo = reachedSecondsAgo
+        self.connectedForSeconds = connectedForSeconds
     }
 }
