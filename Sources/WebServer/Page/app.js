@@ -69,8 +69,10 @@ function recordedPlayer(video, onTime) {
     if (!r) return r;
     const offset = Math.max(0, time - r.from) / 1000;
     player.playing = r;
-    if (video.dataset.id !== String(r.id)) {
-      video.dataset.id = r.id;
+    // By address, not id: in a cluster another node's recording has the catalogue's id, which
+    // may equal one of this node's.
+    if (video.dataset.src !== r.url) {
+      video.dataset.src = r.url;
       video.src = r.url;
       player.advancing = onward;
       video.addEventListener("loadedmetadata", () => {
@@ -88,7 +90,7 @@ function recordedPlayer(video, onTime) {
     player.held = !play;
     if (play) video.play().catch(() => {}); else video.pause();
   };
-  player.stop = () => { video.pause(); video.removeAttribute("src"); delete video.dataset.id; player.playing = null; };
+  player.stop = () => { video.pause(); video.removeAttribute("src"); delete video.dataset.src; player.playing = null; };
   // Its shape kept from one recording to the next: no jump of the page while the next one loads.
   video.addEventListener("loadedmetadata", () => { if (video.videoWidth) video.style.aspectRatio = `${video.videoWidth} / ${video.videoHeight}`; });
   video.addEventListener("timeupdate", () => { if (player.playing) onTime(player.now()); });
@@ -96,7 +98,7 @@ function recordedPlayer(video, onTime) {
   video.addEventListener("play", () => { player.held = false; });
   video.addEventListener("ended", () => {
     const r = player.playing;
-    const next = r && player.recordings.find((n) => n.from >= r.until - 500 && n.id !== r.id);
+    const next = r && player.recordings.find((n) => n.from >= r.until - 500 && n.url !== r.url);
     if (next) player.play(next.from, true);
   });
   return player;
@@ -113,6 +115,10 @@ function stopLive() {
 
 function facts(camera) {
   const parts = [];
+  // In a cluster: which node records it. Another node's camera shows its snapshot from there;
+  // its frame counts are that node's, not known here.
+  if (camera.state === "elsewhere") return `on ${camera.node}`;
+  if (camera.node) parts.push(camera.node);
   if (camera.width && camera.height) parts.push(`${camera.width}×${camera.height}`);
   if (camera.codec) parts.push(camera.codec);
   if (camera.fps != null) parts.push(`${Number(camera.fps).toFixed(1)} fps`);

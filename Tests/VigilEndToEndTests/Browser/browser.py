@@ -147,6 +147,49 @@ def touch_drag(driver, start, end, steps=8):
     touch(driver, "touchEnd", [])
 
 
+def play_first_recording(driver, address):
+    """Opens a camera's day at `address`, clicks its first recording on the timeline as a person
+    would, and waits for the player to play it. Returns (its URL, [first time, last time or
+    "ended"]); the times are None when it did not play. Every time the player reports is
+    collected (a 1 s recording may end and the page go on to the next one between two looks)."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    js = driver.execute_script
+    driver.get(address)
+    wait(lambda: driver.find_elements(By.CSS_SELECTOR, "#lanes .segment"))
+    timeline = driver.find_element(By.ID, "timeline")
+
+    def click_first():
+        first, line = driver.find_elements(By.CSS_SELECTOR, "#lanes .segment")[0].rect, timeline.rect
+        x = first["x"] + first["width"] / 2
+        ActionChains(driver).move_to_element_with_offset(timeline, int(x - line["x"] - line["width"] / 2), 0).click().perform()
+
+    js("window.seen = []; const v = document.getElementById('player');"
+       "v.addEventListener('timeupdate', () => { if (!v.error) window.seen.push([v.currentSrc, v.currentTime]) });"
+       "v.addEventListener('ended', () => window.seen.push([v.currentSrc, 'ended']))")
+    first = None
+    for _ in range(4):
+        click_first()
+        first = wait(lambda: js("return window.seen.length ? window.seen[0][0] : null"), 5)
+        if first:
+            break
+
+    # It played: its time moved on, or it played to its end (a 1 s recording clicked near its end).
+    def played(reports):
+        numbers = [t for t in reports if t != "ended"]
+        return numbers and ("ended" in reports or max(numbers) > numbers[0]) and [numbers[0], "ended" if "ended" in reports else max(numbers)]
+
+    times = wait(lambda: played(js("return window.seen.filter(s => s[0] === arguments[0]).map(s => s[1])", first)), 20) if first else None
+    return first, times
+
+
+def played_detail(first, times, js):
+    """What `play_first_recording` saw, as a check's detail."""
+    if times:
+        return f"{first} played from {times[0]:.2f} s to {times[-1] if times[-1] == 'ended' else f'{times[-1]:.2f} s'}"
+    return f"the player did not play: {first}; seen {js('return window.seen')}"
+
+
 def decodes(path):
     """ffprobe's count of the video frames in the file at `path` (0 when it does not decode)."""
     import subprocess

@@ -1,0 +1,37 @@
+"""One node's page shows the whole cluster, in headless Chromium as a person would see it: the grid
+has every camera of the site, a camera another node records says which node; that camera's day
+plays its first recording, fetched from the other node through this one.
+
+Usage: python cluster_check.py URL SCREENSHOT_DIR desktop CAMERAS CAMERA NODE, where CAMERAS is
+the site's cameras, comma-separated, and CAMERA one that NODE records and this node never did.
+Prints one JSON object (browser.report).
+"""
+import sys
+
+from selenium.webdriver.common.by import By
+
+import browser
+
+url, folder, size = sys.argv[1].rstrip("/"), sys.argv[2], sys.argv[3]
+cameras, camera, node = sorted(sys.argv[4].split(",")), sys.argv[5], sys.argv[6]
+checks = browser.Checks()
+driver = browser.start(size)
+js = driver.execute_script
+
+try:
+    driver.get(f"{url}/")
+    cards = lambda: sorted(c.get_attribute("data-camera") for c in driver.find_elements(By.CSS_SELECTOR, "#grid article.camera"))
+    browser.wait(lambda: cards() == cameras)
+    checks.add("cluster-grid", cards() == cameras, f"the grid shows {cards()}, the site has {cameras}")
+    facts = lambda: driver.find_element(By.CSS_SELECTOR, f'#grid article.camera[data-camera="{camera}"] .facts').text
+    browser.wait(lambda: f"on {node}" in facts())
+    checks.add("cluster-node-shown", f"on {node}" in facts(), f"{camera}'s card says: {facts()}")
+    checks.page(driver, "cluster-grid", size, folder)
+    first, times = browser.play_first_recording(driver, f"{url}/#camera/{camera}")
+    checks.add("cluster-plays", times and "/api/v1/cluster/recordings/" in first, browser.played_detail(first, times, js))
+    shown = js("return document.getElementById('error').hidden ? '' : document.getElementById('error').textContent")
+    checks.add("cluster-no-error", not shown, shown or "no error shown")
+    checks.console(driver, "cluster")
+finally:
+    driver.quit()
+browser.report(checks.seen)
