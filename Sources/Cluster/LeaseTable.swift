@@ -54,7 +54,7 @@ struct LeaseTable: Sendable {
             FROM camera_leases WHERE camera = ANY(\(cameras)) ORDER BY camera
             """, logger: Self.logger)
         for try await (camera, owner, mine, mineBefore, expiresIn) in query.decode((String, String?, Bool, Bool, Double).self) {
-            guard expiresIn.isFinite, owner.map(ClusterSettings.isNodeName) ?? true else {
+            guard expiresIn.isFinite, owner.map(NodeName.isValid) ?? true else {
                 throw CatalogError.invalidRow("camera_leases: \(camera.prefix(80))")
             }
             rows.append(Row(camera: camera, owner: owner, isMine: mine, isMineFromBefore: mineBefore, expiresInSeconds: expiresIn))

@@ -62,7 +62,7 @@ public struct NodeRegistry: Sendable {
             """, logger: logger)
         var nodes: [Node] = []
         for try await (name, url, heartbeat, up, cameras) in rows.decode((String, String, Double, Double, [String]).self) {
-            guard ClusterSettings.isNodeName(name), heartbeat.isFinite, up.isFinite, url.utf8.count <= 2048, cameras.count <= 10_000 else {
+            guard NodeName.isValid(name), heartbeat.isFinite, up.isFinite, url.utf8.count <= 2048, cameras.count <= 10_000 else {
                 throw CatalogError.invalidRow("cluster_nodes: node \(name.prefix(80))")
             }
             nodes.append(Node(name: name, url: url, heartbeatAgeSeconds: heartbeat, upSeconds: up, cameras: cameras))

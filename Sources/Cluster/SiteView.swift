@@ -63,7 +63,7 @@ public final class SiteView: SiteCatalog {
             ORDER BY camera COLLATE "C", node LIMIT \(Self.maxRows)
             """) { row in
             let (camera, node, address) = try row.decode((String, String, String).self)
-            guard ClusterSettings.isNodeName(node), address.utf8.count <= 2048 else {
+            guard NodeName.isValid(node), address.utf8.count <= 2048 else {
                 throw CatalogError.invalidRow("cluster_nodes: node \(node.prefix(80))")
             }
             return (camera, node, address)
@@ -78,7 +78,7 @@ public final class SiteView: SiteCatalog {
         let c = row.makeRandomAccess()
         guard c.count >= 13 else { throw CatalogError.invalidRow("a recording row of \(c.count) columns") }
         let node = try c[12].decode(String.self)
-        guard ClusterSettings.isNodeName(node) else { throw CatalogError.invalidRow("recordings: node \(node.prefix(80))") }
+        guard NodeName.isValid(node) else { throw CatalogError.invalidRow("recordings: node \(node.prefix(80))") }
         let entry = try PostgresCatalog.entry(
             try c[0].decode(String.self), try c[1].decode(String.self), try c[2].decode(String.self), try c[3].decode(Int64.self),
             try c[4].decode(Int64.self), try c[5].decode(Int64.self), try c[6].decode(Int64.self), try c[7].decode(String.self),

@@ -35,9 +35,10 @@ struct ClusterRoutes: Sendable {
     func add(to router: Router<WebRequestContext>) {
         router.get("/api/v1/cluster/recordings/:id/file") { request, context in try await recording(request, context) }
         router.head("/api/v1/cluster/recordings/:id/file") { request, context in try await recording(request, context).withoutBody() }
+        // This node's contact with the database, for a peer whose own requests go unanswered.
         router.get("/api/v1/cluster/witness") { _, _ in
             let contact = site.databaseContact
-            return JSONBody.response(Witness(
+            return JSONBody.response(PeerWitness.Answer(
                 node: site.node, databaseReachedSecondsAgo: contact.reachedSecondsAgo, databaseConnectedForSeconds: contact.connectedForSeconds))
         }
         router.get("/api/v1/cluster/cameras/:name/snapshot.jpg") { request, context in
@@ -50,14 +51,6 @@ struct ClusterRoutes: Sendable {
         }
     }
 
-    /// `GET /api/v1/cluster/witness`: this node's name and how long ago it last reached the
-    /// database; asked by a peer whose own renewals fail (`askWitnesses`).
-    struct Witness: Codable {
-        let node: String
-        let databaseReachedSecondsAgo: Double?
-        let databaseConnectedForSeconds: Double?
-    }
-
     /// The peers at `addresses`, asked at once with a second each; those that do not answer,
     /// answer out of shape or do not talk to the database now are left out.
     static func askWitnesses(at addresses: [String], token: String?) async -> [PeerWitness] {
@@ -68,13 +61,8 @@ struct ClusterRoutes: Sendable {
                     var request = HTTPClientRequest(url: address + "/api/v1/cluster/witness")
                     if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
                     guard let answer = try? await client.execute(request, timeout: .seconds(1)), answer.status == .ok,
-                          let body = try? await answer.body.collect(upTo: 4096) else { return nil }
-                    let decoder = JSONDecoder()
-                    decoder.keyDecodingStrategy = .convertFromSnakeCase
-                    guard let witness = try? decoder.decode(Witness.self, from: Data(body.readableBytesView)), ClusterSettings.isNodeName(witness.node),
-                          let ago = witness.databaseReachedSecondsAgo, ago.isFinite, ago >= 0, ago < 1e6,
-                          let connected = witness.databaseConnectedForSeconds, connected.isFinite, connected >= 0, connected < 1e9 else { return nil }
-                    return PeerWitness(node: witness.node, reachedSecondsAgo: ago, connectedForSeconds: connected)
+                          let body = try? await answer.body.collect(upTo: PeerWitness.maximumAnswerBytes) else { return nil }
+                    return PeerWitness(answer: Data(body.readableBytesView))
                 }
             }
             var answers: [PeerWitness] = []

@@ -13,7 +13,7 @@ import Testing
         // Apple's capture API, the model Capture follows.
         "AVCaptureDevice", "AVCaptureMovieFileOutput", "AVCapturePhotoOutput", "AVCaptureSession", "AVCaptureVideoDataOutput",
         // FFmpeg, Swift, Foundation, swift-system, NIO, Hummingbird, swift-service-lifecycle, systemd.
-        "AVIOInterruptCB", "Data", "Date", "Double", "Int64", "Sendable", "Task", "Mutex", "NSCondition", "Errno", "ByteBuffer",
+        "AVIOInterruptCB", "ContinuousClock", "Data", "Date", "Double", "Int64", "Sendable", "Task", "Mutex", "NSCondition", "Errno", "ByteBuffer",
         "IOError", "MaximumAvailableConnections", "ServiceGroup", "UnixSignalsSequence", "WatchdogSec",
         // RTSP and HTTP headers.
         "CSeq", "Host", "Location", "Origin", "Session",

@@ -38,11 +38,6 @@ public struct ClusterSettings: Sendable, Equatable {
         public var debugDescription: String { "Password(***, from: \(source))" }
     }
 
-    /// A node name as the cluster keys it: lower-case letters, digits, `.`, `_`, `-`; 1–63 of them.
-    public static func isNodeName(_ text: String) -> Bool {
-        (1...63).contains(text.count) && text.allSatisfy { ($0.isASCII && ($0.isLowercase || $0.isNumber)) || $0 == "." || $0 == "_" || $0 == "-" }
-    }
-
     /// This machine's host name, lower-cased: the default node name.
     public static func hostName() -> String {
         var buffer = [CChar](repeating: 0, count: 256)
@@ -93,20 +88,20 @@ extension ConfigurationDecoder {
         }
         var node = ClusterSettings.hostName()
         if let named = string(&cluster, "node") {
-            if ClusterSettings.isNodeName(named.value) { node = named.value } else {
+            if NodeName.isValid(named.value) { node = named.value } else {
                 report(named.line, "node \"\(named.value)\" is not a node name", fix: "use 1–63 of a-z 0-9 . _ - (e.g. node = \"node-a\")")
             }
         }
         if let named = environment[ClusterSettings.nodeVariable], !named.isEmpty {
-            if ClusterSettings.isNodeName(named) { node = named } else {
+            if NodeName.isValid(named) { node = named } else {
                 report(cluster.line, "\(ClusterSettings.nodeVariable)=\(named) is not a node name", fix: "use 1–63 of a-z 0-9 . _ - (e.g. VIGIL_NODE=node-a)")
             }
         }
-        if !ClusterSettings.isNodeName(node) {
+        if !NodeName.isValid(node) {
             report(cluster.line, "this machine's host name \"\(node)\" cannot name a node", fix: "add node = \"node-a\" (1–63 of a-z 0-9 . _ -), or set \(ClusterSettings.nodeVariable)")
         }
         let lease = integer(&cluster, "lease_seconds", in: 3...300)
-        guard let address, ClusterSettings.isNodeName(node) else { return nil }
+        guard let address, NodeName.isValid(node) else { return nil }
         var settings = ClusterSettings(database: address, node: node)
         settings.passwordFile = file?.value
         settings.password = password

@@ -24,7 +24,7 @@ extension ConfigurationDecoder {
         }
         if let mirror = boolean(&r, "mirror") { camera.mirrored = mirror }
         if let node = string(&r, "node") {
-            if ClusterSettings.isNodeName(node.value) { camera.clusterNode = node.value } else {
+            if NodeName.isValid(node.value) { camera.clusterNode = node.value } else {
                 report(node.line, "node \"\(node.value)\" is not a node name", fix: "use the name of the node it is plugged into: 1–63 of a-z 0-9 . _ -")
             }
         }

@@ -79,19 +79,3 @@ public struct SiteRecording: Sendable {
         self.entry = entry
     }
 }
-
-/// What a peer says of its own contact with the database, when it has one now.
-public struct PeerWitness: Sendable {
-    public let node: String
-    /// Seconds since the peer sent the last request the database answered.
-    public let reachedSecondsAgo: Double
-    /// Seconds it has talked to the database without a break (it takes a lease that ran out
-    /// only after a lease and a third of that).
-    public let connectedForSeconds: Double
-
-    public init(node: String, reachedSecondsAgo: Double, connectedForSeconds: Double) {
-        self.node = node
-        self.reachedSecondsAgo = reachedSecondsAgo
-        self.connectedForSeconds = connectedForSeconds
-    }
-}
