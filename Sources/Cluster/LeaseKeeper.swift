@@ -135,8 +135,9 @@ actor LeaseKeeper {
               ContinuousClock.now - since > Self.witnessSlack else { return }
         let asked = ContinuousClock.now
         let answers = await witnesses(peers)
-        // Answered or stopped meanwhile: nothing to fence.
-        guard unansweredSince == since, !held.isEmpty else { return }
+        // Answered, renewed or stopped meanwhile (a round runs while the peers are asked): nothing
+        // to fence, and a deadline from the renewal before would be wrong.
+        guard unansweredSince == since, self.renewedAt == renewedAt, !held.isEmpty else { return }
         // The peer sent its request no earlier than `asked` less its age.
         let reachers = answers.filter { asked - .milliseconds(Int64($0.reachedSecondsAgo * 1000)) > since + Self.witnessSlack }
         guard let reacher = reachers.first else { return }
