@@ -22,8 +22,9 @@ public final class CameraLeases: Sendable {
     public func fence(_ camera: String, at deadline: ContinuousClock.Instant) async {
         // ContinuousClock is the boot-time clock on Linux; its instants are opaque, spans are not.
         let remaining = ContinuousClock.now.duration(to: deadline).components
-        let nanos = max(-1_000_000, min(1_000_000, remaining.seconds)) * 1_000_000_000 + remaining.attoseconds / 1_000_000_000
-        await control.fence(of: camera)?.close(atBootNanos: SystemClocks.bootNanos() &+ nanos)
+        // Read before the hop to the control plane, which may wait its turn.
+        let at = SystemClocks.bootNanos() + max(-1_000_000, min(1_000_000, remaining.seconds)) * 1_000_000_000 + remaining.attoseconds / 1_000_000_000
+        await control.fence(of: camera)?.close(atBootNanos: at)
     }
 
     /// Lets `camera`'s frames through again: its lease was renewed.
