@@ -142,6 +142,9 @@ final class CaptureThread: @unchecked Sendable {
         defer {
             // Corrupt frames since the last report are counted too, not lost with the session.
             reportCorruptFrames()
+            if let dropped = fencedFrames {
+                logger.notice("camera \(device.id): stopped while fenced, after \(dropped) frame(s) dropped")
+            }
             stream.close()
             // A commit waiting for a switch must not hang if capture ended.
             if let request = pendingSwitch.withLock({ p -> FormatSwitch? in
