@@ -24,13 +24,8 @@ public final class DatabaseContact: Sendable {
     func broken() { state.withLock { $0.connectedSince = nil } }
 
     /// Seconds since the last answered request was sent (nil: none yet).
-    public var reachedSecondsAgo: Double? { state.withLock { $0.reached }.map(Self.secondsSince) }
+    public var reachedSecondsAgo: Double? { state.withLock { $0.reached }.map { (ContinuousClock.now - $0).inSeconds } }
 
     /// Seconds the node has talked to the database without a break (nil: it is not now).
-    public var connectedForSeconds: Double? { state.withLock { $0.connectedSince }.map(Self.secondsSince) }
-
-    private static func secondsSince(_ instant: ContinuousClock.Instant) -> Double {
-        let span = (ContinuousClock.now - instant).components
-        return Double(span.seconds) + Double(span.attoseconds) / 1e18
-    }
+    public var connectedForSeconds: Double? { state.withLock { $0.connectedSince }.map { (ContinuousClock.now - $0).inSeconds } }
 }

@@ -28,3 +28,8 @@ public func withDeadline<T: Sendable>(
 private final class Waiting<T: Sendable>: Sendable {
     let caller = Mutex<CheckedContinuation<T, any Error>?>(nil)
 }
+
+extension Duration {
+    /// The span in seconds, for logs and for waits that take a `Double`.
+    var inSeconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}

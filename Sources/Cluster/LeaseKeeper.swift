@@ -151,7 +151,7 @@ actor LeaseKeeper {
         for camera in newly.sorted() { await cameras.fence(camera, at: deadline) }
         fenced.formUnion(newly)
         let when = left > .zero
-            ? String(format: "in %.1f s unless a renewal lands first", Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18) : "now"
+            ? String(format: "in %.1f s unless a renewal lands first", left.inSeconds) : "now"
         logger.warning("""
             this node cannot renew its leases while node \(reacher.node) reaches the database: \(newly.sorted().joined(separator: ", ")) \
             fenced \(when), before another node can take their leases
@@ -171,8 +171,7 @@ actor LeaseKeeper {
         held.remove(camera)
         fenced.remove(camera)
         await cameras.release(camera)
-        let took = (ContinuousClock.now - began).components
-        logger.notice("\(camera) stopped in \(String(format: "%.2f", Double(took.seconds) + Double(took.attoseconds) / 1e18)) s, its files finalized")
+        logger.notice("\(camera) stopped in \(String(format: "%.2f", (ContinuousClock.now - began).inSeconds)) s, its files finalized")
     }
 
     /// A stable hash of camera and node (FNV-1a): the same on every node and every run.

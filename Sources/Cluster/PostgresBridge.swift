@@ -27,8 +27,7 @@ struct PostgresBridge: Sendable {
             done.signal()
         }
         // `PostgresCatalog` keeps the deadline within 0.1…300 s.
-        let (seconds, attoseconds) = deadline.components
-        guard done.wait(timeout: .now() + Double(seconds) + Double(attoseconds) / 1e18) == .success else {
+        guard done.wait(timeout: .now() + deadline.inSeconds) == .success else {
             task.cancel()
             throw CatalogError.unavailable("\(what) got no answer within \(deadline)")
         }

@@ -132,6 +132,13 @@ class Checks:
         errors = console_errors(driver)
         self.add(f"{view}-console", not errors, errors or "no console error")
 
+    def no_error(self, driver, view):
+        """`VIEW-no-error` (the page shows no error) and `VIEW-console` (its console has none)."""
+        shown = driver.execute_script(
+            "return document.getElementById('error').hidden ? '' : document.getElementById('error').textContent")
+        self.add(f"{view}-no-error", not shown, shown or "no error shown")
+        self.console(driver, view)
+
 
 def touch(driver, kind, points):
     """One CDP touch event: kind touchStart/touchMove/touchEnd, points [(x, y), …] in CSS pixels."""

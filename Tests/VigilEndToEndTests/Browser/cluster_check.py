@@ -29,9 +29,7 @@ try:
     checks.page(driver, "cluster-grid", size, folder)
     first, times = browser.play_first_recording(driver, f"{url}/#camera/{camera}")
     checks.add("cluster-plays", times and "/api/v1/cluster/recordings/" in first, browser.played_detail(first, times, js))
-    shown = js("return document.getElementById('error').hidden ? '' : document.getElementById('error').textContent")
-    checks.add("cluster-no-error", not shown, shown or "no error shown")
-    checks.console(driver, "cluster")
+    checks.no_error(driver, "cluster")
 finally:
     driver.quit()
 browser.report(checks.seen)

@@ -259,9 +259,7 @@ try:
     times = js("return [...document.querySelectorAll('#stills .still')].map((b) => Date.parse(b.dataset.time))")
     checks.add("stills-more-on-scroll", more and times == sorted(times, reverse=True) and len(set(times)) == len(times),
                f"{count} stills, {more or count} after scrolling to the end, newest first: {times == sorted(times, reverse=True)}")
-    shown = js("return document.getElementById('error').hidden ? '' : document.getElementById('error').textContent")
-    checks.add("day-no-error", not shown, shown or "no error shown")
-    checks.console(driver, "day")
+    checks.no_error(driver, "day")
 finally:
     driver.quit()
 
