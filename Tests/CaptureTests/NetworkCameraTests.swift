@@ -105,7 +105,7 @@ import Testing
         let closed = SystemClocks.wallNanos()
         fence.close(atBootNanos: SystemClocks.bootNanos())
         // The file open then ends without waiting for its two seconds.
-        #expect(await waitUntil(seconds: 5) { log.segments.contains { $0.lastFrameWallNanos <= closed + 200_000_000 && $0.lastFrameWallNanos >= closed - 2_000_000_000 } })
+        #expect(await waitUntil(seconds: 5) { log.segments.contains { $0.lastFrameWallNanos <= closed + 500_000_000 && $0.lastFrameWallNanos >= closed - 2_000_000_000 } })
         let receivedWhileClosed = movie.receivedFrameCount
         try await Task.sleep(for: .seconds(2))
         #expect(movie.receivedFrameCount <= receivedWhileClosed + 3, "frames reached the output through a closed fence")
@@ -113,9 +113,13 @@ import Testing
         fence.open()
         #expect(await waitUntil(seconds: 10) { log.segments.contains { $0.firstFrameWallNanos >= opened } })
         await stopAndDrain(session, log)
+        // Nothing recorded while it was closed. A frame's time is when the camera took it, the
+        // fence acts when the capture thread reads it, and on a loaded machine the two differ by
+        // the frames waiting in the socket: half a second either side.
+        let slack: Int64 = 500_000_000
+        #expect(opened - closed >= 4 * slack)
         for segment in log.segments {
-            // Nothing captured between a fifth of a second after the close and the opening.
-            #expect(segment.lastFrameWallNanos <= closed + 200_000_000 || segment.firstFrameWallNanos >= opened, "\(segment)")
+            #expect(segment.lastFrameWallNanos <= closed + slack || segment.firstFrameWallNanos >= opened - slack, "\(segment)")
         }
         try expectPlayableAndContiguous(log, codec: "h264")
     }
