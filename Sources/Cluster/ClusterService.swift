@@ -39,13 +39,13 @@ public final class ClusterService: Service, CustomStringConvertible {
     public var description: String { "ClusterService(node: \(settings.node), database: \(settings.database))" }
 
     public func run() async throws {
-        let client = PostgresClient(configuration: settings.clientConfiguration(), backgroundLogger: logger)
+        let connections = ReconnectingClient(configuration: settings.clientConfiguration(), backgroundLogger: logger)
+        defer { connections.close() }
         let keeper = leases.map {
-            LeaseKeeper(table: LeaseTable(client: client, node: settings.node, incarnation: incarnation.uuidString,
+            LeaseKeeper(table: LeaseTable(connections: connections, node: settings.node, incarnation: incarnation.uuidString,
                                           leaseSeconds: Double(settings.leaseSeconds)), cameras: $0, witnesses: witnesses)
         }
         await withDiscardingTaskGroup { group in
-            group.addTask { await client.run() }
             if let keeper {
                 group.addTask {
                     while !Task.isCancelled {
@@ -54,7 +54,7 @@ public final class ClusterService: Service, CustomStringConvertible {
                     }
                 }
             }
-            await beat(NodeRegistry(client: client), client: client, keeper: keeper)
+            await beat(connections, keeper: keeper)
             group.cancelAll()
         }
     }
@@ -62,13 +62,15 @@ public final class ClusterService: Service, CustomStringConvertible {
     /// Registers, then renews the heartbeat and runs the lease rounds until the service is
     /// stopped (or another process took this node's name: two recorders must not share one).
     /// While the database is away it tries every second, and keeps every camera it has.
-    private func beat(_ registry: NodeRegistry, client: PostgresClient, keeper: LeaseKeeper?) async {
+    private func beat(_ connections: ReconnectingClient, keeper: LeaseKeeper?) async {
         let interval = Duration.milliseconds(settings.leaseSeconds * 1000 / 3)
         var registered = false
         var away: String?
         var connectedSince: ContinuousClock.Instant?
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             var wait = interval
+            let client = connections.client
+            let registry = NodeRegistry(client: client)
             do {
                 let held = await cameras()
                 let sent = ContinuousClock.now
@@ -116,6 +118,8 @@ public final class ClusterService: Service, CustomStringConvertible {
             } catch {
                 connectedSince = nil
                 contact.broken()
+                // The next attempt connects at once rather than behind the pool's growing wait.
+                connections.replace(client)
                 wait = .seconds(1)
                 let why = "\(CatalogError.from(error))"
                 if away == nil {

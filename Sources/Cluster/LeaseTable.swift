@@ -8,11 +8,13 @@ import Recorder
 /// server's clock and re-checks its condition under the row's lock, so two nodes racing for one
 /// camera cannot both get it.
 struct LeaseTable: Sendable {
-    let client: PostgresClient
+    /// The node's client, started again after a call went unanswered.
+    let connections: ReconnectingClient
     let node: String
     let incarnation: String
     let leaseSeconds: Double
     private static let logger = Logger(label: "vigil.cluster")
+    private var client: PostgresClient { connections.client }
 
     /// One shared camera as the table has it, seen from this node.
     struct Row: Sendable, Equatable {

@@ -16,9 +16,8 @@ import Recorder
 public final class PostgresCatalog: RecordingCatalog {
     /// This node's name: the `node` of every row it writes.
     public let node: String
-    private let client: PostgresClient
-    /// The client's `run()`, which its connections need; cancelled by `close()`.
-    private let running: Task<Void, Never>
+    /// Started again after a call went unanswered; closed by `close()`.
+    private let database: ReconnectingClient
     private let bridge: PostgresBridge
     private static let logger = Logger(label: "vigil.catalog")
 
@@ -122,21 +121,29 @@ public final class PostgresCatalog: RecordingCatalog {
         configuration.options.maximumConnections = max(1, connections)
         self.node = node
         bridge = PostgresBridge(deadline: deadline)
-        let client = PostgresClient(configuration: configuration)
-        self.client = client
-        running = Task { await client.run() }
+        database = ReconnectingClient(configuration: configuration, backgroundLogger: Self.logger)
         do {
             try migrate()
         } catch {
-            running.cancel()
+            database.close()
             throw error
         }
     }
 
     /// Stops the client's connections; the catalogue answers no more calls.
-    public func close() { running.cancel() }
+    public func close() { database.close() }
 
-    deinit { running.cancel() }
+    /// Waits for `work` on the current client; one that got no answer in time is replaced, so the
+    /// next call connects afresh rather than behind the pool's growing wait.
+    private func wait<T: Sendable>(_ what: String, _ work: @escaping @Sendable (PostgresClient) async throws -> T) throws -> T {
+        let client = database.client
+        do {
+            return try bridge.wait(what) { try await work(client) }
+        } catch CatalogError.unavailable(let why) {
+            database.replace(client)
+            throw CatalogError.unavailable(why)
+        }
+    }
 
     static func isValidNodeName(_ name: String) -> Bool {
         (1...63).contains(name.utf8.count) && name.allSatisfy { $0.isASCII && ($0.isLowercase || $0.isNumber || "._-".contains($0)) }
@@ -149,7 +156,7 @@ public final class PostgresCatalog: RecordingCatalog {
     /// even with IF NOT EXISTS); returns the version found before.
     @discardableResult
     func migrate() throws -> Int32 {
-        try bridge.wait("migrating the schema") { [client] in try await Self.migrate(client) }
+        try wait("migrating the schema") { try await Self.migrate($0) }
     }
 
     /// `migrate()` for an async caller with a client of its own (`ClusterService`).
@@ -311,7 +318,7 @@ public final class PostgresCatalog: RecordingCatalog {
 
     /// Runs `query` through the bridge and turns each row into a value on the way.
     func read<T: Sendable>(_ what: String, _ query: PostgresQuery, _ row: @escaping @Sendable (PostgresRow) throws -> T) throws -> [T] {
-        try bridge.wait(what) { [client] in
+        try wait(what) { client in
             var values: [T] = []
             for try await each in try await client.query(query, logger: Self.logger) { values.append(try row(each)) }
             return values

@@ -194,4 +194,35 @@ import Testing
         let paths = try await Self.io.run { try catalog.all() }.map(\.path)
         #expect(paths.first == "porch/video/before.mp4" && paths.last == "porch/video/after.mp4")
     }
+
+    /// After a long outage the catalogue answers as soon as the server does. postgres-nio's pool
+    /// waits longer after each failed connection (0.1 s × 1.25ⁿ, up to a minute): a catalogue
+    /// that kept its pool would stay away for seconds after the server came back, and a node's
+    /// lease renewal miss its round (a fence for nothing). A call that failed starts a fresh client.
+    @Test func afterALongOutageTheCatalogueAnswersAsSoonAsTheServerDoes() async throws {
+        let server = try TestPostgres.shared()
+        let schema = try server.freshSchema("outage")
+        var proxy = try TCPProxy(upstreamPort: server.port)
+        defer { proxy.stop() }
+        var configuration = try ClusterDatabaseURL("postgresql://\(server.user)@127.0.0.1:\(proxy.port)/postgres").clientConfiguration(password: nil)
+        configuration.options.additionalStartupParameters = [("search_path", schema)]
+        let catalog = try await Self.io.run { [configuration] in try PostgresCatalog(configuration: configuration, node: "node-a", deadline: .seconds(1)) }
+        defer { catalog.close() }
+        // Down: every connection refused at once, for long enough that a pool would wait ~10 s.
+        let port = proxy.port
+        proxy.stop()
+        var failed = 0
+        let downAt = ContinuousClock.now
+        while ContinuousClock.now - downAt < .seconds(40) {
+            if (try? await Self.io.run { try catalog.all() }) == nil { failed += 1 }
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        #expect(failed > 20, "\(failed) calls failed while the server was down")
+        proxy = try TCPProxy(upstreamPort: server.port, port: port)
+        var answered = 0
+        for _ in 0..<3 where answered == 0 {
+            if (try? await Self.io.run { try catalog.all() }) != nil { answered += 1 }
+        }
+        #expect(answered == 1, "none of three calls after the server came back was answered")
+    }
 }

@@ -335,6 +335,7 @@ import Testing
             #expect(recent, "\(camera) on \(node) is not recording \(Date().timeIntervalSince(pausedAt)) s into the outage")
         }
         site.server.resume()
+        print("the database answers again at \(Date())")
         // Back: the holders renew first; a few rounds later nothing has moved.
         #expect(await waitUntil(seconds: 20) { site.status()?.allSatisfy(\.alive) == true && site.status()?.count == 3 })
         try await Task.sleep(for: .seconds(3 * site.lease))
@@ -344,6 +345,7 @@ import Testing
         for name in site.nodes.keys {
             let log = VigilBinary.output(in: site.nodes[name]!.dir)
             #expect(log.contains("is not answering"), "\(name) said nothing of the outage")
+            for line in log.split(separator: "\n") where line.contains("answers again") { print("\(name): \(line)") }
             // Away for everyone: no camera was fenced (a peer back first arms a fence for when it
             // could take leases, a lease and a third later; the renewal lands before).
             #expect(!log.contains(": fenced, its lease may now be another node's"), "\(name): \(log.suffix(3000))")

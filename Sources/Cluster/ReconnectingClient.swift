@@ -1,0 +1,44 @@
+import Logging
+import PostgresNIO
+import Synchronization
+
+/// A `PostgresClient` that is replaced by a fresh one when a call went unanswered.
+///
+/// postgres-nio's pool waits longer after each failed connection attempt (0.1 s × 1.25ⁿ, up to a
+/// minute), so after a two-minute outage a pool can go on waiting for many seconds once the
+/// server is back: a node would then miss its lease renewal while its peers already reach the
+/// database, and fence its cameras for nothing. A fresh client tries at once.
+final class ReconnectingClient: Sendable {
+    private let configuration: PostgresClient.Configuration
+    private let logger: Logger
+    private let current: Mutex<(client: PostgresClient, running: Task<Void, Never>)>
+
+    init(configuration: PostgresClient.Configuration, backgroundLogger logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+        current = Mutex(Self.started(configuration, logger))
+    }
+
+    deinit { current.withLock { $0.running.cancel() } }
+
+    /// The client to use for the next call.
+    var client: PostgresClient { current.withLock { $0.client } }
+
+    /// Drops the current client (its connections close) and starts a new one, unless `unanswered`
+    /// was already replaced by another caller.
+    func replace(_ unanswered: PostgresClient) {
+        current.withLock { current in
+            guard current.client === unanswered else { return }
+            current.running.cancel()
+            current = Self.started(configuration, logger)
+        }
+    }
+
+    /// Stops the client's connections for good.
+    func close() { current.withLock { $0.running.cancel() } }
+
+    private static func started(_ configuration: PostgresClient.Configuration, _ logger: Logger) -> (client: PostgresClient, running: Task<Void, Never>) {
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        return (client, Task { await client.run() })
+    }
+}
