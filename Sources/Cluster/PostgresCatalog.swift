@@ -28,7 +28,8 @@ public final class PostgresCatalog: RecordingCatalog {
     /// Step n brings the database from version n − 1 to n: 1–4 as SQLite's versions (1 the
     /// recordings, 2 motion events, 3 when an event was reviewed and the newest-first index,
     /// 4 nothing: SQLite's archive queue is about one node's disk and stays in its SQLite file),
-    /// 5 the nodes, 6 the leases of shared network cameras, 7 the listing's covering index.
+    /// 5 the nodes, 6 the leases of shared network cameras, 7 the listing's covering index, 8 the
+    /// longest recording of each camera and kind (the listing's lower bound).
     /// One statement per string: PostgreSQL prepares each alone. Integers are BIGINT, as SQLite's are.
     static let migrations: [[String]] = [
         ["""
@@ -98,7 +99,62 @@ public final class PostgresCatalog: RecordingCatalog {
             INCLUDE (kind, path, frames, bytes, codec, width, height, state, id, node)
         """,
          "DROP INDEX IF EXISTS recordings_by_time"],
+        // 8: the longest recording each camera and kind ever had, as SQLite's schema 5, so a
+        // listing from `from` walks recordings_listing from `from − longest`, not from the
+        // camera's first row (`SiteView.recordings`). Kept by a trigger, in the transaction of
+        // the row's write whoever writes it, and filled once from the rows already there. It only
+        // grows: a deleted recording leaves it as it was, which is still a bound. A length
+        // past BIGINT is stored as BIGINT's largest, which bounds nothing. Measured (bench-index
+        // --backend postgresql, before and after in one run): a day of one camera at 64 cameras ×
+        // 30 days 19.4 → 12.3 ms median (17.2 → 8.5 in another run), at a year 1.38 s → 7.7 ms
+        // median (11.3 s → 22.8 ms max); a month no better (the planner cannot see the sub-select's
+        // value and sorts the month whole). This step took 1.3–2.1 s on 2.76 M rows, 24 s on
+        // 33.6 M. Put with the trigger: 2,720–3,510 rows/s at 30 days (3,010 without, another
+        // run), 3,230 at a year (5,060 without, another run; the machine's load not separated).
+        ["""
+        CREATE TABLE IF NOT EXISTS recording_spans (
+            camera TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            longest_ns BIGINT NOT NULL CHECK (longest_ns >= 0),
+            PRIMARY KEY (camera, kind)
+        )
+        """,
+         // search_path as the migration's: the trigger finds the table beside `recordings`
+         // whatever the writing session's search_path. It writes only when the row is longer
+         // than the longest so far: nearly every segment is as long as the last.
+         """
+        CREATE OR REPLACE FUNCTION recording_spans_grow() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+        DECLARE
+            span BIGINT := \(span("NEW"));
+        BEGIN
+            PERFORM FROM recording_spans WHERE camera = NEW.camera AND kind = NEW.kind AND longest_ns >= span;
+            IF NOT FOUND THEN
+                INSERT INTO recording_spans (camera, kind, longest_ns) VALUES (NEW.camera, NEW.kind, span)
+                    \(spanUpsert);
+            END IF;
+            RETURN NULL;
+        END
+        $$
+        """,
+         "DROP TRIGGER IF EXISTS recording_spans_grow ON recordings",
+         """
+        CREATE TRIGGER recording_spans_grow AFTER INSERT OR UPDATE OF camera, kind, start_ns, end_ns ON recordings
+            FOR EACH ROW EXECUTE FUNCTION recording_spans_grow()
+        """,
+         """
+        INSERT INTO recording_spans (camera, kind, longest_ns)
+            SELECT camera, kind, MAX(\(span("recordings"))) FROM recordings GROUP BY camera, kind
+            \(spanUpsert)
+        """],
     ]
+
+    /// The length of `row`'s recording for `recording_spans`: at least 0, and at most BIGINT's
+    /// largest (NUMERIC, since end_ns − start_ns of any two BIGINTs need not fit one).
+    private static func span(_ row: String) -> String {
+        "LEAST(GREATEST(\(row).end_ns::NUMERIC - \(row).start_ns, 0), \(Int64.max))::BIGINT"
+    }
+    private static let spanUpsert =
+        "ON CONFLICT (camera, kind) DO UPDATE SET longest_ns = GREATEST(recording_spans.longest_ns, EXCLUDED.longest_ns)"
 
     /// Any number, the same on every node: nodes starting together migrate one after the other.
     static let migrationLock: Int64 = 0x5649_4749_4C00  // "VIGIL"

@@ -35,10 +35,19 @@ public final class SiteView: SiteCatalog {
         }
     }
 
+    /// The recordings of `kinds` that overlap [from, to]: they end at or after `from`, and since
+    /// none of them is longer than its camera and kind's longest (`recording_spans`, schema 8),
+    /// start at or after `from − longest`, which bounds the walk of `recordings_listing` from
+    /// below (else it starts at the camera's first row: a year of 1-minute segments for a day).
+    /// `from − longest` is worked out in NUMERIC and kept within BIGINT; with no longest known
+    /// (no such recording) the bound is BIGINT's least, which bounds nothing.
     public func recordings(camera: String, kinds: [RecordingIndex.Kind], from: Int64, to: Int64) throws -> [SiteRecording] {
-        try opened().read("site recordings", """
+        let kinds = kinds.map(\.rawValue)
+        return try opened().read("site recordings", """
             SELECT \(unescaped: PostgresCatalog.entryColumns), node FROM recordings
-            WHERE camera = \(camera) AND kind = ANY(\(kinds.map(\.rawValue))) AND end_ns >= \(from) AND start_ns <= \(to)
+            WHERE camera = \(camera) AND kind = ANY(\(kinds)) AND end_ns >= \(from) AND start_ns <= \(to)
+                AND start_ns >= (SELECT GREATEST(\(from)::NUMERIC - MAX(longest_ns), \(Int64.min))::BIGINT
+                                 FROM recording_spans WHERE camera = \(camera) AND kind = ANY(\(kinds)))
             ORDER BY start_ns, path COLLATE "C", id LIMIT \(Self.maxRows)
             """, Self.siteRecording)
     }

@@ -15,7 +15,10 @@ import Synchronization
 /// the server, so a year fits in the time; that rate is the fill's, not a cluster's. How a
 /// cluster writes, one `PostgresCatalog.put` a row from each node's replicator on its one
 /// connection, is timed on a sample of `putSample` rows written after the fill. The listings
-/// are `SiteView.recordings`, the query behind a node's API, then `RecordingsListing`'s gaps.
+/// are `SiteView.recordings`, the query behind a node's API, then `RecordingsListing`'s gaps:
+/// first with `recording_spans` empty (the fill's rows skip its trigger: no lower bound on
+/// start_ns, as schema 7), then after schema 8's migration run on them (the bound), the same
+/// windows, then a month profiled.
 struct PostgresIndexScale {
     /// Table and indexes a row, rounded up from the 30-day run, for the free-space check.
     static let bytesPerRowOnDisk = 760
@@ -40,6 +43,9 @@ struct PostgresIndexScale {
         }
         defer { catalogs.forEach { $0.close() } }
 
+        // The fill leaves `recording_spans` empty, so the first listings have no bound: the walk
+        // as schema 7's, from the camera's first row.
+        try server.psql("ALTER TABLE recordings DISABLE TRIGGER recording_spans_grow")
         let fillSeconds = try bench.writeDays(rows: rows) { day in try server.psql(fillSQL(day: day)) }
         print(String(format: "bulk fill: %.0f rows/s (%ld rows in %.1f s; one INSERT … SELECT generate_series a day, run on the server: not how a cluster writes)",
                      Double(rows) / fillSeconds, rows, fillSeconds))
@@ -54,30 +60,112 @@ struct PostgresIndexScale {
                          Double(sizes[0]) / 1e6, Double(sizes[1]) / 1e6, Double(sizes[2]) / 1e6, Double(sizes[0] + sizes[1]) / Double(rows)))
         }
 
-        let put = try timePuts(catalogs)
-        print(String(format: "put, one row a call as CatalogReplicator writes (%ld nodes at once, one connection each, %ld rows on top of the fill): "
-            + "%.0f rows/s in all, %.0f rows/s a node", nodes, put.rows, Double(put.rows) / put.seconds, Double(put.rows) / put.seconds / Double(nodes)))
-
         let site = SiteView(settings: try settings(node(0)))
         let list: IndexScaleBenchmark.Lister = { camera, from, to in
             let rows = try site.recordings(camera: camera, kinds: [.segment], from: from, to: to)
             return RecordingsListing(entries: rows.map(\.entry), timeZone: IndexScaleBenchmark.utc)
         }
-        print("schema \(PostgresCatalog.schemaVersion): recordings_listing (camera, start_ns, end_ns) INCLUDE (every column listed)")
-        try bench.timeListings(list)
-
-        // Before schema 7: its index instead of recordings_listing, the same windows listed.
-        let reindexSeconds = try seconds {
-            try server.psql("CREATE INDEX recordings_by_time ON recordings (camera, kind, start_ns)")
-            try server.psql("DROP INDEX recordings_listing")
-            try server.psql("ANALYZE recordings")
+        // Before: schema 7's statement, unbounded, through PostgresCatalog.entries (SiteView's
+        // less its node column), with time to finish: at a year a listing can pass SiteView's 2 s.
+        let unbounded = try PostgresCatalog(configuration: settings(node(0)).clientConfiguration(), node: node(0), deadline: .seconds(120))
+        defer { unbounded.close() }
+        print("before (schema 7's statement, through PostgresCatalog.entries): the walk starts at the camera's first row")
+        try timeListings { camera, from, to in
+            let rows = try unbounded.entries(camera: camera, kinds: [.segment], from: from, to: to, states: nil)
+            return RecordingsListing(entries: rows, timeZone: IndexScaleBenchmark.utc)
         }
-        print(String(format: "schema 6's index (camera, kind, start_ns) instead (built in %.1f s):", reindexSeconds))
+
+        // Step 8 as a node that starts on a schema 7 database runs it: the table, its trigger,
+        // and the longest of every row already there.
+        try server.psql("""
+            DROP TRIGGER recording_spans_grow ON recordings; DROP FUNCTION recording_spans_grow(); DROP TABLE recording_spans;
+            UPDATE vigil_schema SET version = 7
+            """)
+        let migrateSeconds = try seconds {
+            try PostgresCatalog(configuration: settings(node(0)).clientConfiguration(), node: node(0), deadline: .seconds(300)).close()
+        }
+        print(String(format: "schema 8's migration (recording_spans filled from %ld rows): %.1f s", rows, migrateSeconds))
+
+        let put = try timePuts(catalogs)
+        print(String(format: "put, one row a call as CatalogReplicator writes (%ld nodes at once, one connection each, %ld rows on top of the fill, "
+            + "schema 8's trigger on each): %.0f rows/s in all, %.0f rows/s a node",
+                     nodes, put.rows, Double(put.rows) / put.seconds, Double(put.rows) / put.seconds / Double(nodes)))
+
+        print("after (schema 8, through SiteView.recordings): the walk starts at from − the camera's longest recording")
+        try timeListings(list)
+        try profileMonth(server, site: site)
+    }
+
+    /// `bench.timeListings`, its failure printed (e.g. a listing past its deadline) and the run
+    /// carried on.
+    private func timeListings(_ list: IndexScaleBenchmark.Lister) throws {
         do {
             try bench.timeListings(list)
+        } catch let error as BenchUsageError {
+            throw error
         } catch {
             print("  the listings failed: \(error)")
         }
+    }
+
+    /// Where a month's listing spends its time: the query on the server (psql's `EXPLAIN
+    /// ANALYZE`), the same rows fetched by psql (libpq, text, its own `\timing`, output thrown
+    /// away), through `SiteView.recordings` (postgres-nio, each row decoded and checked), and
+    /// `RecordingsListing` built from them. Also the query with the bound given as a value, as
+    /// a second query would give it (the planner then knows how many rows to expect). One month
+    /// in the middle of the run, each measure the median of `samples`.
+    func profileMonth(_ server: TestPostgres, site: SiteView, samples: Int = 7) throws {
+        let days = min(30, bench.days)
+        let camera = bench.camera(bench.cameras / 2)
+        let from = IndexScaleBenchmark.first + Int64((bench.days - days) / 2) * IndexScaleBenchmark.dayNanos
+        let to = from + Int64(days) * IndexScaleBenchmark.dayNanos - 1
+        let bound = "(SELECT GREATEST(\(from)::NUMERIC - MAX(longest_ns), \(Int64.min))::BIGINT FROM recording_spans WHERE camera = '\(camera)' AND kind = ANY('{segment}'))"
+        let longest = try server.psql("SELECT \(bound)").trimmingCharacters(in: .whitespacesAndNewlines)
+        // SiteView.recordings' statement, with its values written in.
+        func query(_ bound: String) -> String {
+            """
+            SELECT kind, camera, path, start_ns, end_ns, frames, bytes, codec, width, height, state, id, node FROM recordings
+            WHERE camera = '\(camera)' AND kind = ANY('{segment}') AND end_ns >= \(from) AND start_ns <= \(to) AND start_ns >= \(bound)
+            ORDER BY start_ns, path COLLATE "C", id LIMIT 100000
+            """
+        }
+        func median(_ measure: () throws -> Double) rethrows -> Double {
+            var values: [Double] = []
+            for _ in 0..<samples { values.append(try measure()) }
+            return values.sorted()[values.count / 2]
+        }
+        /// The milliseconds psql's `\timing` gives `sql`, run with its rows thrown away.
+        func psqlTiming(_ sql: String) throws -> Double {
+            let result = RecordingInspector.run(TestPostgres.binaries + "/psql", [
+                "-h", "127.0.0.1", "-p", "\(server.port)", "-U", server.user, "-d", "postgres", "-X", "-q", "-o", "/dev/null",
+                "-c", "\\timing on", "-c", sql,
+            ])
+            guard result.status == 0, let line = result.output.split(separator: "\n").last(where: { $0.hasPrefix("Time: ") }),
+                  let ms = Double(line.split(separator: " ")[1]) else {
+                throw BenchUsageError("psql gave no time: \(result.output.suffix(200)) \(result.errorOutput.suffix(200))")
+            }
+            return ms
+        }
+        print("a month of \(camera) (\(days) days) in profile")
+        for (what, sql) in [("the bound as a sub-select (SiteView.recordings)", query(bound)), ("the bound given as a value, \(longest)", query(longest))] {
+            let plan = try server.psql("EXPLAIN (ANALYZE, BUFFERS) " + sql)
+            print("  \(what), the plan of one run:")
+            for line in plan.split(separator: "\n") { print("    " + line) }
+            let onServer = try median { try psqlTiming("EXPLAIN (ANALYZE, TIMING OFF) " + sql) }
+            let fetched = try median { try psqlTiming(sql) }
+            print(String(format: "  medians of %ld: EXPLAIN ANALYZE (timing off) %.1f ms as psql times it; the rows fetched by psql %.1f ms", samples, onServer, fetched))
+        }
+        var listed: [SiteRecording] = []
+        let nio = try median { try milliseconds { listed = try site.recordings(camera: camera, kinds: [.segment], from: from, to: to) } }
+        let build = median { milliseconds { _ = RecordingsListing(entries: listed.map(\.entry), timeZone: IndexScaleBenchmark.utc).gaps } }
+        print(String(format: "  medians of %ld: through SiteView.recordings (postgres-nio, each row decoded and checked) %.1f ms for %ld rows; "
+            + "RecordingsListing and its gaps %.1f ms", samples, nio, listed.count, build))
+    }
+
+    private func milliseconds(_ work: () throws -> Void) rethrows -> Double {
+        let t0 = SystemClocks.monotonicNanos()
+        try work()
+        return Double(SystemClocks.monotonicNanos() - t0) / 1e6
     }
 
     /// One day of every camera's segments, each on its camera's node, in time order as the
@@ -132,8 +220,6 @@ struct PostgresIndexScale {
     }
 
     private func seconds(_ work: () throws -> Void) throws -> Double {
-        let t0 = SystemClocks.monotonicNanos()
-        try work()
-        return Double(SystemClocks.monotonicNanos() - t0) / 1e9
+        try milliseconds(work) / 1e3
     }
 }
