@@ -90,10 +90,10 @@ public final class ClusterService: Service, CustomStringConvertible {
                         return
                     }
                 } else {
-                    let version = try await withDeadline(interval * 3, "joining the cluster") { [settings, incarnation, url] in
-                        let version = try await PostgresCatalog.migrate(client)
+                    // A schema found behind gets the migration's own deadline, not a round's.
+                    let version = try await PostgresCatalog.upgrade(client, deadline: interval * 3)
+                    try await withDeadline(interval * 3, "joining the cluster") { [settings, incarnation, url] in
                         try await registry.register(node: settings.node, incarnation: incarnation, url: url, cameras: held)
-                        return version
                     }
                     registered = true
                     logger.notice("joined the cluster in \(settings.database) as node \(settings.node) (schema version \(version) found)")

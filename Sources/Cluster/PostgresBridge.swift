@@ -16,7 +16,9 @@ import Synchronization
 struct PostgresBridge: Sendable {
     let deadline: Duration
 
-    func wait<T: Sendable>(_ what: String, _ work: @escaping @Sendable () async throws -> T) throws -> T {
+    /// `deadline`: this call's own, instead of `self.deadline` (a migration's).
+    func wait<T: Sendable>(_ what: String, deadline: Duration? = nil, _ work: @escaping @Sendable () async throws -> T) throws -> T {
+        let deadline = deadline ?? self.deadline
         guard withUnsafeCurrentTask(body: { $0 == nil }) else { throw CatalogError.calledFromSwiftConcurrency }
         let outcome = Mutex<Result<T, CatalogError>?>(nil)
         let done = DispatchSemaphore(value: 0)
@@ -26,7 +28,7 @@ struct PostgresBridge: Sendable {
             outcome.withLock { $0 = result }
             done.signal()
         }
-        // `PostgresCatalog` keeps the deadline within 0.1…300 s.
+        // `PostgresCatalog` keeps the deadline within 0.1…600 s.
         guard done.wait(timeout: .now() + deadline.inSeconds) == .success else {
             task.cancel()
             throw CatalogError.unavailable("\(what) got no answer within \(deadline)")

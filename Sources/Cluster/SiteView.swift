@@ -29,7 +29,9 @@ public final class SiteView: SiteCatalog {
     private func opened() throws -> PostgresCatalog {
         try catalog.withLock { catalog in
             if let catalog { return catalog }
-            let opened = try PostgresCatalog(configuration: settings.clientConfiguration(), node: node, deadline: Self.deadline)
+            // A page does not wait for a migration (the node's ClusterService runs it): until it
+            // is done, the page shows this node alone.
+            let opened = try PostgresCatalog(configuration: settings.clientConfiguration(), node: node, deadline: Self.deadline, migrating: false)
             catalog = opened
             return opened
         }

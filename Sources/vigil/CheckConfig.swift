@@ -69,6 +69,9 @@ struct CheckConfig: AsyncParsableCommand {
                 notes.append(text)
             }
         }
+        if let cluster = configuration.cluster, let note = Self.reach(of: cluster, http: configuration.http) {
+            notes.append(note)
+        }
         if let cluster = configuration.cluster, !noProbe {
             do {
                 let nodes = try await ClusterCommand.Status.nodes(cluster, timeoutSeconds: Double(timeout))
@@ -91,6 +94,22 @@ struct CheckConfig: AsyncParsableCommand {
         Console.line("\(file): OK")
         Console.line(configuration.summary(present: present))
         for note in notes { Console.line(note) }
+    }
+
+    /// What the other nodes cannot do when this node's web server is off or on loopback while
+    /// the database (and so the nodes) are elsewhere: fetch its recordings for their pages, and
+    /// ask it, when one of them is cut off from the database, whether it still reaches it.
+    static func reach(of cluster: ClusterSettings, http: HTTPSettings) -> String? {
+        let lost = "other nodes cannot fetch this node's recordings for their pages, nor ask it whether it reaches the database "
+            + "(a node cut off from the database alone then records on, beside the node that took its cameras)"
+        if http.listen.isEmpty {
+            return "note: [cluster] with no web server ([http] listen = \"\"): \(lost); give it an address unless `vigil run --listen` does"
+        }
+        if let address = http.address, HTTPSettings.isLoopback(address.host), !cluster.database.isLoopback {
+            return "note: [http] listen \(http.listen) is loopback while the cluster database is on \(cluster.database.host): \(lost); "
+                + "listen on an address the nodes reach (with token_file), unless `vigil run --listen` does"
+        }
+        return nil
     }
 
     private enum ProbeResult { case none, problem(String, fix: String), note(String) }

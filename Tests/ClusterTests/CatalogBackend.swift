@@ -1,5 +1,6 @@
 import CaptureTesting
 @testable import Cluster
+import PostgresNIO
 import Recorder
 
 /// The two back ends of `RecordingCatalog` the contract tests run on: this node's SQLite index
@@ -44,10 +45,17 @@ struct OpenCatalog: Sendable {
 extension PostgresCatalog {
     /// A catalogue whose tables are in `schema` of the test server (PostgreSQL's `search_path`,
     /// set for each connection when it starts).
-    static func inSchema(_ schema: String, of server: TestPostgres, node: String, deadline: Duration = .seconds(10)) throws -> PostgresCatalog {
+    static func inSchema(
+        _ schema: String, of server: TestPostgres, node: String, deadline: Duration = .seconds(10), migrating: Bool = true
+    ) throws -> PostgresCatalog {
+        try PostgresCatalog(configuration: configuration(schema, of: server), node: node, deadline: deadline, migrating: migrating)
+    }
+
+    /// The client settings for `schema` of `server`.
+    static func configuration(_ schema: String, of server: TestPostgres) throws -> PostgresClient.Configuration {
         var configuration = try ClusterDatabaseURL(server.url).clientConfiguration(password: nil)
         configuration.options.additionalStartupParameters = [("search_path", schema)]
-        return try PostgresCatalog(configuration: configuration, node: node, deadline: deadline)
+        return configuration
     }
 }
 

@@ -1,6 +1,7 @@
 import CaptureTesting
 @testable import Cluster
 import Foundation
+import PostgresNIO
 import Recorder
 import Synchronization
 import Testing
@@ -224,5 +225,48 @@ import Testing
             if (try? await Self.io.run { try catalog.all() }) != nil { answered += 1 }
         }
         #expect(answered == 1, "none of three calls after the server came back was answered")
+    }
+
+    /// A migration gets its own deadline, not a call's: while another node holds the migration's
+    /// lock for 3 s (as while it fills a large new table, 24 s at 33.6 M rows), a catalogue with a
+    /// 1 s deadline, and a node's join, wait for it and open. A caller that must not wait
+    /// (`migrating: false`, the page) is told at once that the schema is behind.
+    @Test func aMigrationIsNotCutShortByACallsDeadline() async throws {
+        let server = try TestPostgres.shared()
+        let schema = try server.freshSchema("slow")
+        let behind = await Self.io.run { () -> CatalogError? in
+            do { _ = try PostgresCatalog.inSchema(schema, of: server, node: "node-a", deadline: .seconds(1), migrating: false); return nil }
+            catch { return error as? CatalogError }
+        }
+        guard case .unavailable(let why) = behind else { Issue.record("\(String(describing: behind))"); return }
+        #expect(why.contains("version 0 of \(PostgresCatalog.schemaVersion)"), "\(why)")
+        let lock = PostgresCatalog.migrationLock
+        let held = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = \(lock >> 32) AND objid = \(lock & 0xFFFF_FFFF)"
+        // psql holds the lock on a Dispatch thread, not one of Swift's pool.
+        func holdTheLock() async throws -> Task<String, any Error> {
+            let holder = Task {
+                try await withCheckedThrowingContinuation { done in
+                    DispatchQueue.global().async { done.resume(with: Result { try server.psql("SELECT pg_advisory_lock(\(lock)); SELECT pg_sleep(3)") }) }
+                }
+            }
+            #expect(await waitUntil(seconds: 10) { (try? server.psql(held)) == "1\n" }, "the lock was never taken")
+            return holder
+        }
+        var holder = try await holdTheLock()
+        let catalog = try await open(schema, deadline: .seconds(1))
+        defer { catalog.close() }
+        _ = try await holder.value
+        #expect(try server.psql("SELECT version FROM \(schema).vigil_schema") == "\(PostgresCatalog.schemaVersion)\n")
+        // The node's join (ClusterService) on another schema: the same.
+        let joining = try server.freshSchema("slowjoin")
+        let client = PostgresClient(configuration: try PostgresCatalog.configuration(joining, of: server))
+        let running = Task { await client.run() }
+        defer { running.cancel() }
+        holder = try await holdTheLock()
+        let found = try await PostgresCatalog.upgrade(client, deadline: .seconds(1))
+        _ = try await holder.value
+        #expect(found == 0)
+        #expect(try server.psql("SELECT version FROM \(joining).vigil_schema") == "\(PostgresCatalog.schemaVersion)\n")
+        #expect(try await PostgresCatalog.upgrade(client, deadline: .seconds(1)) == PostgresCatalog.schemaVersion)
     }
 }

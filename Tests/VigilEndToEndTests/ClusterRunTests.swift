@@ -42,6 +42,17 @@ import Testing
         let checked = VigilBinary.run(["check-config", file])
         #expect(checked.status == 0 && checked.output.contains("cluster: postgresql://\(server.user)@127.0.0.1:\(server.port)/postgres answers; 0 node(s) registered"),
                 "\(checked.output)\(checked.errorOutput)")
+        // No web server: the other nodes can neither fetch this one's files nor ask it (the fence).
+        #expect(checked.output.contains("note: [cluster] with no web server ([http] listen = \"\"): other nodes cannot fetch"), "\(checked.output)")
+        // A node on loopback while the database, and so the other nodes, are elsewhere: the same note.
+        let remote = dir.path + "/remote.toml"
+        try String(contentsOfFile: file, encoding: .utf8)
+            .replacingOccurrences(of: "127.0.0.1:\(server.port)", with: "db.example.net")
+            .replacingOccurrences(of: "listen = \"\"", with: "listen = \"127.0.0.1:8080\"")
+            .write(toFile: remote, atomically: true, encoding: .utf8)
+        let elsewhere = VigilBinary.run(["check-config", "--no-probe", remote])
+        #expect(elsewhere.status == 0 && elsewhere.output.contains("note: [http] listen 127.0.0.1:8080 is loopback while the cluster database is on db.example.net: other nodes cannot fetch"),
+                "\(elsewhere.output)\(elsewhere.errorOutput)")
         let wrongUser = dir.path + "/wrong-user.toml"
         try String(contentsOfFile: file, encoding: .utf8).replacingOccurrences(of: "postgresql://\(server.user)@", with: "postgresql://nobody@")
             .write(toFile: wrongUser, atomically: true, encoding: .utf8)
