@@ -129,6 +129,7 @@ let package = Package(
         .executableTarget(name: "vigil-bench", dependencies: ["Capture", "CaptureTesting", "Media", "Recorder", "Cluster"]),
         .testTarget(name: "ArchiveTests", dependencies: [
             "Archive", "S3", "Recorder", "CaptureTesting", .product(name: "Logging", package: "swift-log"),
+            .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOCore", package: "swift-nio"),
         ]),
         .testTarget(name: "S3Tests", dependencies: [
             "S3", "CaptureTesting",

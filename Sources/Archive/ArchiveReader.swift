@@ -28,14 +28,36 @@ public struct ArchiveReader: Sendable {
     /// Closes its client's connections.
     public func close() async { try? await client.shutdown() }
 
-    /// The object of a file (path relative to the storage root), whole or a byte range of it.
-    public func open(path: String, range: ClosedRange<Int64>?) async throws -> S3ObjectStream {
-        try await client.getObject(key: settings.key(for: path), range: range)
+    /// The object of a file (path relative to the storage root), whole or a byte range of it;
+    /// `node`: another cluster node's file (nil: this node's). A file this node archived before
+    /// it joined a cluster is read from its key of then.
+    public func open(path: String, node: String? = nil, range: ClosedRange<Int64>?) async throws -> S3ObjectStream {
+        let key = node.map { settings.key(for: path, node: $0) } ?? settings.key(for: path)
+        let before = node == nil || node == settings.node ? settings.keyBeforeCluster(for: path) : nil
+        do {
+            return try await client.getObject(key: key, range: range)
+        } catch {
+            guard let before, error.status == 404 else { throw error }
+            return try await client.getObject(key: before, range: range)
+        }
     }
 
-    /// A URL that reads the object for an hour without keys.
-    public func presignedURL(path: String) -> String {
-        client.presignedGetURL(key: settings.key(for: path), expires: 3600)
+    /// A URL that reads the object for an hour without keys. With `[cluster]` the bucket is
+    /// asked first whether the file is under this node's folder or its key from before.
+    public func presignedURL(path: String, node: String? = nil) async -> String {
+        var key = node.map { settings.key(for: path, node: $0) } ?? settings.key(for: path)
+        if node == nil, let before = settings.keyBeforeCluster(for: path), await isMissing(key) { key = before }
+        return client.presignedGetURL(key: key, expires: 3600)
+    }
+
+    /// True when the bucket answers that it has no object `key` (false when it cannot say).
+    private func isMissing(_ key: String) async -> Bool {
+        do { return try await client.headObject(key: key) == nil } catch { return false }
+    }
+
+    /// Whether the bucket holds `node`'s file `path` (a HEAD request).
+    public func exists(path: String, node: String) async throws -> Bool {
+        try await client.headObject(key: settings.key(for: path, node: node)) != nil
     }
 
     /// Downloads the object of `path` into `destination` (created, or replaced), writing on `io`.

@@ -256,6 +256,8 @@ public final class ArchiveService: Service, Sendable {
             guard !expired.isEmpty else { return }
             for entry in expired {
                 try await client.deleteObject(key: settings.key(for: entry.path))
+                // Archived before this node joined a cluster: under the key of then.
+                if let before = settings.keyBeforeCluster(for: entry.path) { try await client.deleteObject(key: before) }
                 try await io.run {
                     if entry.location == .archive { try self.index.remove(path: entry.path) }
                     try self.index.removeFromArchive(path: entry.path)

@@ -24,8 +24,9 @@ public final class LeasedSite: @unchecked Sendable {
     public let proxy: TCPProxy?
 
     /// `leaseSeconds`: `lease_seconds` of the configuration (3...300, as vigil checks);
-    /// `proxied`: a node that reaches the database through a `TCPProxy` the test may cut.
-    public init(leaseSeconds: Int = 4, proxied: String? = nil) async throws {
+    /// `proxied`: a node that reaches the database through a `TCPProxy` the test may cut;
+    /// `extra`: more of the configuration file (an `[archive]` section).
+    public init(leaseSeconds: Int = 4, proxied: String? = nil, extra: String = "") async throws {
         lease = Double(leaseSeconds)
         let server = try TestPostgres()
         self.server = server
@@ -44,6 +45,7 @@ public final class LeasedSite: @unchecked Sendable {
                 [cluster]
                 database = "postgresql://\(server.user)@127.0.0.1:\(port)/postgres"
                 lease_seconds = \(leaseSeconds)
+                \(extra)
 
                 """ + cameraTables).write(toFile: path, atomically: true, encoding: .utf8)
         }

@@ -10,7 +10,9 @@ import Recorder
 /// shared catalogue plays through `GET /api/v1/cluster/recordings/{id}/file` (the catalogue's
 /// id) on any node: the node that holds the file serves it, any other forwards the request to
 /// that node, ranges and all, with this site's token (every node reads the same configuration).
-/// A camera another node records shows its picture through
+/// When that node does not answer, the file is read from its folder of the archive's bucket
+/// (`[archive]`, keys under `PREFIX/NODE/`), if it was archived. A camera another node records
+/// shows its picture through
 /// `GET /api/v1/cluster/cameras/{name}/snapshot.jpg`, forwarded the same way.
 ///
 /// A forwarded request carries `Vigil-Forwarded-By`, and is never forwarded again: two nodes
@@ -84,7 +86,13 @@ struct ClusterRoutes: Sendable {
             let path = found.recording.entry.path
             return try await files.serve(request, context, id: id, what: "recording") { _, _ in path }
         }
-        return try await forward(request, to: found.address, node: found.recording.node, path: "/api/v1/cluster/recordings/\(id)/file")
+        do {
+            return try await forward(request, to: found.address, node: found.recording.node, path: "/api/v1/cluster/recordings/\(id)/file")
+        } catch {
+            // Its node is down (or serves no page): the bucket may hold the file, in that node's folder.
+            if let archived = try await files.serveArchived(request, context, id: id, recording: found.recording) { return archived }
+            throw error
+        }
     }
 
     /// A read of the catalogue on the web server's I/O thread; its failure is a 503 that says so.

@@ -52,6 +52,8 @@ struct FileRoutes: Sendable {
         let etag: String
         /// Only the archive's bucket holds it: `path` is then relative to the storage root.
         var archived = false
+        /// Another cluster node's file, read from that node's folder of the bucket; nil: this node's.
+        var node: String? = nil
     }
 
     /// The path (relative to the root) of the file an id names, read from the index; nil: none.
@@ -77,10 +79,26 @@ struct FileRoutes: Sendable {
 
     /// The file `lookup` names for `id` (its ETag is made of `id`), as GET or HEAD asks.
     func serve(_ request: Request, _ context: WebRequestContext, id: Int64, what: String, lookup: @escaping Lookup) async throws -> Response {
-        let found = try await find(id: id, what: what, lookup: lookup)
+        try await respond(request, context, try await find(id: id, what: what, lookup: lookup))
+    }
+
+    /// Another node's recording (`ClusterRoutes`, catalogue id `id`) from that node's folder of
+    /// the bucket, for when the node does not answer; nil when there is no archive or the
+    /// bucket does not hold it.
+    func serveArchived(_ request: Request, _ context: WebRequestContext, id: Int64, recording: SiteRecording) async throws -> Response? {
+        let entry = recording.entry
+        guard let archive, let size = Int(exactly: entry.bytes),
+              (try? await archive.exists(path: entry.path, node: recording.node)) == true else { return nil }
+        return try await respond(request, context, Found(
+            path: entry.path, size: size, modified: nil, contentType: StorageLayout.contentType(entry.path),
+            etag: "\"c\(String(id, radix: 16))-\(String(entry.bytes, radix: 16))-a\"", archived: true, node: recording.node))
+    }
+
+    /// `found`'s bytes, or a range of them, as GET or HEAD asks.
+    private func respond(_ request: Request, _ context: WebRequestContext, _ found: Found) async throws -> Response {
         if found.archived, let archive, archive.settings.redirect, request.method == .get {
             // The browser reads the bucket itself, ranges and all.
-            return Response(status: .temporaryRedirect, headers: [.location: archive.presignedURL(path: found.path), .cacheControl: "no-store"])
+            return Response(status: .temporaryRedirect, headers: [.location: await archive.presignedURL(path: found.path, node: found.node), .cacheControl: "no-store"])
         }
         var headers: HTTPFields = [
             .eTag: found.etag, .acceptRanges: "bytes",
@@ -166,7 +184,7 @@ struct FileRoutes: Sendable {
         if head { return Response(status: status, headers: headers) }
         let stream: S3ObjectStream
         do {
-            stream = try await archive.open(path: found.path, range: wanted.map { Int64($0.lowerBound)...Int64($0.upperBound) })
+            stream = try await archive.open(path: found.path, node: found.node, range: wanted.map { Int64($0.lowerBound)...Int64($0.upperBound) })
         } catch {
             throw APIError(.badGateway, "the archive cannot give \(found.path) now: \(error)")
         }

@@ -32,6 +32,23 @@ private let day: Int64 = 86_400 * second
         return path
     }
 
+    /// With `[cluster]` each node's keys are in a folder of its own under the prefix.
+    @Test func withAClusterEachNodeHasAFolderOfItsOwn() throws {
+        let dir = try TemporaryDirectory("vigil-archive-config")
+        defer { dir.remove() }
+        let archive = "[archive]\nurl = \"s3://my-footage/site\"\ncredentials_file = \"\(try credentials(dir))\"\n"
+        let cluster = try #require(try parse(archive + "[cluster]\ndatabase = \"postgresql://vigil@127.0.0.1/vigil\"\nnode = \"node-b\"").archive)
+        #expect(cluster.prefix == "site/node-b" && cluster.sitePrefix == "site" && cluster.node == "node-b")
+        #expect(cluster.key(for: "porch/video/a.mp4") == "site/node-b/porch/video/a.mp4")
+        #expect(cluster.key(for: "porch/video/a.mp4", node: "node-c") == "site/node-c/porch/video/a.mp4")
+        #expect(cluster.url == "s3://my-footage/site/node-b")
+        let alone = try #require(try parse(archive).archive)
+        #expect(alone.prefix == "site" && alone.node == nil && alone.key(for: "porch/video/a.mp4") == "site/porch/video/a.mp4")
+        // No prefix: the node's folder is at the bucket's top.
+        let top = try #require(try parse(archive.replacingOccurrences(of: "/site", with: "") + "[cluster]\ndatabase = \"postgresql://vigil@127.0.0.1/vigil\"\nnode = \"node-b\"").archive)
+        #expect(top.key(for: "porch/video/a.mp4") == "node-b/porch/video/a.mp4" && top.keyBeforeCluster(for: "porch/video/a.mp4") == "porch/video/a.mp4")
+    }
+
     @Test func aFullSectionIsReadWithItsDefaultsAndNeverShowsTheSecret() throws {
         let dir = try TemporaryDirectory("vigil-archive-config")
         defer { dir.remove() }

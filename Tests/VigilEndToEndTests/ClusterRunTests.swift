@@ -176,6 +176,57 @@ import Testing
         try await site.stopAll()
     }
 
+    /// With `[archive]`, each node uploads into its own folder of the bucket (`site/NODE/…`), and
+    /// when the node that holds a recording is killed, another node serves it from that folder.
+    @Test func aKilledNodesRecordingIsServedFromItsFolderOfTheArchive() async throws {
+        let s3 = try await S3TestServer()
+        defer { s3.stop() }
+        let folder = try TemporaryDirectory("vigil-cluster-s3")
+        defer { folder.remove() }
+        let credentials = folder.path + "/s3"
+        try "[default]\naws_access_key_id = \(s3.keys.accessKeyID)\naws_secret_access_key = \(s3.keys.secretAccessKey)\n"
+            .write(toFile: credentials, atomically: true, encoding: .utf8)
+        chmod(credentials, 0o600)
+        let site = try await LeasedSite(extra: """
+            [archive]
+            url = "s3://\(s3.bucket)/site"
+            endpoint = "\(s3.endpointURL)"
+            credentials_file = "\(credentials)"
+            """)
+        defer { site.remove() }
+        let holders = Dictionary(uniqueKeysWithValues: site.listed.flatMap { node in node.cameras.map { ($0, node.name) } })
+        let (camera, holder) = try #require(holders.sorted { $0.key < $1.key }.first { $0.value != "node-a" })
+        // A recording of the holder's in its folder of the bucket, and its row in the catalogue.
+        var keys: [String] = []
+        var row: [Substring] = []
+        let archived = await waitUntil(seconds: 60) {
+            keys = (try? await s3.listKeys()) ?? []
+            guard let key = keys.last(where: { $0.hasPrefix("site/\(holder)/\(camera)/video/") }) else { return false }
+            row = ((try? site.server.psql("SELECT id, bytes, path FROM recordings WHERE node = '\(holder)' AND path = '\(key.dropFirst("site/\(holder)/".count))' AND state = 'complete'")) ?? "")
+                .split(separator: "\n").first?.split(separator: "|") ?? []
+            return row.count == 3
+        }
+        try #require(archived, "no recording of \(camera) by \(holder) reached site/\(holder)/ in the bucket and the catalogue: \(keys.prefix(10))")
+        #expect(keys.allSatisfy { ["node-a", "node-b", "node-c"].contains($0.split(separator: "/").dropFirst().first.map(String.init) ?? "") },
+                "keys outside the nodes' folders: \(keys.filter { !$0.hasPrefix("site/node-") }.prefix(5))")
+        let url = "/api/v1/cluster/recordings/\(row[0])/file"
+        let bytes = try #require(Int(row[1]))
+        let path = String(row[2])
+        // The holder dies; node-a plays its recording from the bucket: the bytes of the holder's file.
+        kill(site.nodes[holder]!.process.processIdentifier, SIGKILL)
+        _ = await waitForExit(site.nodes[holder]!.process, seconds: 30)
+        let whole = try #require(httpGetBytes(port: site.ports["node-a"]!, url))
+        let (head, body) = split(whole)
+        #expect(head.hasPrefix("HTTP/1.1 200"), "\(head)\n\(String(decoding: body.prefix(300), as: UTF8.self))")
+        #expect(body.count == bytes, "\(body.count) bytes of \(bytes)")
+        let file = site.nodes[holder]!.dir + "/data/" + path
+        #expect((try? Data(contentsOf: URL(fileURLWithPath: file))) == Data(body), "not the bytes of \(file)")
+        #expect(RecordingInspector.ffprobeProblem(file) == nil)
+        let part = try #require(httpGetBytes(port: site.ports["node-a"]!, url, headers: ["Range: bytes=10-109"]))
+        #expect(split(part).head.hasPrefix("HTTP/1.1 206") && split(part).body == Array(body[10...109]), "\(split(part).head)")
+        try await site.stopAll()
+    }
+
     /// An instant as the API writes it (RFC 3339 with milliseconds).
     static func instant(_ text: String) -> Date? {
         let format = ISO8601DateFormatter()

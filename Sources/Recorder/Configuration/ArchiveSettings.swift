@@ -6,8 +6,14 @@ import Glibc
 public struct ArchiveSettings: Sendable, Equatable {
     /// The bucket, as `s3://BUCKET/PREFIX` names it.
     public var bucket: String
-    /// Keys start with this and a slash; empty: at the bucket's top.
-    public var prefix: String
+    /// Keys start with this and a slash; empty: at the bucket's top. With `[cluster]` it ends
+    /// with the node's name (`placed(node:)`): two nodes may hold files of one name (a camera
+    /// that moved), and each lists, rebuilds and deletes only its own.
+    public private(set) var prefix: String
+    /// The prefix as `url` configures it, every node's folder under it.
+    public let sitePrefix: String
+    /// This node's name with `[cluster]`; nil: one machine, keys as configured.
+    public private(set) var node: String?
     /// "https://s3.example.net", "http://127.0.0.1:9000"; nil: AWS for `region`.
     public var endpoint: String?
     public var region = "us-east-1"
@@ -59,13 +65,32 @@ public struct ArchiveSettings: Sendable, Equatable {
     public init(bucket: String, prefix: String, endpoint: String?, pathStyle: Bool, credentials: Credentials) {
         self.bucket = bucket
         self.prefix = prefix
+        sitePrefix = prefix
         self.endpoint = endpoint
         self.pathStyle = pathStyle
         self.credentials = credentials
     }
 
     /// The bucket's key for a path relative to the storage root.
-    public func key(for path: String) -> String { prefix.isEmpty ? path : prefix + "/" + path }
+    public func key(for path: String) -> String { Self.join(prefix, path) }
+
+    /// These settings for cluster node `node`: its keys in a folder of its own.
+    public func placed(node: String) -> ArchiveSettings {
+        var placed = self
+        placed.node = node
+        placed.prefix = Self.join(sitePrefix, node)
+        return placed
+    }
+
+    /// The key of `path` in another node's folder: its recording, read from the bucket when
+    /// that node does not answer.
+    public func key(for path: String, node: String) -> String { Self.join(Self.join(sitePrefix, node), path) }
+
+    /// The key `path` had before this node joined a cluster (the files it archived alone); nil
+    /// without `[cluster]`, where it is `key(for:)`.
+    public func keyBeforeCluster(for path: String) -> String? { node == nil ? nil : Self.join(sitePrefix, path) }
+
+    private static func join(_ prefix: String, _ rest: String) -> String { prefix.isEmpty ? rest : prefix + "/" + rest }
 
     /// The path relative to the storage root of a key under the prefix; nil for a key outside it.
     public func path(for key: String) -> String? {

@@ -47,6 +47,7 @@ struct ConfigurationDecoder {
         configuration.http = decodeHTTP(&top)
         configuration.archive = decodeArchive(&top, environment: environment)
         configuration.cluster = decodeCluster(&top, environment: environment)
+        if let cluster = configuration.cluster { configuration.archive = configuration.archive?.placed(node: cluster.node) }
         decodeCameras(&top, into: &configuration)
         if top.table["cluster"] == nil {
             for camera in configuration.cameras where camera.clusterNode != nil {
