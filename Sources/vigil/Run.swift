@@ -40,7 +40,8 @@ struct Run: AsyncParsableCommand {
             node, and by another within the lease when that node dies; the database away never stops \
             recording. Each node copies its recordings into the database, and every node's page and \
             API show the whole site: every camera with its node, every node's recordings (another \
-            node's file is fetched from it with the [http] token). VIGIL_NODE names the node, \
+            node's file is fetched from it with the [http] token, or from its folder of the [archive] \
+            bucket when it is down). VIGIL_NODE names the node, \
             --listen gives it its own address. A camera with node = "…" is recorded by that node \
             only. See `vigil cluster --help`.
             """
