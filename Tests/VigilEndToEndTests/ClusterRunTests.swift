@@ -412,7 +412,8 @@ import Testing
             // could take leases, a lease and a third later; the renewal lands before).
             #expect(!log.contains(": fenced, its lease may now be another node's"), "\(name): \(log.suffix(3000))")
         }
-        #expect(try site.longestOverlap().seconds < site.lease)
+        // Nothing had to move: the start's even share may have moved one camera, or none.
+        #expect(try site.longestOverlap(moved: false).seconds < site.lease)
         site.expectEveryFileDecodes()
         // The shared catalogue lists every segment each node indexed, those of the outage too
         // (journaled in the node's index, written when the database answered).
@@ -450,8 +451,9 @@ extension LeasedSite {
     }
 
     /// The longest stretch in which two nodes both wrote one camera, from the nodes' own indexes
-    /// (each file's first to last frame).
-    func longestOverlap() throws -> (seconds: Double, camera: String) {
+    /// (each file's first to last frame). `moved`: some camera was recorded by several nodes in
+    /// turn (a test that moved cameras says so; where none had to move, none need have).
+    func longestOverlap(moved: Bool = true) throws -> (seconds: Double, camera: String) {
         var longest = (seconds: 0.0, camera: "")
         var spans: [String: [(node: String, from: Int64, to: Int64)]] = [:]
         for (name, node) in nodes {
@@ -463,8 +465,8 @@ extension LeasedSite {
                 spans[entry.camera, default: []].append((name, entry.startNanos, entry.endNanos))
             }
         }
-        // Every camera was recorded, some by several nodes in turn (they moved).
-        #expect(Set(spans.keys) == all && spans.values.contains { Set($0.map(\.node)).count > 1 }, "\(spans.mapValues { Set($0.map(\.node)) })")
+        // Every camera was recorded, some by several nodes in turn when they moved.
+        #expect(Set(spans.keys) == all && (!moved || spans.values.contains { Set($0.map(\.node)).count > 1 }), "\(spans.mapValues { Set($0.map(\.node)) })")
         for (camera, list) in spans {
             for a in list {
                 for b in list where b.node > a.node {
