@@ -46,7 +46,7 @@ public struct ArchiveRebuild: Sendable {
             listed += page.objects.count
             var wanted: [(key: String, path: String, size: Int64)] = []
             for object in page.objects {
-                guard let path = settings.path(for: object.key), !path.isEmpty, !path.hasPrefix("/"), !path.split(separator: "/").contains("..") else {
+                guard let path = settings.path(for: object.key), ArchiveSettings.isStoragePath(path) else {
                     summary.skipped += 1
                     continue
                 }

@@ -87,7 +87,8 @@ struct FileRoutes: Sendable {
     /// bucket does not hold it.
     func serveArchived(_ request: Request, _ context: WebRequestContext, id: Int64, recording: SiteRecording) async throws -> Response? {
         let entry = recording.entry
-        guard let archive, let size = Int(exactly: entry.bytes),
+        // The row is another node's: its path becomes a key in that node's folder only.
+        guard let archive, ArchiveSettings.isStoragePath(entry.path), let size = Int(exactly: entry.bytes),
               (try? await archive.exists(path: entry.path, node: recording.node)) == true else { return nil }
         return try await respond(request, context, Found(
             path: entry.path, size: size, modified: nil, contentType: StorageLayout.contentType(entry.path),

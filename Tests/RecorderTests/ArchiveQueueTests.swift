@@ -47,6 +47,11 @@ private let day: Int64 = 86_400 * second
         // No prefix: the node's folder is at the bucket's top.
         let top = try #require(try parse(archive.replacingOccurrences(of: "/site", with: "") + "[cluster]\ndatabase = \"postgresql://vigil@127.0.0.1/vigil\"\nnode = \"node-b\"").archive)
         #expect(top.key(for: "porch/video/a.mp4") == "node-b/porch/video/a.mp4" && top.keyBeforeCluster(for: "porch/video/a.mp4") == "porch/video/a.mp4")
+        // A path from outside names a file under the root, or nothing.
+        #expect(ArchiveSettings.isStoragePath("porch/video/a.mp4"))
+        for bad in ["", "/etc/passwd", "porch/../../node-a/x.mp4", "..", String(repeating: "a", count: 1025)] {
+            #expect(!ArchiveSettings.isStoragePath(bad), "\(bad.prefix(40))")
+        }
     }
 
     @Test func aFullSectionIsReadWithItsDefaultsAndNeverShowsTheSecret() throws {

@@ -92,6 +92,12 @@ public struct ArchiveSettings: Sendable, Equatable {
 
     private static func join(_ prefix: String, _ rest: String) -> String { prefix.isEmpty ? rest : prefix + "/" + rest }
 
+    /// Whether `path`, read from outside (a bucket's listing, another node's catalogue row), can
+    /// name a file under the storage root: relative, no `..`, at most S3's 1,024-byte key.
+    public static func isStoragePath(_ path: String) -> Bool {
+        !path.isEmpty && path.utf8.count <= 1024 && !path.hasPrefix("/") && !path.split(separator: "/").contains("..")
+    }
+
     /// The path relative to the storage root of a key under the prefix; nil for a key outside it.
     public func path(for key: String) -> String? {
         if prefix.isEmpty { return key }
