@@ -32,7 +32,7 @@ public struct ArchiveReader: Sendable {
     /// `node`: another cluster node's file (nil: this node's). A file this node archived before
     /// it joined a cluster is read from its key of then.
     public func open(path: String, node: String? = nil, range: ClosedRange<Int64>?) async throws -> S3ObjectStream {
-        let key = node.map { settings.key(for: path, node: $0) } ?? settings.key(for: path)
+        let key = settings.key(for: path, node: node)
         let before = node == nil || node == settings.node ? settings.keyBeforeCluster(for: path) : nil
         do {
             return try await client.getObject(key: key, range: range)
@@ -45,7 +45,7 @@ public struct ArchiveReader: Sendable {
     /// A URL that reads the object for an hour without keys. With `[cluster]` the bucket is
     /// asked first whether the file is under this node's folder or its key from before.
     public func presignedURL(path: String, node: String? = nil) async -> String {
-        var key = node.map { settings.key(for: path, node: $0) } ?? settings.key(for: path)
+        var key = settings.key(for: path, node: node)
         if node == nil, let before = settings.keyBeforeCluster(for: path), await isMissing(key) { key = before }
         return client.presignedGetURL(key: key, expires: 3600)
     }

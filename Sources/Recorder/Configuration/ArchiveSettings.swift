@@ -82,9 +82,11 @@ public struct ArchiveSettings: Sendable, Equatable {
         return placed
     }
 
-    /// The key of `path` in another node's folder: its recording, read from the bucket when
-    /// that node does not answer.
-    public func key(for path: String, node: String) -> String { Self.join(Self.join(sitePrefix, node), path) }
+    /// The key of `path` in `node`'s folder (another node's recording, read from the bucket when
+    /// that node does not answer); nil: this node's key.
+    public func key(for path: String, node: String?) -> String {
+        node.map { Self.join(Self.join(sitePrefix, $0), path) } ?? key(for: path)
+    }
 
     /// The key `path` had before this node joined a cluster (the files it archived alone); nil
     /// without `[cluster]`, where it is `key(for:)`.
