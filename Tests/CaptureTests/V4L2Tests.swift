@@ -181,7 +181,8 @@ import Testing
         #expect(interruption.count == 1)
         // The device is gone (ENODEV): counted as unplugged, whoever notices first.
         #expect(log.all.compactMap { if case .interrupted(_, let c, _) = $0 { return c } else { return nil } } == [LossCause.unplugged])
-        #expect(interruption.first?.contains("disconnected") == true, "\(interruption)")
+        // The poll path and the ioctl path say it in the same words, whichever notices first.
+        #expect(interruption.first?.contains("the camera was disconnected (") == true, "\(interruption)")
         #expect(log.errors.isEmpty)
         #expect(RecordingInspector.files(under: dir.path, endingWith: ".partial").isEmpty)
         let files = RecordingInspector.files(under: dir.path, endingWith: ".mp4")
@@ -277,7 +278,7 @@ import Testing
     /// A driver that reports POLLHUP or POLLERR while the node is still there: the session ends
     /// as a disconnect (so the supervisor reopens the camera) and says which poll event it was.
     /// A hang-up is counted as unplugged (metrics, `VIGIL_CAUSE`), an error alone as disconnected.
-    @Test(arguments: [(Int16(POLLHUP), "/dev/video0 stopped responding (poll reported hang-up): unplugged?", LossCause.unplugged),
+    @Test(arguments: [(Int16(POLLHUP), "/dev/video0: the camera was disconnected (poll: hang-up)", LossCause.unplugged),
                       (Int16(POLLERR), "/dev/video0 stopped responding (poll reported an error): unplugged?", LossCause.disconnected)])
     func pollErrorsEndTheSessionAsADisconnectNamingTheEvent(events: Int16, reason: String, cause: LossCause) async throws {
         let emulated = EmulatedCamera()

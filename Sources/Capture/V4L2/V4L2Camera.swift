@@ -162,9 +162,12 @@ final class V4L2Stream: CaptureStream {
         }
         if events & Int16(POLLERR | POLLHUP) != 0 {
             // A hang-up is the kernel saying the device is gone; an error alone, that it stopped answering.
-            let hangUp = events & Int16(POLLHUP) != 0
-            throw CaptureError.disconnected(
-                reason: "\(node) stopped responding (poll reported \(hangUp ? "hang-up" : "an error")): unplugged?", cause: hangUp ? .unplugged : .disconnected)
+            // The hang-up's words are those of the ioctl path's ENODEV, so the log says the same
+            // whichever path notices the unplug first.
+            if events & Int16(POLLHUP) != 0 {
+                throw CaptureError.disconnected(reason: "\(node): the camera was disconnected (poll: hang-up)", cause: .unplugged)
+            }
+            throw CaptureError.disconnected(reason: "\(node) stopped responding (poll reported an error): unplugged?", cause: .disconnected)
         }
         if ready == 0 { return .timeout }
         var b = v4l2_buffer()
