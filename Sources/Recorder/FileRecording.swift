@@ -86,7 +86,7 @@ public struct FileRecording {
         }
         for entry in sessions {
             if live {
-                Console.line("\(entry.session.cameraID): \(entry.session.capturedFrameCount) frames" + RecorderService.recorded(entry.movie) + ", \(entry.movie.droppedFrameCount) dropped")
+                Console.line("\(entry.session.cameraID): \(entry.session.capturedFrameCount) frames" + OutputTally(movie: entry.movie, timelapse: nil).recorded + ", \(entry.movie.droppedFrameCount) dropped")
             }
         }
         if let failure { throw CaptureError.deviceFailed(camera: "file", reason: failure) }

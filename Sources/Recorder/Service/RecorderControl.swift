@@ -37,6 +37,14 @@ actor RecorderControl: Service {
     /// In a cluster: the network cameras this node holds the lease of, and so records, each with
     /// its lease's fence.
     private var leased: [String: CaptureFence] = [:]
+    /// Changes to the jobs and the supervisor's plans (reloads, leases, cameras plugged in) are
+    /// made one at a time, each finished before the next begins (see `AsyncTurn`).
+    private let changes = AsyncTurn()
+    /// The reasons of the reload waiting for its turn: requests that come while it waits (the
+    /// watcher and SIGHUP for one save) join it and are one reload.
+    private var waitingReload: [String] = []
+    /// Counts of the outputs that a reload or a removal retired, by camera.
+    private var retired: [String: OutputTally] = [:]
 
     init(
         configuration: Configuration, root: String, configurationPath: String?, rootIsFixed: Bool, events: RecorderEvents,
@@ -88,6 +96,10 @@ actor RecorderControl: Service {
     /// Starts recording a network camera whose lease this node now holds; false when the
     /// configuration no longer shares it.
     func hold(_ name: String) async -> Bool {
+        await changes.run { await holdInTurn(name) }
+    }
+
+    private func holdInTurn(_ name: String) async -> Bool {
         guard let camera = configuration.cameras.first(where: { $0.name == name }), Self.leasable(camera, configuration),
               let supervisor else { return false }
         // A lease taken anew (or renewed while fenced) lets frames through.
@@ -102,10 +114,37 @@ actor RecorderControl: Service {
     /// Stops recording a network camera whose lease this node lost or gave up: its open files
     /// are finalized before this returns.
     func release(_ name: String) async {
-        guard leased.removeValue(forKey: name) != nil else { return }
-        jobs[name] = nil
+        await changes.run {
+            guard leased.removeValue(forKey: name) != nil else { return }
+            await remove(name)
+        }
+    }
+
+    /// Stops a camera's session and its detection stream (files finalized) and forgets its jobs.
+    private func remove(_ name: String) async {
         await supervisor?.remove(cameraID: name)
         await supervisor?.remove(cameraID: CameraJobs.detectionID(name))
+        if let job = jobs.removeValue(forKey: name) { retire(job, replacedBy: nil) }
+    }
+
+    /// Keeps the counts of the outputs of `job` that `next` does not carry over: finished by
+    /// now, they count no more frames.
+    private func retire(_ job: CameraJobs, replacedBy next: CameraJobs?) {
+        let movie = job.movie.flatMap { $0 === next?.movie ? nil : $0 }
+        let timelapse = job.timelapse.flatMap { $0 === next?.timelapse ? nil : $0 }
+        guard movie != nil || timelapse != nil else { return }
+        var tally = OutputTally(movie: movie, timelapse: timelapse)
+        tally.segmentPath = nil
+        retired[job.camera.name] = (retired[job.camera.name] ?? OutputTally()).adding(tally)
+    }
+
+    /// Each camera's outputs now, with their counts over every output it had since the start.
+    func tallies() -> [String: OutputTally] {
+        var all = retired
+        for (name, job) in jobs {
+            all[name] = OutputTally(movie: job.movie, timelapse: job.timelapse).adding(retired[name] ?? OutputTally())
+        }
+        return all
     }
 
     /// The fence of a camera this node records under a lease (nil: it records no such camera).
@@ -124,7 +163,7 @@ actor RecorderControl: Service {
             if let signals {
                 group.addTask {
                     for await signal in signals.cancelOnGracefulShutdown() {
-                        if signal == .sighup { await self.reload(reason: "SIGHUP") }
+                        if signal == .sighup { await self.requestReload(reason: "SIGHUP") }
                         if signal == .sigusr1 { await self.takeSnapshots() }
                     }
                 }
@@ -132,7 +171,7 @@ actor RecorderControl: Service {
             if let fileChanges, let path = configurationPath {
                 group.addTask {
                     for await _ in fileChanges.cancelOnGracefulShutdown() where await self.fileChanged() {
-                        await self.reload(reason: "\(path) changed")
+                        await self.requestReload(reason: "\(path) changed")
                     }
                 }
             }
@@ -179,6 +218,10 @@ actor RecorderControl: Service {
 
     /// A camera was plugged in: under the built-in default, one not seen before is recorded.
     private func recordNewCameras() async {
+        await changes.run { await recordNewCamerasInTurn() }
+    }
+
+    private func recordNewCamerasInTurn() async {
         let devices = await RecorderService.controlIO.run { [source] in source.devices() }
         for camera in discoveredCameras(devices) where jobs[camera.name] == nil {
             if let job = makeJobs(camera, reusing: nil) {
@@ -186,10 +229,6 @@ actor RecorderControl: Service {
                 await supervisor?.add(job.plan)
             }
         }
-    }
-
-    var displayOutputs: [String: StatusDisplay.Outputs] {
-        jobs.mapValues { StatusDisplay.Outputs(movie: $0.movie, timelapse: $0.timelapse) }
     }
 
     var readyStatus: String { "recording \(jobs.count) camera(s) into \(root)" }
@@ -202,6 +241,19 @@ actor RecorderControl: Service {
     }
 
     // MARK: - Reload
+
+    /// Reloads in the control plane's turn. A request that comes while another waits for its
+    /// turn joins it; one that comes while a reload runs waits and reloads again after it, so a
+    /// save made during a reload is not missed.
+    private func requestReload(reason: String) async {
+        waitingReload.append(reason)
+        guard waitingReload.count == 1 else { return }
+        await changes.run {
+            let reasons = waitingReload
+            waitingReload = []
+            await reload(reason: reasons.joined(separator: " and "))
+        }
+    }
 
     /// Re-reads the configuration. An invalid file is refused and the running one stays;
     /// unchanged cameras are not touched, changed ones are reconfigured, removed ones stopped.
@@ -222,15 +274,7 @@ actor RecorderControl: Service {
             Console.line("Reload refused: \(path) has errors; the previous configuration keeps running. Check it with `vigil check-config \(path)`.")
             return
         }
-        if URL(fileURLWithPath: new.storageRoot).standardizedFileURL.path != root && !rootIsFixed {
-            logger.warning("the storage root changed to \(new.storageRoot): that takes a restart; still recording into \(root)")
-        }
-        if new.archive != configuration.archive {
-            logger.warning("[archive] changed: it is read at start, so that takes a restart; uploads go on with the previous settings")
-        }
-        if new.cluster != configuration.cluster {
-            logger.warning("[cluster] changed: it is read at start, so that takes a restart; this node goes on with the previous settings")
-        }
+        warnAboutRestartOnlySettings(new)
         configuration = new
         // Before cameras are added or changed: a new or re-addressed camera is then present.
         network.update(cameras: RecorderService.networkCameras(new))
@@ -244,20 +288,46 @@ actor RecorderControl: Service {
             logger.error("the hooks of \(path) cannot be set up (\(error)); no hook runs until the next reload")
             hooks.set(nil)
         }
+        let outcome = await applyCameras(of: new, supervisor: supervisor)
+        let summary = "reloaded \(path) (\(reason)): \(outcome.changed.count) changed, \(outcome.added.count) added, \(outcome.removed.count) removed, "
+            + (outcome.refused.isEmpty ? "" : "\(outcome.refused.count) kept on their previous settings (\(outcome.refused.joined(separator: ", ")): see the log), ")
+            + "\(jobs.count - outcome.changed.count - outcome.added.count - outcome.refused.count) unchanged"
+        logger.notice("\(summary)")
+        Console.line(summary.prefix(1).uppercased() + summary.dropFirst())
+    }
+
+    private func warnAboutRestartOnlySettings(_ new: Configuration) {
+        if URL(fileURLWithPath: new.storageRoot).standardizedFileURL.path != root && !rootIsFixed {
+            logger.warning("the storage root changed to \(new.storageRoot): that takes a restart; still recording into \(root)")
+        }
+        if new.archive != configuration.archive {
+            logger.warning("[archive] changed: it is read at start, so that takes a restart; uploads go on with the previous settings")
+        }
+        if new.cluster != configuration.cluster {
+            logger.warning("[cluster] changed: it is read at start, so that takes a restart; this node goes on with the previous settings")
+        }
+    }
+
+    /// The cameras a reload touched, by what happened to them.
+    private struct ReloadOutcome {
         var changed: [String] = [], added: [String] = [], removed: [String] = [], refused: [String] = []
+    }
+
+    /// Removes, adds and reconfigures cameras to match `new`; a camera whose jobs did not change
+    /// is not touched (no cut).
+    private func applyCameras(of new: Configuration, supervisor: Supervisor) async -> ReloadOutcome {
+        var outcome = ReloadOutcome()
         let cameras = Self.recordedHere(new, leased: Set(leased.keys))
         let names = Set(cameras.map(\.name))
-        for name in jobs.keys where !names.contains(name) && !new.discoversAllCameras {
-            jobs[name] = nil
-            await supervisor.remove(cameraID: name)
-            await supervisor.remove(cameraID: CameraJobs.detectionID(name))
-            removed.append(name)
+        for name in jobs.keys.sorted() where !names.contains(name) && !new.discoversAllCameras {
+            await remove(name)
+            outcome.removed.append(name)
         }
         for camera in cameras {
             guard let old = jobs[camera.name] else {
                 if let job = makeJobs(camera, reusing: nil) {
                     for plan in job.plans { await supervisor.add(plan) }
-                    added.append(camera.name)
+                    outcome.added.append(camera.name)
                 }
                 continue
             }
@@ -266,7 +336,7 @@ actor RecorderControl: Service {
                 next = try CameraJobs(camera, environment: environment, reusing: old, fence: leased[camera.name])
             } catch {
                 logger.error("camera \(camera.name): the new settings cannot be used (\(error)); it keeps its previous configuration")
-                refused.append(camera.name)
+                outcome.refused.append(camera.name)
                 continue
             }
             guard next.differs(from: old) else { continue }
@@ -276,18 +346,15 @@ actor RecorderControl: Service {
                 if next.detectionPlan == nil { await supervisor.remove(cameraID: CameraJobs.detectionID(camera.name)) }
                 try await supervisor.reconfigure(next.plan)
                 if let detection = next.detectionPlan { try await supervisor.reconfigure(detection) }
+                retire(old, replacedBy: next)
                 jobs[camera.name] = next
-                changed.append(camera.name)
+                outcome.changed.append(camera.name)
             } catch {
                 logger.error("camera \(camera.name): the new settings were refused (\(error)); it keeps its previous configuration")
-                refused.append(camera.name)
+                outcome.refused.append(camera.name)
             }
         }
-        let summary = "reloaded \(path) (\(reason)): \(changed.count) changed, \(added.count) added, \(removed.count) removed, "
-            + (refused.isEmpty ? "" : "\(refused.count) kept on their previous settings (\(refused.joined(separator: ", ")): see the log), ")
-            + "\(jobs.count - changed.count - added.count - refused.count) unchanged"
-        logger.notice("\(summary)")
-        Console.line(summary.prefix(1).uppercased() + summary.dropFirst())
+        return outcome
     }
 
     static func hooks(_ configuration: Configuration) throws -> EventHooks? {
@@ -320,20 +387,5 @@ actor RecorderControl: Service {
                 logger.error("camera \(job.camera.name): snapshot failed: \(error)")
             }
         }
-    }
-}
-
-/// A file's modification time and size, to notice that it changed.
-struct FileStamp: Equatable, Sendable {
-    let modified: Int
-    let modifiedNanos: Int
-    let size: Int64
-
-    init?(_ path: String) {
-        var st = stat()
-        guard stat(path, &st) == 0 else { return nil }
-        modified = st.st_mtim.tv_sec
-        modifiedNanos = st.st_mtim.tv_nsec
-        size = Int64(st.st_size)
     }
 }

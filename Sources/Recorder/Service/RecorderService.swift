@@ -211,18 +211,18 @@ public final class RecorderService: Sendable {
             plans: plans, source: source, events: events, watchdogSeconds: configuration.watchdogSeconds,
             deviceChanges: monitor.changes())
         await control.attach(supervisor: supervisor, storage: storage, signals: signals, deviceChanges: monitor.changes())
-        let outputs = await control.displayOutputs
-        let display = StatusDisplay(outputs: outputs, root: root)
+        let display = StatusDisplay(root: root)
 
         try await runGroup(of: await services(
             events: events, control: control, storage: storage, supervisor: supervisor, monitor: monitor,
             synthetic: synthetic, display: display, sharedCatalog: sharedCatalog))
 
+        // Over every output a reload put in place, not those of the start alone.
+        let tallies = await control.tallies()
         for s in await supervisor.status() {
-            let o = outputs[s.cameraID]
-            let drops = (o?.movie?.droppedFrameCount ?? 0) + (o?.timelapse?.droppedFrameCount ?? 0)
-            Console.line("\(s.cameraID): \(s.frames) frames" + (o?.movie.map { Self.recorded($0) } ?? "")
-                + ", \(drops) dropped, \(o?.timelapse?.skippedShotCount ?? 0) stills skipped")
+            let o = tallies[s.cameraID]
+            Console.line("\(s.cameraID): \(s.frames) frames" + (o?.hasMovie == true ? o!.recorded : "")
+                + ", \(o?.dropped ?? 0) dropped, \(o?.stillsSkipped ?? 0) stills skipped")
         }
         Console.line("Recordings are in \(root). Play one with: ffplay FILE (or mpv/vlc)")
     }
@@ -247,7 +247,7 @@ public final class RecorderService: Sendable {
             .init(service: control),
         ]
         if !LogDestination.current.isJournal {
-            services.append(.init(service: StatusService(supervisor: supervisor, display: display)))
+            services.append(.init(service: StatusService(supervisor: supervisor, display: display, tallies: { await control.tallies() })))
         }
         services.append(.init(service: NotifierService(notifier: options.notifier, readyStatus: { await control.readyStatus })))
         if options.chaos, !synthetic.cameras.isEmpty {
@@ -273,13 +273,6 @@ public final class RecorderService: Sendable {
         // Remembered by the group and delivered as soon as it runs.
         if stopAtOnce { await group.triggerGracefulShutdown() }
         try await group.run()
-    }
-
-    /// What a movie output put in files, for a closing summary: frames written (not frames
-    /// that arrived), and the writes that failed, which the log explains.
-    static func recorded(_ movie: SegmentedMovieOutput) -> String {
-        ", \(movie.writtenFrameCount) written to files"
-            + (movie.failedWriteCount > 0 ? " (\(movie.failedWriteCount) write(s) failed: see the log)" : "")
     }
 
     /// The network cameras a configuration names (`url = "rtsp://…"`, and `detect_url`

@@ -130,10 +130,13 @@ struct NotifierService: Service {
 struct StatusService: Service {
     let supervisor: Supervisor
     let display: StatusDisplay
+    /// Each camera's outputs now, with their counts since the start.
+    let tallies: @Sendable () async -> [String: OutputTally]
 
-    init(supervisor: Supervisor, display: StatusDisplay) {
+    init(supervisor: Supervisor, display: StatusDisplay, tallies: @escaping @Sendable () async -> [String: OutputTally]) {
         self.supervisor = supervisor
         self.display = display
+        self.tallies = tallies
     }
 
     func run() async {
@@ -142,7 +145,7 @@ struct StatusService: Service {
             repeat {
                 // Queued for the console writer's thread: a terminal that stops reading blocks it,
                 // never the cooperative pool.
-                display.tick(await supervisor.status())
+                display.tick(await supervisor.status(), outputs: await tallies())
             } while await wakeup.sleep(nanos: 1_000_000_000)
         } onGracefulShutdown: {
             wakeup.stop()

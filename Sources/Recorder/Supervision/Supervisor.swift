@@ -81,14 +81,12 @@ public actor Supervisor: Service {
         /// Its session's stream delivers frames: a stream that reconnects by itself runs without
         /// while it connects or reconnects.
         var isReceiving = false
-        /// Set while a start is under way: the actor is re-entered at every await, and a second
-        /// pass must not open the same camera twice.
-        var isStarting = false
-        /// Set while its session stops (also re-entrant): a new session must not take the
-        /// camera's outputs before the old one has let go of them.
-        var isStopping = false
-        /// A start or a stop is under way: leave the camera alone.
-        var isBusy: Bool { isStarting || isStopping }
+        /// Held while its session starts, stops or is reconfigured: the actor is re-entered at
+        /// every await, and two of these interleaved would open the camera twice, hand a new
+        /// session outputs the old one still writes to, or attach two movie outputs to one
+        /// session (two writers on one camera). A pass leaves a camera whose turn is taken alone;
+        /// a reload or a removal waits for it.
+        let turn = AsyncTurn()
         var lastProblem: String?
         /// The last runtime error of the current session: the cause if it ends by itself.
         var sessionError: String?
@@ -191,6 +189,13 @@ public actor Supervisor: Service {
         await stopSession(of: camera)
     }
 
+    /// Runs `body` in the camera's turn, then has the loop look at the cameras again (one it
+    /// skipped while the turn was taken, say).
+    func inTurn<T>(of camera: Camera, _ body: () async throws -> T) async rethrows -> T {
+        defer { wakeup.signal() }
+        return try await camera.turn.run(body)
+    }
+
     /// Changes a camera's plan. A running session is reconfigured in one
     /// `beginConfiguration()`/`commitConfiguration()`: outputs kept in the new plan keep
     /// recording without a gap, removed ones are finalized, new ones start. If the camera refuses
@@ -198,9 +203,16 @@ public actor Supervisor: Service {
     /// matches another device restarts the camera.
     public func reconfigure(_ plan: CameraPlan) async throws {
         guard let camera = cameras.first(where: { $0.plan.cameraID == plan.cameraID }) else { return add(plan) }
+        try await inTurn(of: camera) {
+            guard !camera.isRemoved else { return }
+            try await reconfigureInTurn(camera, to: plan)
+        }
+    }
+
+    private func reconfigureInTurn(_ camera: Camera, to plan: CameraPlan) async throws {
         guard let session = camera.session, let device = session.device else {
             camera.plan = plan
-            retrySoon(camera)
+            camera.nextAttempt = 0
             return
         }
         let present = await io.run { [source] in source.devices() }
@@ -210,17 +222,18 @@ public actor Supervisor: Service {
             plan.matches($0) && $0.details.node == device.details.node && $0.opensTheSameStream(as: device)
         }) else {
             camera.plan = plan
-            await stopSession(of: camera)
-            retrySoon(camera)
+            await endSession(of: camera)
+            camera.nextAttempt = 0
             return
         }
-        let old = camera.plan
         try await io.run {
             session.beginConfiguration()
             try session.setFormat(plan.format)
             try session.setFrameRate(plan.frameRate)
             for (key, value) in plan.controls { try session.setControl(key, to: value) }
-            for (output, _) in old.outputs where !plan.outputs.contains(where: { $0.0 === output }) {
+            // What the session feeds, not what the old plan says it should: whatever is attached
+            // and not in the new plan is detached, so no output outlives its plan.
+            for output in session.outputs where !plan.outputs.contains(where: { $0.0 === output }) {
                 try session.removeOutput(output)
             }
             for (output, settings) in plan.outputs {
@@ -230,7 +243,6 @@ public actor Supervisor: Service {
             try session.commitConfiguration()
         }
         camera.plan = plan
-        wakeup.signal()
     }
 
     /// Supervises until graceful shutdown (or cancellation), then stops every session (files
@@ -272,12 +284,6 @@ public actor Supervisor: Service {
         await stopSession(of: camera)
     }
 
-    /// A camera whose plan changed is looked at again at once.
-    private func retrySoon(_ camera: Camera) {
-        camera.nextAttempt = 0
-        wakeup.signal()
-    }
-
     // MARK: - Events from outside
 
     private func handle(_ change: DeviceChange) async {
@@ -286,7 +292,7 @@ public actor Supervisor: Service {
             lastConnect = SystemClocks.monotonicNanos()
             connectCount += 1
             // A camera came (back): whoever waits tries at once, with a fresh ladder.
-            for camera in cameras where camera.session == nil && !camera.isBusy {
+            for camera in cameras where camera.session == nil && !camera.turn.isTaken {
                 camera.ladder.reset()
                 camera.nextAttempt = 0
             }
@@ -321,6 +327,8 @@ public actor Supervisor: Service {
             // A schedule's edge is a wall-clock instant: looked at again by a minute at most, so
             // a clock step cannot leave a camera open or closed for long.
             due(edge.map { now + min(max($0 - wallNow, 0), 60_000_000_000) })
+            // A start, stop or reconfiguration is under way: its end wakes the loop again.
+            if camera.turn.isTaken { continue }
             if camera.session != nil && !camera.isScheduled {
                 logger.info("camera \(camera.plan.cameraID): no job scheduled now, closing it")
                 await stopSession(of: camera)
@@ -346,20 +354,21 @@ public actor Supervisor: Service {
                 due(camera.lastFrameProgress + watchdogNanos + 1)
                 continue
             }
-            guard camera.isScheduled, !camera.isBusy, let attempt = camera.nextAttempt else { continue }
+            guard camera.isScheduled, let attempt = camera.nextAttempt else { continue }
             guard now >= attempt else {
                 due(attempt)
                 continue
             }
-            // Claimed before the first await, so a re-entrant pass leaves this camera alone.
-            camera.isStarting = true
+            // Claimed before the first await, so a re-entrant pass, a reload or a removal leaves
+            // this camera alone until it is open (or not).
+            guard camera.turn.take() else { continue }
+            defer { camera.turn.give() }
             let connectsBefore = connectCount
             if present == nil { present = await io.run { [source] in source.devices() } }
             guard let device = present!.first(where: camera.plan.matches) else {
                 // Not here: a connect event (or the monitor's rescan) brings it, unless one came
                 // while the devices were being listed.
                 camera.nextAttempt = connectCount != connectsBefore ? 0 : nil
-                camera.isStarting = false
                 if camera.nextAttempt != nil { due(now) }
                 continue
             }

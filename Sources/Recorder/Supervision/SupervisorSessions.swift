@@ -3,9 +3,9 @@ import Foundation
 
 /// Opening, losing and stopping one camera's session, and what its events mean.
 extension Supervisor {
+    /// Opens the camera (the caller holds its turn).
     func start(_ camera: Camera, on device: CaptureDevice) async {
         let plan = camera.plan
-        defer { camera.isStarting = false }
         let session = CaptureSession(fence: plan.fence)
         // Subscribed before the session runs, so that not even its first event (an error in its
         // first frame) is missed.
@@ -133,8 +133,12 @@ extension Supervisor {
     /// A session that delivered frames worked, so the next attempt is on the ladder's first
     /// rung; one that delivered none was one more failed attempt.
     func lose(_ camera: Camera, of session: CaptureSession? = nil, cause: LossCause, reason: String, restartAt: Int64? = nil) async {
+        await inTurn(of: camera) { await loseInTurn(camera, of: session, cause: cause, reason: reason, restartAt: restartAt) }
+    }
+
+    private func loseInTurn(_ camera: Camera, of session: CaptureSession?, cause: LossCause, reason: String, restartAt: Int64?) async {
         guard let current = camera.session, session == nil || current === session else { return }
-        await stopSession(of: camera)
+        await endSession(of: camera)
         if current.capturedFrameCount > 0 { camera.ladder.reset() } else { camera.ladder.recordFailure() }
         camera.lostAt = SystemClocks.monotonicNanos()
         camera.wasLost = true
@@ -144,18 +148,17 @@ extension Supervisor {
             camera.isDown = true
             events.emit(.cameraLost(camera: camera.plan.cameraID, cause: cause, reason: reason))
         }
-        wakeup.signal()
     }
 
+    /// Stops the camera's session in its turn (files finalized).
     func stopSession(of camera: Camera) async {
+        await inTurn(of: camera) { await endSession(of: camera) }
+    }
+
+    /// Stops the camera's session; the caller holds its turn.
+    func endSession(of camera: Camera) async {
         guard let session = camera.session else { return }
         camera.session = nil
-        camera.isStopping = true
-        defer {
-            camera.isStopping = false
-            // A pass that skipped the camera while it stopped looks again.
-            wakeup.signal()
-        }
         await session.stop()
         // Counted once capture has stopped, so the last frames are not missed.
         camera.framesBefore += session.capturedFrameCount
