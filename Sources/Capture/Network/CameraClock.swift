@@ -3,12 +3,15 @@ import CheckedMath
 /// Places a network camera's frames on Vigil's clocks, one model for every kind of stream, so
 /// that a file's timeline is the scene's and a file is cut only where the scene was not seen:
 ///
-/// - Frames with camera timestamps (RTP's 90 kHz) are spaced by the camera's clock. Only when
-///   their arrivals have drifted more than `driftBandNanos` from them (smoothed over many
-///   frames: network latency and batched reads move arrivals by tens of milliseconds, which
-///   must not bend a file's times) are they slewed towards the arrivals, by at most
-///   `cameraSlewPerMille` ‰ of each step: a camera clock up to 1 % fast or slow is followed for
-///   good, without a jump, and a steady one is copied exactly.
+/// - Frames with camera timestamps (RTP's 90 kHz) are spaced by the camera's clock: inside one
+///   run of a connection a file's frame times are the camera's steps exactly. Arrivals only say
+///   how late a frame is, never when it was taken: a frame arrives after it was captured, by
+///   the network's latency or by a stall that held it. So the times follow the lower envelope
+///   of the arrivals (the least late frames), not their mean, and only when that envelope has
+///   left a band of `driftBandNanos` are they slewed towards it, by at most `cameraSlewPerMille`
+///   ‰ of each step: a camera clock up to 1 % fast or slow is followed for good, without a
+///   jump, and a steady one is copied exactly. A delivery stall whose frames come in a burst
+///   afterwards, camera times continuous, is latency: no jump, no gap, no cut.
 /// - Frames without (HTTP MJPEG; libavformat's invented times never get here, see
 ///   `NetworkSource`) are spaced by the frame interval learnt from their arrivals (their mean
 ///   spacing over the first `warmupFrames`, then an alpha-beta tracker), slewed towards the
@@ -16,9 +19,11 @@ import CheckedMath
 ///   file. One that comes later than `lateLimit` is placed at its arrival: a pause stays a pause.
 ///   Frames held up and sent at once after it are squeezed (`leadLimit`), never placed seconds
 ///   ahead of their arrival.
-/// - A timestamp that repeats, goes back, or strays more than `jumpLimitNanos` from its arrival
-///   re-anchors (`jumped`, said in the log) and the file goes on. Only when the file's timeline
-///   could not stay increasing is the frame flagged `discontinuity`, which ends the file.
+/// - A timestamp that repeats, goes back, or leaps more than `jumpLimitNanos`, a frame placed
+///   more than that ahead of its arrival, or frames all later than that for `lateRunNanos` (no
+///   burst caught up: the camera's times fell behind) re-anchor (`jumped`, said in the log) and
+///   the file goes on. Only when the file's timeline could not stay increasing is the frame
+///   flagged `discontinuity`, which ends the file.
 ///
 /// Camera times are 90 kHz ticks of any 64-bit value: every step is computed with checked
 /// arithmetic, and one that does not fit is a jump like any other.
@@ -32,14 +37,19 @@ struct CameraClock {
         var discontinuity = false
     }
 
-    /// A camera time further than this from its arrival is a jump.
+    /// A camera step longer than this, or a frame placed this far ahead of its arrival, is a jump.
     static let jumpLimitNanos: Int64 = 3_000_000_000
+    /// Frames with camera times that all come later than the jump limit for this long are not a
+    /// stall's burst (which catches up) but a camera whose times fell behind: re-anchored.
+    static let lateRunNanos: Int64 = 10_000_000_000
+    /// How fast the lower envelope of lateness may rise, in ‰ of each step: it follows a camera
+    /// clock up to 2 % slow (the slew follows 1 %), while a stall's burst (a few seconds of frames) lifts it by tens of
+    /// milliseconds at most.
+    static let envelopeRisePerMille: Int64 = 20
     /// How much of each step camera times are bent towards arrivals: 1 % fast or slow is followed.
     static let cameraSlewPerMille: Int64 = 10
-    /// How far arrivals may lie from camera times (smoothed) before the times are bent at all.
+    /// How far the lower envelope of lateness may lie from zero before camera times are bent at all.
     static let driftBandNanos: Int64 = 250_000_000
-    /// The smoothing of that distance (1/32 of each frame's).
-    static let driftDivisor: Int64 = 32
     /// How much of each step arrival-spaced times are bent towards arrivals.
     static let arrivalSlewPerMille: Int64 = 100
     /// The share of the distance to the arrival closed at each frame (1/8), within the slew.
@@ -56,8 +66,12 @@ struct CameraClock {
     private var warmup: (start: Int64, frames: Int64)?
     private var last: Int64?
     private var lastTicks: Int64?
-    /// Arrival minus camera-placed time, smoothed (camera times only).
-    private var drift: Int64 = 0
+    /// Arrival minus placed time, its lower envelope (camera times only): the least a frame
+    /// was late lately. It falls at once to an earlier frame and rises by at most
+    /// `envelopeRisePerMille` of a step per frame.
+    private var lateness: Int64 = 0
+    /// Since when (arrival) every frame with camera time came later than the jump limit.
+    private var lateSince: Int64?
 
     /// Frames per second by the learnt interval, rounded to a hundredth.
     var framesPerSecond: Double? { FrameInterval(storedNanos: intervalNanos ?? 0).framesPerSecond }
@@ -107,42 +121,65 @@ struct CameraClock {
         guard let predicted = last.adding(step), let error = arrival.subtracting(predicted) else {
             return placed(arrival, jumped: true, discontinuity: arrival <= last)
         }
-        let late = cameraStep != nil ? Self.jumpLimitNanos : Self.lateLimit(step: step)
-        if error > late || error < -Self.jumpLimitNanos {
-            // Late: the camera paused (or its clock fell behind by seconds); ahead by seconds:
-            // its clock ran away. Either way the arrival is the truth from here on.
-            let ranAway = error < -Self.jumpLimitNanos || cameraStep != nil
-            // A pause does not change the camera's rate: a learnt interval is kept (the frames
-            // held up in the pause may come in a burst that says nothing of it).
+        let reanchor = cameraStep != nil
+            ? error < -Self.jumpLimitNanos || lateTooLong(error: error, arrival: arrival)
+            : error > Self.lateLimit(step: step) || error < -Self.jumpLimitNanos
+        if reanchor {
+            // Without camera times, late: the camera paused. With them, their clock ran away
+            // (ahead by seconds, or behind for good). Either way the arrival is the truth from
+            // here on. A pause does not change the camera's rate: a learnt interval is kept (the
+            // frames held up in the pause may come in a burst that says nothing of it).
             if warmup != nil || intervalNanos == nil { warmup = (arrival, 0) }
-            drift = 0
-            return placed(arrival, jumped: jumped || ranAway, discontinuity: arrival <= last)
+            lateness = 0
+            lateSince = nil
+            return placed(arrival, jumped: jumped || cameraStep != nil || error < -Self.jumpLimitNanos, discontinuity: arrival <= last)
         }
-        if let cameraStep {
-            intervalNanos = intervalNanos.map { $0 + (cameraStep - $0) / 16 } ?? cameraStep
-        } else if warmup == nil, let interval = intervalNanos {
+        guard let cameraStep else {
+            return placed(byArrival(predicted: predicted, error: error, step: step, arrival: arrival, last: last), jumped: jumped)
+        }
+        intervalNanos = intervalNanos.map { $0 + (cameraStep - $0) / 16 } ?? cameraStep
+        return placed(max(predicted + cameraCorrection(error: error, step: step), last + 1), jumped: jumped)
+    }
+
+    /// Frames with camera times: whether every frame for `lateRunNanos` came later than the
+    /// jump limit (a stall's burst catches up well before).
+    private mutating func lateTooLong(error: Int64, arrival: Int64) -> Bool {
+        guard error > Self.jumpLimitNanos else {
+            lateSince = nil
+            return false
+        }
+        let since = lateSince ?? arrival
+        lateSince = since
+        return arrival.subtracting(since).map { $0 >= Self.lateRunNanos } ?? true
+    }
+
+    /// Frames with camera times: the slew that keeps the lower envelope of lateness within the
+    /// band, at most `cameraSlewPerMille` ‰ of the step.
+    private mutating func cameraCorrection(error: Int64, step: Int64) -> Int64 {
+        lateness = min(lateness + step / 1000 * Self.envelopeRisePerMille, error)
+        let band = Self.driftBandNanos
+        let beyond = lateness > band ? lateness - band : lateness < -band ? lateness + band : 0
+        let bound = step / 1000 * Self.cameraSlewPerMille
+        return min(max(beyond / Self.followDivisor, -bound), bound)
+    }
+
+    /// Frames without camera times: the learnt interval, bent towards the arrivals; a burst is
+    /// squeezed rather than carried ahead.
+    private mutating func byArrival(predicted: Int64, error: Int64, step: Int64, arrival: Int64, last: Int64) -> Int64 {
+        if warmup == nil, let interval = intervalNanos {
             // Each frame's say is bounded by half a step: a burst's frames, many steps early,
             // would otherwise drag the interval towards nothing.
             let say = min(max(error, -step / 2), step / 2)
             intervalNanos = min(max(interval + say / Self.learnDivisor, FrameInterval.range.lowerBound), FrameInterval.range.upperBound)
         }
-        let correction: Int64
-        if cameraStep != nil {
-            drift += (error - drift) / Self.driftDivisor
-            let beyond = drift > Self.driftBandNanos ? drift - Self.driftBandNanos : drift < -Self.driftBandNanos ? drift + Self.driftBandNanos : 0
-            let bound = step / 1000 * Self.cameraSlewPerMille
-            correction = min(max(beyond / Self.followDivisor, -bound), bound)
-        } else {
-            let bound = step / 1000 * Self.arrivalSlewPerMille
-            correction = min(max(error / Self.followDivisor, -bound), bound)
-            // Frames held up and then sent at once (a burst after a stall) were seen before they
-            // arrived, never after: past `leadLimit` ahead of its arrival, each step shrinks to
-            // a sixteenth, so the burst is squeezed instead of carried seconds ahead (and past
-            // the jump limit, which would end the file).
-            let ceiling = arrival.adding(Self.leadLimit(step: step)) ?? arrival
-            return placed(max(min(predicted + correction, ceiling), last + max(1, step / Self.squeezeDivisor)), jumped: jumped)
-        }
-        return placed(max(predicted + correction, last + 1), jumped: jumped)
+        let bound = step / 1000 * Self.arrivalSlewPerMille
+        let correction = min(max(error / Self.followDivisor, -bound), bound)
+        // Frames held up and then sent at once (a burst after a stall) were seen before they
+        // arrived, never after: past `leadLimit` ahead of its arrival, each step shrinks to a
+        // sixteenth, so the burst is squeezed instead of carried seconds ahead (and past the
+        // jump limit, which would end the file).
+        let ceiling = arrival.adding(Self.leadLimit(step: step)) ?? arrival
+        return max(min(predicted + correction, ceiling), last + max(1, step / Self.squeezeDivisor))
     }
 
     private static func nanos(from start: Int64, to end: Int64) -> Int64? {
