@@ -9,11 +9,53 @@ import Testing
 @Suite(.timeLimit(.minutes(2))) struct ResourceSizingTests {
     @Test func queuesHoldAQuarterSecondBoundedByTwelveMebibytesOfRawFrames() {
         let yuyv720 = 1280 * 720 * 2, yuyv1080 = 1920 * 1080 * 2
-        #expect(QueueSizing.capacity(frameRate: 30, frameBytes: yuyv720) == 6)  // 12 MiB / 1.76 MiB
-        #expect(QueueSizing.capacity(frameRate: 30, frameBytes: yuyv1080) == 3)
-        #expect(QueueSizing.capacity(frameRate: 15, frameBytes: 640 * 480 * 2) == 4)  // a quarter second
-        #expect(QueueSizing.capacity(frameRate: 30, frameBytes: 0) == 8)  // MJPEG: time only
-        #expect(QueueSizing.capacity(frameRate: 1, frameBytes: 160 * 120 * 2) == 2)
+        #expect(QueueSizing.budget(frameRate: 30, frameBytes: yuyv720).frames == 6)  // 12 MiB / 1.76 MiB
+        #expect(QueueSizing.budget(frameRate: 30, frameBytes: yuyv1080).frames == 3)
+        #expect(QueueSizing.budget(frameRate: 15, frameBytes: 640 * 480 * 2).frames == 4)  // a quarter second
+        #expect(QueueSizing.budget(frameRate: 30, frameBytes: 0).frames == 8)  // MJPEG elsewhere: time only
+        #expect(QueueSizing.budget(frameRate: 1, frameBytes: 160 * 120 * 2).frames == 2)
+        // Raw frames are never a burst (the driver drops frames itself): a recording's queue too.
+        #expect(QueueSizing.budget(frameRate: 30, frameBytes: yuyv720, absorbsBursts: true).frames == 6)
+    }
+
+    /// A recording of compressed frames holds ten seconds of them, at most 64 MiB: a network
+    /// camera's stall of several seconds and the burst after it lose nothing (its queue held a
+    /// quarter second, 3 frames at 10 fps, and "movie dropped 7 frame(s)").
+    @Test func aRecordingsQueueHoldsTenSecondsOfCompressedFramesBoundedInBytes() {
+        #expect(QueueSizing.budget(frameRate: 10, frameBytes: 0, absorbsBursts: true) == .init(frames: 100, bytes: 64 << 20))
+        #expect(QueueSizing.budget(frameRate: 25, frameBytes: 0, interFrameCoded: true, absorbsBursts: true).frames == 250)
+        // A frame rate from a camera is bounded before it sizes anything.
+        #expect(QueueSizing.budget(frameRate: .infinity, frameBytes: 0, absorbsBursts: true).frames == 10_000)
+        #expect(QueueSizing.budget(frameRate: .nan, frameBytes: 0, absorbsBursts: true).frames == 10)
+    }
+
+    /// The byte budget holds whatever the frame count: past it a frame is dropped, and a frame
+    /// alone in the queue is always taken, however large.
+    @Test func aWorkersQueueDropsPastItsByteBudget() {
+        let pool = FramePool()
+        let gate = DispatchSemaphore(value: 0), started = DispatchSemaphore(value: 0)
+        let worker = OutputWorker(name: "bytes", budget: .init(frames: 100, bytes: 10_000), dropsLateFrames: true) { _, _ in
+            started.signal()
+            gate.wait()
+        }
+        func frame(_ bytes: Int) -> CapturedFrame {
+            let f = pool.take(capacity: bytes)
+            f.byteCount = bytes
+            return f
+        }
+        var admissions: [OutputWorker.Admission] = []
+        // The first is taken by the worker at once (it blocks on the gate); then 4 + 4 KiB fit.
+        for bytes in [20_000, 4_000, 4_000, 4_000] {
+            let f = frame(bytes)
+            let admission = worker.enqueue(f, .init())
+            if admission != .queued { f.release() }
+            admissions.append(admission)
+            // The worker has taken the first frame off the queue before the next comes.
+            if admissions.count == 1 { started.wait() }
+        }
+        #expect(admissions == [.queued, .queued, .queued, .dropped])
+        for _ in 0..<3 { gate.signal() }
+        worker.shutdown {}
     }
 
     @Test func aMovieOutputOnA720pYUYVCameraQueuesSixFramesNotThirty() async throws {

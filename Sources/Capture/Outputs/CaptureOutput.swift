@@ -12,14 +12,18 @@ public class CaptureOutput: @unchecked Sendable, CustomStringConvertible {
     /// nil: sized by need when the output is attached (`QueueSizing`).
     private let requestedQueueCapacity: Int?
     private let dropsLateFrames: Bool
+    /// Its queue holds seconds of compressed frames, not a fraction of one (`QueueSizing`):
+    /// an output that must not lose a frame when a camera sends a stall's frames at once.
+    private let absorbsBursts: Bool
     private let counters = Mutex<(received: Int, dropped: Int, unreported: Int)>((0, 0, 0))
-    private let state = Mutex<(worker: OutputWorker?, context: OutputContext?, capacity: Int)>((nil, nil, 0))
+    private let state = Mutex<(worker: OutputWorker?, context: OutputContext?, capacity: QueueSizing.Budget)>((nil, nil, .init(frames: 0)))
     var logger: Logger
 
-    init(name: String, queueCapacity: Int?, dropsLateFrames: Bool) {
+    init(name: String, queueCapacity: Int?, dropsLateFrames: Bool, absorbsBursts: Bool = false) {
         self.name = name
         requestedQueueCapacity = queueCapacity
         self.dropsLateFrames = dropsLateFrames
+        self.absorbsBursts = absorbsBursts
         logger = Logger(label: "vigil.output")
     }
 
@@ -59,9 +63,11 @@ public class CaptureOutput: @unchecked Sendable, CustomStringConvertible {
         state.withLock { state in
             state.context = context
             if state.worker == nil {
-                state.capacity = requestedQueueCapacity ?? QueueSizing.capacity(frameRate: context.frameRate, frameBytes: context.rawFrameBytes, interFrameCoded: context.interFrameCoded)
+                state.capacity = requestedQueueCapacity.map { .init(frames: $0) } ?? QueueSizing.budget(
+                    frameRate: context.frameRate, frameBytes: context.rawFrameBytes, interFrameCoded: context.interFrameCoded,
+                    absorbsBursts: absorbsBursts)
                 state.worker = OutputWorker(
-                    name: "vigil-\(context.cameraID)-\(name)", capacity: state.capacity,
+                    name: "vigil-\(context.cameraID)-\(name)", budget: state.capacity,
                     dropsLateFrames: dropsLateFrames
                 ) { [unowned self] frame, settings in
                     if frame.marksStreamLoss {
@@ -123,28 +129,46 @@ public class CaptureOutput: @unchecked Sendable, CustomStringConvertible {
     var isAttached: Bool { state.withLock { $0.worker != nil } }
 
     /// Frames that may wait in this output's queue (known once attached).
-    var queueCapacity: Int { state.withLock { $0.capacity } }
+    var queueCapacity: Int { state.withLock { $0.capacity.frames } }
+
+    /// Bytes of frames that may wait in this output's queue (known once attached).
+    var queueByteBudget: Int { state.withLock { $0.capacity.bytes } }
 }
 
-/// How many frames an output's queue holds when its owner does not say. A queue absorbs the
-/// moments its worker cannot run (a busy machine, a segment's fsync); a deeper one only holds
-/// memory: every queued raw frame is a whole picture (1.8 MB at 720p YUYV), and the frames a
-/// queue once held stay in the capture pool until it trims them. So: a quarter of a second of
-/// video, at most 12 MiB of raw frames, never fewer than 2.
+/// How much an output's queue holds when its owner does not say. A queue absorbs the moments
+/// its worker cannot run (a busy machine, a segment's fsync) and, for a recording, a network
+/// camera's burst: frames a stalled network held back, sent at once when it clears. A deeper
+/// queue costs memory only while it is full: the frames it held go back to the system when
+/// the capture pool trims them.
+///
+/// - Raw frames (a USB camera: each a whole picture, 1.8 MB at 720p YUYV, and a driver that
+///   drops frames itself rather than bursting): a quarter of a second, at most 12 MiB.
+/// - Compressed frames (MJPEG, H.264, H.265: only as large as each image): a recording's
+///   queue (`absorbsBursts`) holds `burstSeconds` of frames, at most `burstByteBudget` bytes, so
+///   a stall of several seconds followed by its burst loses nothing; H.264/H.265 elsewhere 2 s
+///   (a dropped frame spoils every frame up to the next keyframe); other outputs a quarter second.
+/// Never fewer than 2 frames.
 enum QueueSizing {
+    struct Budget: Equatable {
+        var frames: Int
+        var bytes = Int.max
+    }
+
     static let seconds = 0.25
     static let rawFrameBudget = 12 << 20
-
-    /// `frameBytes`: size of one raw frame; 0 for compressed frames, whose pages are only as
-    /// large as each image (a fraction of a raw frame), so only time bounds their queue.
-    /// H.264/H.265: a dropped frame spoils every frame up to the next keyframe, and the frames
-    /// are small, so their queues hold this long (a segment's fsync and rename must not drop one).
     static let interFrameCodedSeconds = 2.0
+    static let burstSeconds = 10.0
+    static let burstByteBudget = 64 << 20
 
-    static func capacity(frameRate: Double, frameBytes: Int, interFrameCoded: Bool = false) -> Int {
-        var frames = Int((frameRate * (interFrameCoded ? interFrameCodedSeconds : seconds)).rounded(.up))
-        if frameBytes > 0 { frames = min(frames, rawFrameBudget / frameBytes) }
-        return max(2, frames)
+    /// `frameBytes`: size of one raw frame; 0 for compressed frames.
+    static func budget(frameRate: Double, frameBytes: Int, interFrameCoded: Bool = false, absorbsBursts: Bool = false) -> Budget {
+        // A camera's rate, bounded before it sizes anything (NaN: 1, infinity: 1000).
+        let fps = frameRate.isNaN ? 1 : min(max(frameRate, 1), 1000)
+        if frameBytes > 0 {
+            return Budget(frames: max(2, min(Int((fps * seconds).rounded(.up)), rawFrameBudget / frameBytes)))
+        }
+        if absorbsBursts { return Budget(frames: max(2, Int((fps * burstSeconds).rounded(.up))), bytes: burstByteBudget) }
+        return Budget(frames: max(2, Int((fps * (interFrameCoded ? interFrameCodedSeconds : seconds)).rounded(.up))))
     }
 }
 

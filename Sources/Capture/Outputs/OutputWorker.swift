@@ -1,8 +1,9 @@
 import Foundation
 import Synchronization
 
-/// A dedicated thread with a bounded queue in front of it. The capture thread never waits on
-/// a worker that drops late frames: when the queue is full, the new frame is dropped and counted.
+/// A dedicated thread with a bounded queue in front of it, bounded in frames and in bytes. The
+/// capture thread never waits on a worker that drops late frames: when the queue is full, the
+/// new frame is dropped and counted.
 /// @unchecked: the ring and controls are guarded by `condition` (an NSCondition: the worker waits on it).
 final class OutputWorker: @unchecked Sendable {
     enum Item {
@@ -14,14 +15,18 @@ final class OutputWorker: @unchecked Sendable {
     private var ring: [Item?]
     private var head = 0
     private var count = 0
+    /// Bytes of the frames queued, and the most that may be (a lone frame is always taken).
+    private var queuedBytes = 0
+    private let byteBudget: Int
     private var controls: [@Sendable () -> Void] = []
     private var stopping = false
     private let dropsLateFrames: Bool
     private let finished = DispatchSemaphore(value: 0)
     private let handle: (CapturedFrame, ConnectionSettings) -> Void
 
-    init(name: String, capacity: Int, dropsLateFrames: Bool, handle: @escaping (CapturedFrame, ConnectionSettings) -> Void) {
-        ring = Array(repeating: nil, count: max(1, capacity))
+    init(name: String, budget: QueueSizing.Budget, dropsLateFrames: Bool, handle: @escaping (CapturedFrame, ConnectionSettings) -> Void) {
+        ring = Array(repeating: nil, count: max(1, budget.frames))
+        byteBudget = budget.bytes
         self.dropsLateFrames = dropsLateFrames
         self.handle = handle
         let thread = Thread { [self] in run() }
@@ -41,15 +46,21 @@ final class OutputWorker: @unchecked Sendable {
     func enqueue(_ frame: CapturedFrame, _ settings: ConnectionSettings, waitsForRoom: Bool = false) -> Admission {
         condition.lock()
         defer { condition.unlock() }
-        while count == ring.count && !stopping {
+        while isFull(adding: frame.byteCount) && !stopping {
             if dropsLateFrames && !waitsForRoom { return .dropped }
             condition.wait()
         }
         if stopping { return .closed }
         ring[(head + count) % ring.count] = .frame(frame, settings)
         count += 1
+        queuedBytes += frame.byteCount
         condition.broadcast()
         return .queued
+    }
+
+    /// Under the lock: no room for one more frame of `bytes`.
+    private func isFull(adding bytes: Int) -> Bool {
+        count == ring.count || (count > 0 && bytes > byteBudget - queuedBytes)
     }
 
     /// Refuses frames from now on, processes what is queued, runs `last` on the worker thread
@@ -74,6 +85,7 @@ final class OutputWorker: @unchecked Sendable {
                 ring[head] = nil
                 head = (head + 1) % ring.count
                 count -= 1
+                if case .frame(let frame, _) = item { queuedBytes -= frame.byteCount }
                 condition.broadcast()
                 condition.unlock()
                 if case .frame(let frame, let settings) = item {

@@ -137,7 +137,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         gate = ScheduleGate(settings.schedule)
         admission = ScheduleGate(settings.schedule)
         preroll = settings.motionOnly == nil ? nil : PrerollDelay()
-        super.init(name: "movie", queueCapacity: settings.queueCapacity, dropsLateFrames: settings.dropsLateFrames)
+        super.init(name: "movie", queueCapacity: settings.queueCapacity, dropsLateFrames: settings.dropsLateFrames, absorbsBursts: true)
         inFlight.reserveCapacity(256)
         if case .h264 = settings.encoding { EncoderThreading.h264Outputs.add(1, ordering: .relaxed) }
     }

@@ -112,7 +112,7 @@ public enum RecorderEvent: Sendable, CustomStringConvertible {
         case .segmentDiscarded(let c, let p): return "\(c): removed \(p): writing failed before any frame reached the disk"
         case .stillSaved(let c, let p, _): return "\(c): still \(p)"
         case .recordingDeleted(let c, let p, let r): return "\(c): deleted \(p) (\(r))"
-        case .framesDropped(let c, let o, let n): return "\(c): \(o) dropped \(n) frame(s)"
+        case .framesDropped(let c, let o, let n): return "\(c): \(o) dropped \(n) frame(s): its queue was full (it fell behind the camera)"
         case .motionStarted(let c, _): return "\(c): motion"
         case .motionEnded(let c, let e):
             return "\(c): motion ended after " + String(format: "%.1f s, peak %.1f %% of the picture", Double(e.endWallNanos - e.startWallNanos) / 1e9, e.peakPercent)
