@@ -15,6 +15,9 @@ public struct RecoverySummary: Sendable, Equatable, CustomStringConvertible {
     public var adopted = 0
     /// Unplayable leftovers moved to `ROOT/.quarantine/` (indexed as `quarantined`).
     public var quarantined = 0
+    /// Finished files whose size was not the one indexed (changed on disk since), described
+    /// again as they are.
+    public var reindexed = 0
     /// Index entries whose file is gone.
     public var missing = 0
     /// Index entries in folders that could not be listed, left as they were.
@@ -23,6 +26,7 @@ public struct RecoverySummary: Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         "index: \(known) recording(s); recovered \(recovered) cut-short segment(s), adopted \(adopted) unknown file(s), "
             + "moved \(quarantined) unplayable leftover(s) to .quarantine, \(missing) missing"
+            + (reindexed > 0 ? ", \(reindexed) changed on disk since indexed (indexed again as they are)" : "")
             + (unlisted > 0 ? ", \(unlisted) in folders that cannot be listed (left as they were)" : "")
     }
 }
@@ -113,7 +117,13 @@ enum StorageRecovery {
             }
             seen.insert(relative)
             if let known = indexed[relative], known.state != .writing, known.state != .missing {
-                summary.known += 1
+                // One stat: a file changed since it was indexed (cut short, rewritten) is read
+                // again, not trusted.
+                guard StorageRecovery.sizeOnDisk(relative, root: root) != known.bytes else {
+                    summary.known += 1
+                    return
+                }
+                try reindexChanged(relative, known: known, kind: kind)
                 return
             }
             if let entry = StorageRecovery.adopt(relative, kind: kind, camera: indexed[relative]?.camera ?? camera, root: root) {
@@ -121,6 +131,26 @@ enum StorageRecovery {
                 summary.adopted += 1
             } else if let entry = StorageRecovery.moveAside(relative, kind: kind, camera: camera, root: root, logger: logger) {
                 seen.remove(relative)
+                try index.put(entry)
+                seen.insert(entry.path)
+                summary.quarantined += 1
+            }
+        }
+
+        /// A file whose size is not the one indexed: described again as it is on disk (an MP4
+        /// cut back to its last complete fragment, every frame decoded), or moved aside when
+        /// nothing of it decodes.
+        private mutating func reindexChanged(_ relative: String, known: RecordingIndex.Entry, kind: RecordingIndex.Kind) throws {
+            if var entry = StorageRecovery.reread(relative, kind: kind, camera: known.camera, root: root) {
+                if kind == .segment { entry.state = .recovered }
+                logger.warning("recovery: \(relative) changed on disk since it was indexed (\(known.bytes) bytes, \(known.frames) frame(s)); indexed again as it is: \(entry.bytes) bytes, \(entry.frames) frame(s)")
+                try index.put(entry)
+                summary.reindexed += 1
+            } else if let entry = StorageRecovery.moveAside(
+                relative, kind: kind, camera: known.camera, root: root, logger: logger,
+                because: "changed on disk since it was indexed, and nothing of it decodes") {
+                seen.remove(relative)
+                try index.remove(path: relative)
                 try index.put(entry)
                 seen.insert(entry.path)
                 summary.quarantined += 1
@@ -202,7 +232,19 @@ enum StorageRecovery {
         let path = StorageLayout(root: root).absolute(relative)
         switch kind {
         case .segment:
-            return describe(path, relative: relative, camera: camera)
+            // A segment cut short after it was finished (its index lost with it) plays only up to
+            // its last complete fragment: cut back to it, and said to be recovered.
+            var cut = false
+            if RecordingFileName((relative as NSString).lastPathComponent)?.fileExtension == "mp4" {
+                guard let layout = try? FragmentedMP4.layout(of: path), layout.completeFragments > 0 else { return nil }
+                if layout.usableBytes < layout.fileBytes {
+                    guard (try? FragmentedMP4.trimToCompleteFragments(path)) != nil else { return nil }
+                    cut = true
+                }
+            }
+            guard var entry = describe(path, relative: relative, camera: camera) else { return nil }
+            if cut { entry.state = .recovered }
+            return entry
         case .timelapse:
             // Named by its local day; the UTC day of that date stands for it.
             guard var entry = describe(path, relative: relative, camera: camera) else { return nil }
@@ -217,6 +259,30 @@ enum StorageRecovery {
                 kind: kind, camera: camera, path: relative, startNanos: start, endNanos: start, frames: 1, bytes: Int64(st.st_size),
                 codec: "mjpeg", width: 0, height: 0, state: .complete)
         }
+    }
+
+    /// The size of a file under the root; nil if it cannot be read.
+    static func sizeOnDisk(_ relative: String, root: String) -> Int64? {
+        var st = stat()
+        return stat(StorageLayout(root: root).absolute(relative), &st) == 0 ? Int64(st.st_size) : nil
+    }
+
+    /// A finished file that changed on disk: an MP4 is cut back to its last complete fragment,
+    /// then a video must decode whole (its packets alone say nothing of a cut frame); its frames
+    /// and span are the decoded ones. Nil when nothing of it can be used.
+    static func reread(_ relative: String, kind: RecordingIndex.Kind, camera: String, root: String) -> RecordingIndex.Entry? {
+        let path = StorageLayout(root: root).absolute(relative)
+        guard kind == .segment || kind == .timelapse else { return adopt(relative, kind: kind, camera: camera, root: root) }
+        if RecordingFileName((relative as NSString).lastPathComponent)?.fileExtension == "mp4" {
+            guard let layout = try? FragmentedMP4.layout(of: path), layout.completeFragments > 0,
+                  (try? FragmentedMP4.trimToCompleteFragments(path)) != nil else { return nil }
+        }
+        guard var entry = adopt(relative, kind: kind, camera: camera, root: root),
+              let decoded = try? VideoContents.decoded(path), decoded.frames > 0 else { return nil }
+        entry.frames = decoded.frames
+        if kind == .segment, let end = entry.startNanos.adding(decoded.spanNanos), WallTime.range.contains(end) { entry.endNanos = end }
+        entry.bytes = sizeOnDisk(relative, root: root) ?? entry.bytes
+        return entry
     }
 
     /// Frame count and time span from the packets (nothing is decoded); nil if unplayable.

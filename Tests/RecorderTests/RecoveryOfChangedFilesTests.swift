@@ -1,0 +1,72 @@
+import CaptureTesting
+import Foundation
+import Glibc
+@testable import Recorder
+import Testing
+
+/// Start-up recovery does not trust a finished file whose size is not the one indexed: cut short
+/// (`truncate -s 50%`), it is cut back to its last complete fragment, decoded, and indexed as it
+/// is; with nothing left that decodes, it is moved aside. Before, the index kept "75 frames,
+/// complete" for a file holding 34, and an index rebuilt from the files adopted it as complete
+/// although it did not decode.
+@Suite(.timeLimit(.minutes(2))) struct RecoveryOfChangedFilesTests {
+    private func problems(_ index: RecordingIndex) throws -> [String] {
+        try IndexVerification(index: index, selection: .init(deep: true)).problems.map { "\($0.path): \($0.problem.rawValue): \($0.detail)" }
+    }
+
+    private func truncate(_ path: String, toPercent percent: Int) throws {
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
+        #expect(Glibc.truncate(path, off_t(size * percent / 100)) == 0)
+    }
+
+    @Test func aFinishedSegmentCutShortAfterItWasIndexedIsIndexedAgainAsItIs() async throws {
+        let dir = try TemporaryDirectory("vigil-changed")
+        defer { dir.remove() }
+        let segment = try await recordSegment(root: dir.path, camera: "porch")
+        let first = try StorageKeeper.open(root: dir.path, policy: RetentionPolicy(), events: RecorderEvents())
+        let indexed = try #require(try first.index.entries(kind: .segment).first)
+        #expect(first.recovery.adopted == 1 && indexed.state == .complete)
+
+        try truncate(segment, toPercent: 50)
+        let again = try StorageKeeper.open(root: dir.path, policy: RetentionPolicy(), events: RecorderEvents())
+        #expect(again.recovery.reindexed == 1 && again.recovery.known == 0, "\(again.recovery)")
+        let entry = try #require(try again.index.entries(kind: .segment).first)
+        let decoded = try RecordingInspector.decode(segment)
+        #expect(entry.state == .recovered)
+        #expect(entry.frames == decoded.sequences.count && entry.frames < indexed.frames, "\(entry.frames) of \(indexed.frames)")
+        let found = try problems(again.index)
+        #expect(found.isEmpty, "\(found)")
+        // Indexed as it is now: the next start finds it in order.
+        let third = try StorageKeeper.open(root: dir.path, policy: RetentionPolicy(), events: RecorderEvents())
+        #expect(third.recovery.known == 1 && third.recovery.reindexed == 0, "\(third.recovery)")
+    }
+
+    @Test func aRebuiltIndexAdoptsACutShortSegmentOnlyAsFarAsItDecodes() async throws {
+        let dir = try TemporaryDirectory("vigil-changed-rebuild")
+        defer { dir.remove() }
+        let segment = try await recordSegment(root: dir.path, camera: "porch")
+        try truncate(segment, toPercent: 50)
+        // No index: rebuilt from the files alone.
+        let keeper = try StorageKeeper.open(root: dir.path, policy: RetentionPolicy(), events: RecorderEvents())
+        #expect(keeper.recovery.adopted == 1, "\(keeper.recovery)")
+        let entry = try #require(try keeper.index.entries(kind: .segment).first)
+        #expect(entry.state == .recovered)
+        #expect(entry.frames == (try RecordingInspector.decode(segment)).sequences.count)
+        let found = try problems(keeper.index)
+        #expect(found.isEmpty, "\(found)")
+    }
+
+    @Test func aFinishedSegmentOfWhichNothingDecodesIsMovedAside() async throws {
+        let dir = try TemporaryDirectory("vigil-changed-garbage")
+        defer { dir.remove() }
+        let segment = try await recordSegment(root: dir.path, camera: "porch")
+        let first = try StorageKeeper.open(root: dir.path, policy: RetentionPolicy(), events: RecorderEvents())
+        #expect(first.recovery.adopted == 1)
+        // Rewritten with bytes that are not a video.
+        try Data((0..<3000).map { UInt8(truncatingIfNeeded: $0 * 13) }).write(to: URL(fileURLWithPath: segment))
+        let again = try StorageKeeper.open(root: dir.path, policy: RetentionPolicy(), events: RecorderEvents())
+        #expect(again.recovery.quarantined == 1 && again.recovery.known == 0, "\(again.recovery)")
+        #expect(!FileManager.default.fileExists(atPath: segment))
+        #expect(try again.index.entries(kind: .segment).allSatisfy { $0.state == .quarantined })
+    }
+}
