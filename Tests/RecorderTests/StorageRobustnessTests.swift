@@ -23,7 +23,13 @@ func recordSegment(root: String, camera: String) async throws -> String {
     // Several fragments (one every half second).
     try await Task.sleep(nanoseconds: 2_600_000_000)
     await session.stop()
-    return try #require(RecordingInspector.files(under: root, endingWith: ".mp4").first)
+    // An hour of the wall clock may have begun meanwhile (segments are cut there): the larger
+    // file is kept, so that the root holds one real segment of several fragments, as callers expect.
+    let size = { (path: String) in (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
+    let files = RecordingInspector.files(under: root, endingWith: ".mp4")
+    let kept = try #require(files.max { size($0) < size($1) })
+    for file in files where file != kept { try FileManager.default.removeItem(atPath: file) }
+    return kept
 }
 
 /// A file of `bytes` bytes at `relative` under the keeper's root, and its index entry.

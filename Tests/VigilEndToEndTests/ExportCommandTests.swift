@@ -24,11 +24,13 @@ private func utcSecond(_ nanos: Int64) -> String {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         let data = dir.path + "/rec"
-        demo(data, ["--duration", "2.5", "--segment-seconds", "1"])
+        // Each run's --duration counts from before its camera opens: 3.5 s leaves each run two
+        // 1 s slots of frames or more when a busy machine takes a second or two to open it.
+        demo(data, ["--duration", "3.5", "--segment-seconds", "1"])
         // The pause the test is about (a stimulus, not a wait for a result): longer than the
         // 2 s below which a pause is not a gap (`SegmentedMovieOutput.gapNanos`).
         Thread.sleep(forTimeInterval: 3)
-        demo(data, ["--duration", "2.5", "--segment-seconds", "1"])
+        demo(data, ["--duration", "3.5", "--segment-seconds", "1"])
 
         let (segments, gaps) = try indexedSegments(data, camera: "synthetic-0")
         try #require(segments.count >= 4)
@@ -66,7 +68,9 @@ private func utcSecond(_ nanos: Int64) -> String {
         defer { dir.remove() }
         let data = dir.path + "/rec"
         // The segment started on a multiple of 4 s is whole; --from is one second into it.
-        demo(data, ["--duration", "9.5", "--segment-seconds", "4"])
+        // (--duration counts from before the camera opens: 11.5 s leaves a whole 4 s slot of
+        // frames when a busy machine takes a second or two to open it.)
+        demo(data, ["--duration", "11.5", "--segment-seconds", "4"])
         let (segments, _) = try indexedSegments(data, camera: "synthetic-0")
         let whole = try #require(segments.first { $0.startNanos % 4_000_000_000 < 100_000_000 && $0.endNanos - $0.startNanos > 3_500_000_000 })
         let from = (whole.startNanos / 1_000_000_000 + 1) * 1_000_000_000
@@ -107,7 +111,9 @@ private func utcSecond(_ nanos: Int64) -> String {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         let data = dir.path + "/rec"
-        demo(data, ["--duration", "3", "--segment-seconds", "1", "--pixel-format", "mjpeg", "--stream-copy"])
+        // --duration counts from before the camera opens: 4.5 s leaves three 1 s slots of
+        // frames or more when a busy machine takes a second or two to open it.
+        demo(data, ["--duration", "4.5", "--segment-seconds", "1", "--pixel-format", "mjpeg", "--stream-copy"])
         let (segments, _) = try indexedSegments(data, camera: "synthetic-0")
         try #require(segments.count >= 3)
         #expect(segments.allSatisfy { $0.path.hasSuffix(".mkv") })
