@@ -3,110 +3,156 @@ import CaptureTesting
 import Foundation
 import Recorder
 
-/// The analysis half of `Scripts/soak-chaos` (whose header explains the measures): decodes
-/// every recording under `root` with the pattern decoder and reports frames kept once, repeated
-/// or missing, the frames each `kill -9` cost, files that do not decode and `.partial` left.
-/// `killsFile` has one line per kill: `WALL_NANOS CAMERA[,CAMERA…]` (the cameras recording then).
-/// Returns false when a file does not decode, a `.partial` is left, or a camera has no video
-/// left at all (a soak that keeps nothing proves nothing: the free-space sweep deletes the
-/// oldest recordings, never the last ones).
-func soakAnalysis(root: String, killsFile: String, framesPerSecond fps: Double) throws -> Bool {
-    let names = (FileManager.default.enumerator(atPath: root)?.compactMap { $0 as? String } ?? [])
-        .filter { !$0.hasPrefix(".") }.sorted()
-    let partials = names.filter { $0.hasSuffix(".partial") }
-    let quarantined = (try? FileManager.default.contentsOfDirectory(atPath: StorageLayout(root: root).absolute(StorageLayout.quarantineFolder)))?.count ?? 0
-    let index = Dictionary(try RecordingIndex(root: root).entries().map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
-    var undecodable: [String] = []
+/// The oracle of `Scripts/chaos` (whose header lists the operations): after a campaign, checks
+/// the invariants against what is on disk, whatever the operations did:
+///
+/// - every frame a synthetic camera painted (its sequence number, from 0 at each opening of its
+///   stream: a run) is in exactly one file, or its absence is explained: a file the recorder
+///   logged as deleted lay there, a file archived and no longer local lay there, the disk was
+///   full then (the campaign's log of operations), or the recorder logged that many frames
+///   dropped for that camera;
+/// - no two recordings of one camera overlap in time, and their names sort as their times do;
+/// - every file decodes, and no `.partial` is left after the final clean stop.
+/// `vigil verify --deep` (the index equals the disk, each file decodes to its indexed frames) and
+/// the archive's comparison run in the script. Prints a report; returns false on any defect.
+struct ChaosOracle {
+    let root: String
+    /// The recorder's log (every process of the campaign): deletions and drops.
+    let recorderLog: String
+    /// The campaign's operations: lines `diskfull FROM_NS TO_NS` give the full-disk windows.
+    let operations: String
+    /// The synthetic cameras' frame rate (they all run at one).
+    let framesPerSecond: Double
+    /// Cameras whose names start with this paint sequence numbers.
+    let syntheticPrefix: String
 
-    // Stills must decode and carry a readable frame number.
-    let stills = names.filter { $0.hasSuffix(".jpg") }
-    for still in stills where (try? RecordingInspector.decode("\(root)/\(still)").sequences.first ?? nil) == nil {
-        undecodable.append(still)
+    private(set) var defects: [String] = []
+
+    /// One run of a synthetic camera: frames from one opening of its stream, in file order.
+    struct Run {
+        var numbers: [UInt32] = []
+        /// Capture time of each frame (its file's first-frame time plus its position).
+        var times: [Int64] = []
     }
 
-    // Videos, per camera in time order, split into runs: one run per opening of the camera's
-    // stream (its frame numbers start again at 0 each time).
-    let videos = names.filter { $0.hasSuffix(".mp4") || $0.hasSuffix(".mkv") }
-    var runs: [String: [SoakRun]] = [:]
-    var frames = 0, repeated = 0, repeatedDistinct = 0, missingInRuns = 0, unreadableFrames = 0
-    for video in videos {
-        let camera = String(video.prefix { $0 != "/" })
-        let sequences: [UInt32?]
-        do { sequences = try RecordingInspector.decode("\(root)/\(video)").sequences } catch {
-            undecodable.append("\(video): \(error)")
-            continue
+    mutating func check() throws -> Bool {
+        let index = try RecordingIndex(root: root)
+        let entries = try index.entries(kinds: [.segment])
+        let log = (try? String(contentsOfFile: recorderLog, encoding: .utf8)) ?? ""
+        let deleted = Self.deletedFiles(in: log)
+        checkTimeline(entries)
+        var framesChecked = 0
+        for camera in Set(entries.map(\.camera)).sorted() where camera.hasPrefix(syntheticPrefix) {
+            let ofCamera = entries.filter { $0.camera == camera }
+            // A file whose local copy went (room was needed) after it was archived: its frames
+            // are in the bucket, compared there by the script.
+            let archivedOnly = ofCamera.filter { $0.location == .archive }.map { (camera: camera, from: $0.startNanos, to: $0.endNanos) }
+            let runs = try readRuns(ofCamera.filter { $0.location != .archive })
+            framesChecked += runs.reduce(0) { $0 + $1.numbers.count }
+            checkEveryFrameOnce(
+                camera: camera, runs: runs, deleted: deleted, archivedOnly: archivedOnly, dropped: Self.droppedFrames(of: camera, in: log))
         }
-        if sequences.isEmpty { undecodable.append("\(video): no frame"); continue }
-        let fileStart = index[video]?.startNanos ?? StorageLayout.wallNanos(fromFileName: (video as NSString).lastPathComponent) ?? 0
-        for (position, sequence) in sequences.enumerated() {
-            guard let s = sequence else { unreadableFrames += 1; continue }
-            frames += 1
-            if var run = runs[camera]?.last, s != 0, run.seen.contains(s) || s > run.last {
-                if run.seen.contains(s) { repeated += 1; if run.repeated.insert(s).inserted { repeatedDistinct += 1 } } else { missingInRuns += Int(s - run.last - 1) }
-                run.seen.insert(s)
-                run.last = max(run.last, s)
-                runs[camera]![runs[camera]!.count - 1] = run
-            } else {
-                // Frame s of a new run was captured `position` frames after the file's first.
-                let captured = fileStart + Int64(Double(position) * 1e9 / fps)
-                runs[camera, default: []].append(SoakRun(firstFrameNanos: captured - Int64(Double(s) * 1e9 / fps), last: s, seen: [s]))
+        checkLeftovers()
+        print("chaos oracle: \(entries.count) recordings of \(Set(entries.map(\.camera)).count) camera(s); \(framesChecked) painted frames checked")
+        print("chaos oracle: \(defects.count) defect(s)")
+        for defect in defects.prefix(40) { print("  DEFECT \(defect)") }
+        return defects.isEmpty
+    }
+
+    /// No two recordings of a camera overlap in time; their names sort as their times.
+    private mutating func checkTimeline(_ entries: [RecordingIndex.Entry]) {
+        for camera in Set(entries.map(\.camera)).sorted() {
+            let files = entries.filter { $0.camera == camera && $0.state != .quarantined && $0.state != .missing }
+                .sorted { ($0.startNanos, $0.path) < ($1.startNanos, $1.path) }
+            for (a, b) in zip(files, files.dropFirst()) {
+                if b.startNanos <= a.endNanos { defects.append("\(camera): \(a.path) and \(b.path) overlap in time") }
+                let nameA = (a.path as NSString).lastPathComponent, nameB = (b.path as NSString).lastPathComponent
+                if nameB < nameA { defects.append("\(camera): names go back in time: \(nameA) then \(nameB)") }
             }
         }
     }
 
-    // Loss per kill and camera: frames the camera had delivered to the killed process by the
-    // kill (its pace from the run's frame 0) minus the frames of that run on disk.
-    // A kill is measured only against a run that began after the kill before it (so it is the
-    // killed process's own); if retention deleted that run, the kill is not measurable.
-    var losses: [Int] = [], unmeasured = 0
-    var previousKill = Int64.min
-    let kills = ((try? String(contentsOfFile: killsFile, encoding: .utf8)) ?? "").split(separator: "\n")
-    for line in kills {
-        let fields = line.split(separator: " ")
-        guard let killed = fields.first.flatMap({ Int64($0) }) else { continue }
-        defer { previousKill = killed }
-        let cameras = fields.count > 1 ? fields[1].split(separator: ",").map(String.init) : Array(runs.keys)
-        for camera in cameras {
-            guard let run = runs[camera]?.last(where: { $0.firstFrameNanos < killed }), run.firstFrameNanos > previousKill else {
-                unmeasured += 1
+    /// A synthetic camera's files decoded, in time order, split into runs at each frame 0.
+    private mutating func readRuns(_ entries: [RecordingIndex.Entry]) throws -> [Run] {
+        var runs: [Run] = []
+        for entry in entries.sorted(by: { $0.startNanos < $1.startNanos }) where entry.state != .quarantined && entry.state != .missing {
+            let sequences: [UInt32?]
+            do { sequences = try RecordingInspector.decode(StorageLayout(root: root).absolute(entry.path)).sequences } catch {
+                defects.append("\(entry.path) does not decode: \(error)")
                 continue
             }
-            let delivered = Int(Double(killed - run.firstFrameNanos) * fps / 1e9) + 1
-            losses.append(max(0, delivered - Int(run.last) - 1))
+            for (position, sequence) in sequences.enumerated() {
+                guard let number = sequence else {
+                    defects.append("\(entry.path): frame \(position) has no readable number")
+                    continue
+                }
+                if number == 0 || runs.isEmpty { runs.append(Run()) }
+                runs[runs.count - 1].numbers.append(number)
+                runs[runs.count - 1].times.append(entry.startNanos + Int64(Double(position) * 1e9 / framesPerSecond))
+            }
+        }
+        return runs
+    }
+
+    /// Within each run: no number twice, and each gap in the numbers explained.
+    private mutating func checkEveryFrameOnce(
+        camera: String, runs: [Run], deleted: [(camera: String, nanos: Int64)], archivedOnly: [(camera: String, from: Int64, to: Int64)],
+        dropped: Int
+    ) {
+        var unexplainedDrops = dropped
+        let fullDisk = Self.fullDiskWindows(in: operations)
+        for run in runs {
+            var seen = Set<UInt32>()
+            for (i, number) in run.numbers.enumerated() {
+                if !seen.insert(number).inserted { defects.append("\(camera): frame \(number) of a run is in two places (two writers, or one file twice)") }
+                guard i > 0, number > run.numbers[i - 1] + 1 else { continue }
+                let missing = Int(number - run.numbers[i - 1] - 1)
+                let from = run.times[i - 1] - 2_000_000_000, to = run.times[i] + 2_000_000_000
+                if deleted.contains(where: { $0.camera == camera && (from...to).contains($0.nanos) }) { continue }
+                if archivedOnly.contains(where: { $0.from <= to && $0.to >= from }) { continue }
+                if fullDisk.contains(where: { $0.from <= to && $0.to >= from }) { continue }
+                if unexplainedDrops >= missing {
+                    unexplainedDrops -= missing
+                    continue
+                }
+                defects.append("\(camera): frames \(run.numbers[i - 1] + 1)…\(number - 1) are in no file, with no deletion, full disk or drop logged")
+            }
         }
     }
 
-    let runCount = runs.values.reduce(0) { $0 + $1.count }
-    print("files: \(videos.count) videos, \(stills.count) stills; runs (stream openings): \(runCount)")
-    let distinct = frames - repeated
-    print("frames recorded: \(distinct) distinct; exactly once: \(distinct - repeatedDistinct); more than once: \(repeatedDistinct) (\(repeated) extra copies); unreadable: \(unreadableFrames)")
-    print("frames missing inside a run (dropped, disk full, or deleted by retention): \(missingInRuns)")
-    if unmeasured > 0 { print("kill×camera not measurable (the killed run's files were deleted or never written): \(unmeasured)") }
-    if losses.isEmpty {
-        print("frames lost per kill: no kill measured")
-    } else {
-        let sorted = losses.sorted()
-        let median = sorted[sorted.count / 2], worst = sorted.last!
-        print(String(format: "frames lost per kill (%d kill×camera): median %d (%.2f s), max %d (%.2f s) at %g fps",
-                     sorted.count, median, Double(median) / fps, worst, Double(worst) / fps, fps))
+    private mutating func checkLeftovers() {
+        let names = FileManager.default.enumerator(atPath: root)?.compactMap { $0 as? String } ?? []
+        for partial in names.filter({ $0.hasSuffix(StorageLayout.partialSuffix) && !$0.hasPrefix(".") }) {
+            defects.append("\(partial) left after the final clean stop")
+        }
     }
-    print("files that do not decode: \(undecodable.count)")
-    for file in undecodable.prefix(20) { print("  \(file)") }
-    print(".partial left: \(partials.count); leftovers moved to .quarantine: \(quarantined)")
-    for file in partials.prefix(20) { print("  \(file)") }
-    let cameras = Set((videos + stills).map { String($0.prefix { $0 != "/" }) })
-    let withoutVideo = cameras.subtracting(videos.map { String($0.prefix { $0 != "/" }) }).sorted()
-    if videos.isEmpty || !withoutVideo.isEmpty {
-        print("no video left\(withoutVideo.isEmpty ? "" : " of camera(s) \(withoutVideo.joined(separator: ", "))"): every recording was deleted or never written")
-    }
-    return undecodable.isEmpty && partials.isEmpty && !videos.isEmpty && withoutVideo.isEmpty
-}
 
-/// One opening of a camera's stream as it appears on disk.
-struct SoakRun {
-    /// Capture time of its frame 0 (from the index's first-frame time of the file it starts in).
-    let firstFrameNanos: Int64
-    var last: UInt32
-    var seen: Set<UInt32>
-    var repeated: Set<UInt32> = []
+    /// Files the recorder logged as deleted (`deleted PATH: why`), by camera folder and name time.
+    static func deletedFiles(in log: String) -> [(camera: String, nanos: Int64)] {
+        log.split(separator: "\n").compactMap { line in
+            guard let range = line.range(of: "deleted ") else { return nil }
+            // ROOT/CAMERA/video/DAY/NAME or CAMERA/video/DAY/NAME: the camera's folder is before `video`.
+            let parts = line[range.upperBound...].prefix { $0 != ":" }.split(separator: "/")
+            guard let name = parts.last, let nanos = StorageLayout.wallNanos(fromFileName: String(name)),
+                  let kind = parts.firstIndex(of: "video"), kind > 0 else { return nil }
+            return (String(parts[kind - 1]), nanos)
+        }
+    }
+
+    /// Frames the recorder logged as dropped for `camera` (`CAMERA: OUTPUT dropped N frame(s)`).
+    static func droppedFrames(of camera: String, in log: String) -> Int {
+        log.split(separator: "\n").reduce(0) { sum, line in
+            guard let range = line.range(of: "\(camera): movie dropped ") else { return sum }
+            return sum + (Int(line[range.upperBound...].prefix { $0.isNumber }) ?? 0)
+        }
+    }
+
+    /// `diskfull FROM_NS TO_NS` lines of the operations' log.
+    static func fullDiskWindows(in operations: String) -> [(from: Int64, to: Int64)] {
+        ((try? String(contentsOfFile: operations, encoding: .utf8)) ?? "").split(separator: "\n").compactMap { line in
+            let words = line.split(separator: " ")
+            guard words.count == 3, words[0] == "diskfull", let from = Int64(words[1]), let to = Int64(words[2]) else { return nil }
+            return (from, to)
+        }
+    }
 }

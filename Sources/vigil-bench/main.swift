@@ -7,7 +7,7 @@ import Media
 //   vigil-bench index [SEGMENTS=10000]                  (Scripts/bench-index)
 //   vigil-bench index-scale [--cameras 64] [--days 30] [--backend sqlite|postgresql]  (Scripts/bench-index --cameras …)
 //   vigil-bench failover [--kills 10] [--lease 4]       (Scripts/bench-failover)
-//   vigil-bench soak-analyze ROOT KILLS FPS              (Scripts/soak-chaos)
+//   vigil-bench chaos-check ROOT LOG OPERATIONS FPS      (Scripts/chaos)
 
 MediaLibrary.setQuiet()
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -26,10 +26,13 @@ do {
         try indexScaleBenchmark(IndexScaleOptions(arguments: Array(arguments.dropFirst())))
     case "failover":
         if try await !failoverBenchmark(FailoverOptions(arguments: Array(arguments.dropFirst()))) { exit(1) }
-    case "soak-analyze" where arguments.count == 4:
-        if try !soakAnalysis(root: arguments[1], killsFile: arguments[2], framesPerSecond: Double(arguments[3]) ?? 15) { exit(1) }
+    case "chaos-check" where arguments.count == 5:
+        var oracle = ChaosOracle(
+            root: arguments[1], recorderLog: arguments[2], operations: arguments[3], framesPerSecond: Double(arguments[4]) ?? 15,
+            syntheticPrefix: "syn")
+        if try !oracle.check() { exit(1) }
     default:
-        FileHandle.standardError.write(Data("usage: vigil-bench passthrough [SECONDS] [CAMERAS] [yuyv] | reattach [REPLUGS] | index [SEGMENTS] | \(IndexScaleOptions.usage) | \(FailoverOptions.usage) | soak-analyze ROOT KILLS FPS\n".utf8))
+        FileHandle.standardError.write(Data("usage: vigil-bench passthrough [SECONDS] [CAMERAS] [yuyv] | reattach [REPLUGS] | index [SEGMENTS] | \(IndexScaleOptions.usage) | \(FailoverOptions.usage) | chaos-check ROOT LOG OPERATIONS FPS\n".utf8))
         exit(2)
     }
 } catch {
