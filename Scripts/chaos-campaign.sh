@@ -154,7 +154,7 @@ campaign() {
     fi
     write_config
     "$vigil" check-config --no-probe "$config" >/dev/null
-    echo "chaos: seed $seed, $minutes min, ${#synthetic[@]} synthetic camera(s) at $fps fps$([ "$network" = yes ] && echo ", RTSP and MJPEG cameras")$([ "$archive" = yes ] && echo ", archive")$([ "$mounted" = yes ] && echo ", a ${disk_mb} MiB disk"); replay: Scripts/chaos --seed $seed --minutes $minutes"
+    echo "chaos: seed $seed, $minutes min, ${#synthetic[@]} synthetic camera(s) at $fps fps$([ "$network" = yes ] && echo ", RTSP and MJPEG cameras")$([ "$archive" = yes ] && echo ", archive")$([ "$mounted" = yes ] && echo ", a ${disk_mb} MiB disk"); replay: Scripts/chaos --seed $seed --minutes $minutes --build $build"
     started=$SECONDS
     start_vigil
     local end=$((SECONDS + seconds)) full_since=0
@@ -218,7 +218,7 @@ campaign_verdict() {
     [ "$clean_exits" = yes ] || result=1
     grep -q DEFECT "$ops" && result=1
     if [ "$result" -ne 0 ]; then
-        echo "chaos: seed $seed FAILED. Operations (replay with Scripts/chaos --seed $seed --minutes $minutes):"
+        echo "chaos: seed $seed FAILED. Operations (replay with Scripts/chaos --seed $seed --minutes $minutes --build $build):"
         cat "$ops"
         echo "chaos: the recorder's log: $log (kept)"
         keep=yes

@@ -18,7 +18,7 @@ import UnixSignals
 /// | `DailyVideos` | the nightly timelapse videos |
 /// | `Supervisor` | one session per camera: reattach, retries, watchdog, schedules |
 /// | `DeviceMonitorService` | plug events, for the supervisor and camera discovery |
-/// | `RecorderControl` | SIGHUP and file saves (reload), SIGUSR1 (snapshots), new cameras |
+/// | `RecorderControl` | SIGHUP and file saves (reload), SIGUSR1 (snapshots), new cameras, cluster leases; one change at a time |
 /// | `StatusService` | the status lines (not under systemd) |
 /// | `NotifierService` | systemd: ready, watchdog, stopping |
 /// | `ChaosService` | `vigil demo --chaos` |
