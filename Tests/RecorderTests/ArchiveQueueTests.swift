@@ -174,6 +174,29 @@ private let day: Int64 = 86_400 * second
         #expect(try RecordingsListing(index: index, camera: nil, kind: .segment, from: nil, to: nil).json().contains("\"location\" : \"archive\""))
     }
 
+    /// What a stop left in the queue goes up first at the next start: before the files that start
+    /// queues, even one recorded earlier (whose name sorts first too). The queue's ends name it.
+    @Test func whatAStopLeftGoesFirstAtTheNextStart() async throws {
+        let dir = try TemporaryDirectory("vigil-archive-order")
+        defer { dir.remove() }
+        let keeper = try StorageKeeper.open(root: dir.path, policy: RetentionPolicy(), events: RecorderEvents())
+        let now = SystemClocks.wallNanos()
+        let leftover = try place(keeper, endNanos: now - 10 * second)
+        // Queued an hour ago by the run before, which stopped before it was uploaded.
+        try keeper.index.enqueueForArchive(path: leftover, bytes: 100, nowNanos: now - 3_600 * second)
+        let recordedEarlier = try place(keeper, endNanos: now - 1_200 * second)
+        let earlierStart = try #require(try keeper.index.entry(path: recordedEarlier)).startNanos
+        let leftoverStart = try #require(try keeper.index.entry(path: leftover)).startNanos
+        #expect(recordedEarlier < leftover && earlierStart < leftoverStart, "the order by name or by time would put it first")
+        #expect(try await keeper.startArchiving(keepLocalDays: nil) {} == 1, "only the file not queued yet is queued now")
+        #expect(try keeper.index.archiveQueue(limit: 10).map(\.path) == [leftover, recordedEarlier])
+        let ends = try #require(try keeper.index.archiveQueueEnds())
+        #expect(ends.oldest == leftover && ends.newest == recordedEarlier, "\(ends)")
+        try keeper.index.markArchived(path: leftover, nowNanos: now)
+        try keeper.index.markArchived(path: recordedEarlier, nowNanos: now)
+        #expect(try keeper.index.archiveQueueEnds() == nil, "nothing waits")
+    }
+
     @Test func retentionDeletesOnlyTheLocalCopyOfAnArchivedFileAndNeverTheBucketsOnly() async throws {
         let dir = try TemporaryDirectory("vigil-archive-retention")
         defer { dir.remove() }
