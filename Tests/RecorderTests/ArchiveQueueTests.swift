@@ -75,6 +75,8 @@ private let day: Int64 = 86_400 * second
         #expect(a.region == "us-east-1" && a.keepLocalDays == 7 && a.maxAgeDays == 365 && !a.redirect)
         #expect(a.uploadBytesPerSecond == 2_500_000)
         #expect(a.partSize == 16 * 1_048_576 && a.multipartThreshold == 32 * 1_048_576 && a.concurrency == 2 && a.timeoutSeconds == 60)
+        #expect(a.drainSeconds == 10, "a clean stop uploads for 10 s unless told otherwise")
+        #expect(try parse("[archive]\nurl = \"s3://footage\"\ncredentials_file = \"\(file)\"\ndrain_seconds = 0").archive?.drainSeconds == 0)
         let summary = c.summary(present: [])
         #expect(summary.contains("archive: s3://my-footage/site/one at http://127.0.0.1:9000 (us-east-1), keys from \(file)"), "\(summary)")
         for text in [summary, "\(a)", a.debugDescription, "\(a.credentials)", a.credentials.debugDescription] {
@@ -102,6 +104,9 @@ private let day: Int64 = 86_400 * second
         ("[archive]\nurl = \"s3://footage\"\nkeep_local_days = -1", "keep_local_days = -1 is out of range"),
         ("[archive]\nurl = \"s3://footage\"\npart_size = \"1MiB\"", "part_size must be 5 MiB to 512 MiB"),
         ("[archive]\nurl = \"s3://footage\"\nkeep_local = 3", "keep_local"),
+        ("[archive]\nurl = \"s3://footage\"\ndrain_seconds = 301", "vigil.toml:3: error: drain_seconds = 301 is out of range"),
+        ("[archive]\nurl = \"s3://footage\"\ndrain_seconds = -1", "vigil.toml:3: error: drain_seconds = -1 is out of range"),
+        ("[archive]\nurl = \"s3://footage\"\ndrain_seconds = 2.5", "vigil.toml:3: error: drain_seconds must be a whole number"),
     ])
     func everyMistakeIsAnErrorAtItsLine(text: String, message: String) {
         let said = errors(text, environment: ["AWS_ACCESS_KEY_ID": "A", "AWS_SECRET_ACCESS_KEY": "B"])

@@ -100,6 +100,14 @@ final class ArchivedRun: @unchecked Sendable {
         chmod(credentials, 0o600)
     }
 
+    /// Uses this endpoint from now on (the next start).
+    func useEndpoint(_ endpoint: String) throws {
+        let text = try String(contentsOfFile: config, encoding: .utf8)
+        let replaced = text.split(separator: "\n", omittingEmptySubsequences: false)
+            .map { $0.hasPrefix("endpoint = ") ? "endpoint = \"\(endpoint)\"" : String($0) }.joined(separator: "\n")
+        try replaced.write(toFile: config, atomically: true, encoding: .utf8)
+    }
+
     /// A value of `/metrics` now (`name` with its labels); nil when it is not there.
     func metric(_ name: String) -> Double? {
         let file = dir.path + "/metrics.txt"
