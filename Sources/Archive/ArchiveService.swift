@@ -85,7 +85,12 @@ public final class ArchiveService: Service, Sendable {
             group.addTask { await self.work() }
             group.addTask { [drainSeconds = settings.drainSeconds] in
                 await stopAsked.wait(untilMonotonic: nil)
-                if !Task.isCancelled && drainSeconds > 0 { try? await Task.sleep(for: .seconds(drainSeconds)) }
+                if !Task.isCancelled && drainSeconds > 0 {
+                    // From the stop, not from when the index answered the notice's question.
+                    let deadline = ContinuousClock.now + .seconds(drainSeconds)
+                    await self.sayDrainBegins()
+                    try? await Task.sleep(until: deadline, clock: .continuous)
+                }
                 return .drainTimeUp
             }
             var ended = Ended.noQueue
@@ -109,14 +114,9 @@ public final class ArchiveService: Service, Sendable {
         await abortOrphanUploads()
         var pass = Pass(service: self)
         var nextHousekeeping: Int64 = 0
-        var draining = false
         while !Task.isCancelled {
             let now = SystemClocks.monotonicNanos()
-            if !draining && wakeup.isStopped {
-                draining = true
-                await sayDrainBegins()
-            }
-            if !draining && now >= nextHousekeeping {
+            if !wakeup.isStopped && now >= nextHousekeeping {
                 nextHousekeeping = now + Self.housekeepingNanos
                 storage?.archived()
                 if let maxAge = settings.maxAgeDays { await deleteExpired(maxAgeDays: maxAge) }
@@ -155,8 +155,8 @@ public final class ArchiveService: Service, Sendable {
 
     /// Said when the stop makes the operator wait for uploads, so the wait is not a mystery.
     private func sayDrainBegins() async {
-        guard settings.drainSeconds > 0, let backlog = try? await io.run({ try self.index.archiveBacklog() }), backlog.files > 0 else { return }
-        logger.notice("archive: stopping: uploading the \(backlog.files) file(s) still queued first (at most drain_seconds = \(settings.drainSeconds) s)")
+        guard let backlog = try? await io.run({ try self.index.archiveBacklog() }), backlog.files > 0 else { return }
+        logger.notice("archive: stopping: uploading the \(backlog.files) file(s) still queued before exiting (at most drain_seconds = \(settings.drainSeconds) s)")
     }
 
     /// What the stop leaves only on this disk, by count and by the first and last names, so that
@@ -173,7 +173,7 @@ public final class ArchiveService: Service, Sendable {
                 ? "drain_seconds = 0: the stop does not wait for uploads"
                 : "not uploaded within drain_seconds = \(settings.drainSeconds) s of the stop" + (endpointFailure.map { "; the bucket fails: \($0)" } ?? "")
             logger.warning("""
-                archive: \(backlog.files) file(s) (\(backlog.bytes / 1_048_576) MiB) are left only on this disk (\(why)): \
+                archive: \(backlog.files) file(s) (\(RecordingsListing.size(backlog.bytes))) are left only on this disk (\(why)): \
                 oldest \(ends.oldest), newest \(ends.newest); the next start uploads them first
                 """)
         } catch {
@@ -292,7 +292,8 @@ public final class ArchiveService: Service, Sendable {
                 lastEndpointFailure = failure
                 return .endpointFailed(delayNanos: backoff.failed(failure))
             }
-            backoff.succeeded()
+            // A pass the drain's deadline cut short says nothing of the bucket: not "answers again".
+            if !Task.isCancelled { backoff.succeeded() }
             return .uploaded
         }
     }

@@ -39,22 +39,24 @@ import Testing
         #expect(!run.errors().contains("left only on this disk ("), "\(run.errors())")
     }
 
-    /// The bucket hangs (every request waits an hour; timeout_seconds is an hour too): the stop
-    /// ends anyway, because drain_seconds bounds it; the log names the count and the oldest and
-    /// newest files left, which are the index's queue; with the bucket back, the next start
-    /// uploads them, before the files it records itself.
-    @Test func aStopWithTheBucketHangingIsBoundedAndTheNextStartUploadsWhatItLeft() async throws {
+    /// The bucket hangs (every request waits an hour; timeout_seconds is an hour too), its port
+    /// refuses connections, or it answers 500 (tries fail, the backoff sleeps between them): the
+    /// stop ends anyway, because drain_seconds bounds it; the log names the count and the oldest
+    /// and newest files left, which are the index's queue, and the bucket's failure when there is
+    /// one; with the bucket back, the next start uploads them, before the files it records itself.
+    @Test(arguments: [BucketFault.hangs, .refusesConnections, .fails])
+    func aStopWithTheBucketUnreachableIsBoundedAndTheNextStartUploadsWhatItLeft(fault: BucketFault) async throws {
         let s3 = try await S3TestServer()
         defer { s3.stop() }
         let proxy = try S3FaultProxy(upstreamPort: s3.port)
         defer { proxy.stop() }
         let run = try ArchivedRun(endpoint: proxy.endpointURL, keyID: s3.keys.accessKeyID, secret: s3.keys.secretAccessKey,
-                                  extra: "drain_seconds = 3\ntimeout_seconds = 3600")
+                                  extra: "drain_seconds = 3\ntimeout_seconds = \(fault.timeoutSeconds)")
         defer { run.remove() }
         try await run.start()
         let uploading = await waitUntil(seconds: 60) { (try? await proxy.count("put_object", status: 200)) ?? 0 >= 1 }
         try #require(uploading, "nothing reached the bucket: \(run.errors())")
-        try await proxy.set(#"{"delay":3600}"#)
+        try await proxy.set(fault.command)
         let queued = await waitUntil(seconds: 60) { run.metric("vigil_archive_queue_files") ?? 0 >= 6 }
         try #require(queued, "the queue did not grow behind the hanging bucket: \(run.errors())")
         // Exits within stop()'s minute only if the drain is bounded: unbounded, it waits an hour.
@@ -65,9 +67,16 @@ import Testing
         let said = run.errors().split(separator: "\n").filter { $0.contains("left only on this disk") }
         #expect(said.count == 1, "\(run.errors())")
         let line = String(said.first ?? "")
-        print("stop with the bucket hanging: \(line)")
+        print("stop while the bucket \(fault): \(line)")
+        switch fault {
+        case .hangs: #expect(!line.contains("the bucket fails"), "nothing failed, it only waited: \(line)")
+        case .fails: #expect(line.contains("; the bucket fails: ") && line.contains("InternalError"), "\(run.errors())")
+        // Refused connects are retried by the HTTP client within one request: whether one failed by the stop is not fixed.
+        case .refusesConnections: break
+        }
         #expect(line.contains("archive: \(left.count) file(s)") && line.contains("drain_seconds = 3 s"), "\(line)")
         #expect(line.contains("oldest \(oldest.path), newest \(newest.path); the next start uploads them first"), "\(line)")
+        #expect(run.errors().contains("archive: stopping: uploading the"), "the wait for uploads was not said: \(run.errors())")
         let closedAtStop = try #require(try run.recordings().max { $0.path < $1.path })
         #expect(left.contains { $0.path == closedAtStop.path }, "the segment closed at the stop is not in the queue")
 
@@ -92,5 +101,31 @@ import Testing
         let lastLeftover = items.filter { leftPaths.contains($0.path) }.compactMap(\.archivedNanos).max() ?? 0
         let newerFirst = items.filter { !leftPaths.contains($0.path) && $0.queuedNanos > newest.queuedNanos && ($0.archivedNanos ?? .max) < lastLeftover }
         #expect(newerFirst.count <= 1, "files of the next run went before the leftovers: \(newerFirst.map(\.path))")
+    }
+}
+
+/// How the bucket fails while Vigil stops.
+enum BucketFault: String, CustomStringConvertible, Sendable {
+    case hangs, refusesConnections, fails
+
+    /// The fault proxy's command for it.
+    var command: String {
+        switch self {
+        case .hangs: return #"{"delay":3600}"#
+        case .refusesConnections: return #"{"down":true}"#
+        case .fails: return #"{"fail":1000000,"status":500,"code":"InternalError"}"#
+        }
+    }
+
+    /// `[archive] timeout_seconds`: an hour, so that only the drain's deadline can end a request
+    /// that waits.
+    var timeoutSeconds: Int { 3600 }
+
+    var description: String {
+        switch self {
+        case .hangs: return "hangs"
+        case .refusesConnections: return "refuses connections"
+        case .fails: return "answers 500"
+        }
     }
 }
