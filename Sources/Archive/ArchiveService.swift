@@ -54,15 +54,89 @@ public final class ArchiveService: Service, Sendable {
     }
 
     public func run() async throws {
-        await withGracefulShutdownHandler {
-            await work()
+        let stopAsked = Wakeup()
+        let ended = await withGracefulShutdownHandler {
+            await uploadUntilDrainedOrDue(stopAsked: stopAsked)
         } onGracefulShutdown: { [wakeup] in
             wakeup.stop()
+            stopAsked.stop()
         }
+        if case .stopped(let failure) = ended { await sayWhatIsLeft(endpointFailure: failure) }
         try? await client.shutdown()
     }
 
-    private func work() async {
+    /// How the uploads of a run ended.
+    private enum Ended: Sendable {
+        /// The index could not queue files: nothing was archived in this run.
+        case noQueue
+        /// After the stop, the queue was uploaded until it was empty or the drain's deadline; with
+        /// the bucket's failure if it was failing then.
+        case stopped(endpointFailure: S3Error?)
+        /// `drain_seconds` passed since the stop.
+        case drainTimeUp
+    }
+
+    /// Uploads until the recorder stops (this service stops only once the storage keeper has
+    /// indexed the cameras' last files), then until the queue is empty or `drain_seconds` have
+    /// passed, whichever comes first. Uploads still under way then are cancelled, not failed:
+    /// their rows stay as they are and the next start resumes them.
+    private func uploadUntilDrainedOrDue(stopAsked: Wakeup) async -> Ended {
+        await withTaskGroup(of: Ended.self) { group in
+            group.addTask { await self.work() }
+            group.addTask { [drainSeconds = settings.drainSeconds] in
+                await stopAsked.wait(untilMonotonic: nil)
+                if !Task.isCancelled && drainSeconds > 0 {
+                    // From the stop, not from when the index answered the notice's question.
+                    let deadline = ContinuousClock.now + .seconds(drainSeconds)
+                    await self.sayDrainBegins()
+                    try? await Task.sleep(until: deadline, clock: .continuous)
+                }
+                return .drainTimeUp
+            }
+            var ended = Ended.noQueue
+            // The first to end cancels the other; the uploads' ending is the one kept.
+            for await result in group {
+                if case .drainTimeUp = result {} else { ended = result }
+                group.cancelAll()
+            }
+            return ended
+        }
+    }
+
+    /// Uploads from the start until the stop, then what is still queued (the drain), until the
+    /// queue is empty or the drain's deadline cancels this.
+    private func work() async -> Ended {
+        guard await openQueue() else {
+            // Recording goes on without the archive: returning before the stop would end the recorder.
+            while !wakeup.isStopped && !Task.isCancelled { await wakeup.wait(untilMonotonic: nil) }
+            return .noQueue
+        }
+        await abortOrphanUploads()
+        var pass = Pass(service: self)
+        var nextHousekeeping: Int64 = 0
+        while !Task.isCancelled {
+            let now = SystemClocks.monotonicNanos()
+            if !wakeup.isStopped && now >= nextHousekeeping {
+                nextHousekeeping = now + Self.housekeepingNanos
+                storage?.archived()
+                if let maxAge = settings.maxAgeDays { await deleteExpired(maxAgeDays: maxAge) }
+            }
+            switch await pass.run() {
+            case .idle(let until):
+                if wakeup.isStopped { return .stopped(endpointFailure: nil) }
+                await wakeup.wait(untilMonotonic: min(nextHousekeeping, until ?? .max))
+            case .endpointFailed(let delay):
+                // Once stopped, the backoff still applies: only the drain's deadline ends the wait.
+                if wakeup.isStopped { try? await Task.sleep(for: .nanoseconds(delay)) } else { _ = await wakeup.sleep(nanos: delay) }
+            case .uploaded:
+                break
+            }
+        }
+        return .stopped(endpointFailure: pass.backoff.failures > 0 ? pass.lastEndpointFailure : nil)
+    }
+
+    /// Queues what the index lists and this service has not queued yet; false when the index cannot.
+    private func openQueue() async -> Bool {
         let queued: Int
         do {
             if let storage {
@@ -72,28 +146,38 @@ public final class ArchiveService: Service, Sendable {
             }
         } catch {
             logger.error("archive: the index cannot queue files for \(settings.url) (\(error)); nothing is archived in this run")
-            return
+            return false
         }
         let backlog: (files: Int, bytes: Int64) = (try? await io.run { try self.index.archiveBacklog() }) ?? (0, 0)
         logger.notice("archive: copying recordings to \(settings.url) at \(settings.endpoint ?? "AWS") (\(backlog.files) file(s), \(backlog.bytes / 1_048_576) MiB waiting\(queued > 0 ? ", \(queued) queued now" : ""))")
-        await abortOrphanUploads()
-        var pass = Pass(service: self)
-        var nextHousekeeping: Int64 = 0
-        while !wakeup.isStopped {
-            let now = SystemClocks.monotonicNanos()
-            if now >= nextHousekeeping {
-                nextHousekeeping = now + Self.housekeepingNanos
-                storage?.archived()
-                if let maxAge = settings.maxAgeDays { await deleteExpired(maxAgeDays: maxAge) }
+        return true
+    }
+
+    /// Said when the stop makes the operator wait for uploads, so the wait is not a mystery.
+    private func sayDrainBegins() async {
+        guard let backlog = try? await io.run({ try self.index.archiveBacklog() }), backlog.files > 0 else { return }
+        logger.notice("archive: stopping: uploading the \(backlog.files) file(s) still queued before exiting (at most drain_seconds = \(settings.drainSeconds) s)")
+    }
+
+    /// What the stop leaves only on this disk, by count and by the first and last names, so that
+    /// a disk lost before the next start is a known loss; the next start uploads them first (the
+    /// queue goes oldest first).
+    private func sayWhatIsLeft(endpointFailure: S3Error?) async {
+        do {
+            let (backlog, ends) = try await io.run { (try self.index.archiveBacklog(), try self.index.archiveQueueEnds()) }
+            guard backlog.files > 0, let ends else {
+                logger.notice("archive: stopped with every finished file in \(settings.url): nothing is left only on this disk")
+                return
             }
-            switch await pass.run() {
-            case .idle(let until):
-                await wakeup.wait(untilMonotonic: min(nextHousekeeping, until ?? .max))
-            case .endpointFailed(let delay):
-                _ = await wakeup.sleep(nanos: delay)
-            case .uploaded:
-                break
-            }
+            let why = settings.drainSeconds == 0
+                ? "drain_seconds = 0: the stop does not wait for uploads"
+                : "not uploaded within drain_seconds = \(settings.drainSeconds) s of the stop" + (endpointFailure.map { "; the bucket fails: \($0)" } ?? "")
+            logger.warning("""
+                archive: \(backlog.files) file(s) (\(RecordingsListing.size(backlog.bytes))) are left only on this disk (\(why)): \
+                oldest \(ends.oldest), newest \(ends.newest); the next start uploads them first
+                """)
+        } catch {
+            logger.error("archive: the index cannot say what is left to upload: \(error)")
         }
     }
 
@@ -188,6 +272,10 @@ public final class ArchiveService: Service, Sendable {
                         bytes += size
                     case .success(.vanished):
                         service.logger.notice("archive: \(item.path) was deleted before it was uploaded; it leaves the queue")
+                    case .failure where Task.isCancelled:
+                        // Cut short by the drain's deadline, the fault of neither the file nor the
+                        // bucket: its row stays as it is, and the next start resumes it.
+                        break
                     case .failure(let error as S3Error) where error.reason.isEndpointWide:
                         Counter(label: "vigil_archive_failures_total", dimensions: [("reason", error.reason.rawValue)]).increment()
                         endpointFailure = endpointFailure ?? error
@@ -197,13 +285,15 @@ public final class ArchiveService: Service, Sendable {
                         await service.fileFailed(item, error, deferred: &deferred)
                     }
                 }
-                if endpointFailure != nil || service.wakeup.isStopped { break }
+                // A stop does not end a pass: the files after the stop are uploaded too (the drain).
+                if endpointFailure != nil || Task.isCancelled { break }
             }
             if let failure = endpointFailure {
                 lastEndpointFailure = failure
                 return .endpointFailed(delayNanos: backoff.failed(failure))
             }
-            backoff.succeeded()
+            // A pass the drain's deadline cut short says nothing of the bucket: not "answers again".
+            if !Task.isCancelled { backoff.succeeded() }
             return .uploaded
         }
     }

@@ -31,9 +31,12 @@ struct Run: AsyncParsableCommand {
             recording goes on. See docs/web-and-api.md for the API and the security model.
 
             With [archive] (an S3 bucket: url, endpoint, region, credentials_file, keep_local_days, \
-            max_age_days, upload_rate) every finished file is copied to the bucket, checked by its \
+            max_age_days, upload_rate, drain_seconds) every finished file is copied to the bucket, checked by its \
             SHA-256, through a queue kept in the index; local copies go after keep_local_days and \
-            archived recordings play from the bucket. See docs/configuration.md and `vigil archive --help`.
+            archived recordings play from the bucket. SIGINT/SIGTERM then upload what is still queued \
+            (the segments they finalized too) for at most drain_seconds (default 10; 0: no wait) and \
+            log what is left only on the disk, which the next start uploads first. See \
+            docs/configuration.md and `vigil archive --help`.
 
             With [cluster] (a PostgreSQL database several nodes share: database, password_file, node, \
             lease_seconds) the nodes share the network cameras by lease: each is recorded by one live \

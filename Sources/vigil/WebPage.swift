@@ -9,18 +9,19 @@ import WebServer
 extension RecorderService.Options {
     /// Adds the cluster (`[cluster]`: the node's heartbeat and leases, and its shared catalogue), the archive (`[archive]`) and the web server (`[http]`) to the recorder's services,
     /// with Prometheus metrics: the metrics system is bootstrapped here, once per process
-    /// (`vigil run` or `vigil demo`). The archive comes first, so it stops after the web server
-    /// that reads archived files through it.
+    /// (`vigil run` or `vigil demo`). The archive stops after the storage keeper has indexed the
+    /// cameras' last files, so it can upload them before the process ends (and, being later than
+    /// the web server, only once nothing reads archived files through it).
     mutating func serveWebPage() {
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         openSharedCatalog = { cluster in try PostgresCatalog(configuration: cluster.clientConfiguration(), node: cluster.node, connections: 1) }
         extraServices = { opened in
-            var services: [any Service] = []
+            var services = RecorderService.ExtraServices()
             let contact = DatabaseContact()
             if let cluster = opened.configuration.cluster {
                 let token = opened.configuration.http.token
-                services.append(ClusterService(
+                services.stoppingFirst.append(ClusterService(
                     settings: cluster, url: opened.configuration.http.isEnabled ? opened.configuration.http.pageAddress : "", leases: opened.leases,
                     contact: contact, witnesses: { await WebServer.askWitnesses(at: $0, token: token) }
                 ) {
@@ -30,10 +31,11 @@ extension RecorderService.Options {
             var reader: ArchiveReader?
             if let settings = opened.configuration.archive, let storage = opened.storage {
                 let archive = ArchiveService(settings: settings, root: opened.root, index: opened.index, storage: storage)
-                services.append(archive)
+                services.stoppingAfterStorage.append(archive)
                 reader = archive.reader
             }
-            return services + WebServer.services(opened, metrics: registry, archive: reader, site: opened.configuration.cluster.map { SiteView(settings: $0, contact: contact) })
+            services.stoppingFirst += WebServer.services(opened, metrics: registry, archive: reader, site: opened.configuration.cluster.map { SiteView(settings: $0, contact: contact) })
+            return services
         }
     }
 }

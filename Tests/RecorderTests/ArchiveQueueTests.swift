@@ -75,6 +75,8 @@ private let day: Int64 = 86_400 * second
         #expect(a.region == "us-east-1" && a.keepLocalDays == 7 && a.maxAgeDays == 365 && !a.redirect)
         #expect(a.uploadBytesPerSecond == 2_500_000)
         #expect(a.partSize == 16 * 1_048_576 && a.multipartThreshold == 32 * 1_048_576 && a.concurrency == 2 && a.timeoutSeconds == 60)
+        #expect(a.drainSeconds == 10, "a clean stop uploads for 10 s unless told otherwise")
+        #expect(try parse("[archive]\nurl = \"s3://footage\"\ncredentials_file = \"\(file)\"\ndrain_seconds = 0").archive?.drainSeconds == 0)
         let summary = c.summary(present: [])
         #expect(summary.contains("archive: s3://my-footage/site/one at http://127.0.0.1:9000 (us-east-1), keys from \(file)"), "\(summary)")
         for text in [summary, "\(a)", a.debugDescription, "\(a.credentials)", a.credentials.debugDescription] {
@@ -102,6 +104,9 @@ private let day: Int64 = 86_400 * second
         ("[archive]\nurl = \"s3://footage\"\nkeep_local_days = -1", "keep_local_days = -1 is out of range"),
         ("[archive]\nurl = \"s3://footage\"\npart_size = \"1MiB\"", "part_size must be 5 MiB to 512 MiB"),
         ("[archive]\nurl = \"s3://footage\"\nkeep_local = 3", "keep_local"),
+        ("[archive]\nurl = \"s3://footage\"\ndrain_seconds = 301", "vigil.toml:3: error: drain_seconds = 301 is out of range"),
+        ("[archive]\nurl = \"s3://footage\"\ndrain_seconds = -1", "vigil.toml:3: error: drain_seconds = -1 is out of range"),
+        ("[archive]\nurl = \"s3://footage\"\ndrain_seconds = 2.5", "vigil.toml:3: error: drain_seconds must be a whole number"),
     ])
     func everyMistakeIsAnErrorAtItsLine(text: String, message: String) {
         let said = errors(text, environment: ["AWS_ACCESS_KEY_ID": "A", "AWS_SECRET_ACCESS_KEY": "B"])
@@ -172,6 +177,29 @@ private let day: Int64 = 86_400 * second
         let text = try RecordingsListing(index: index, camera: nil, kind: .segment, from: nil, to: nil).text()
         #expect(text.contains("\(earlier)  [archive]"), "\(text)")
         #expect(try RecordingsListing(index: index, camera: nil, kind: .segment, from: nil, to: nil).json().contains("\"location\" : \"archive\""))
+    }
+
+    /// What a stop left in the queue goes up first at the next start: before the files that start
+    /// queues, even one recorded earlier (whose name sorts first too). The queue's ends name it.
+    @Test func whatAStopLeftGoesFirstAtTheNextStart() async throws {
+        let dir = try TemporaryDirectory("vigil-archive-order")
+        defer { dir.remove() }
+        let keeper = try StorageKeeper.open(root: dir.path, policy: RetentionPolicy(), events: RecorderEvents())
+        let now = SystemClocks.wallNanos()
+        let leftover = try place(keeper, endNanos: now - 10 * second)
+        // Queued an hour ago by the run before, which stopped before it was uploaded.
+        try keeper.index.enqueueForArchive(path: leftover, bytes: 100, nowNanos: now - 3_600 * second)
+        let recordedEarlier = try place(keeper, endNanos: now - 1_200 * second)
+        let earlierStart = try #require(try keeper.index.entry(path: recordedEarlier)).startNanos
+        let leftoverStart = try #require(try keeper.index.entry(path: leftover)).startNanos
+        #expect(recordedEarlier < leftover && earlierStart < leftoverStart, "the order by name or by time would put it first")
+        #expect(try await keeper.startArchiving(keepLocalDays: nil) {} == 1, "only the file not queued yet is queued now")
+        #expect(try keeper.index.archiveQueue(limit: 10).map(\.path) == [leftover, recordedEarlier])
+        let ends = try #require(try keeper.index.archiveQueueEnds())
+        #expect(ends.oldest == leftover && ends.newest == recordedEarlier, "\(ends)")
+        try keeper.index.markArchived(path: leftover, nowNanos: now)
+        try keeper.index.markArchived(path: recordedEarlier, nowNanos: now)
+        #expect(try keeper.index.archiveQueueEnds() == nil, "nothing waits")
     }
 
     @Test func retentionDeletesOnlyTheLocalCopyOfAnArchivedFileAndNeverTheBucketsOnly() async throws {

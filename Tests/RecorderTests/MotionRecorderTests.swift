@@ -186,7 +186,7 @@ import Testing
         /// Runs the recorder until `done` holds (a minute at most), then stops it.
         func record(until done: @escaping (RecorderService.Opened) async -> Bool) async throws {
             var options = RecorderService.Options(configurationPath: file)
-            options.extraServices = { [opened] in opened.append($0); return [] }
+            options.extraServices = { [opened] in opened.append($0); return RecorderService.ExtraServices() }
             let service = try RecorderService(options: options)
             let run = Task.detached { try await service.run() }
             let finished = await waitUntil(seconds: 60) {

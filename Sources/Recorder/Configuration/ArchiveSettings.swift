@@ -38,10 +38,16 @@ public struct ArchiveSettings: Sendable, Equatable {
     public var concurrency = 2
     /// A request to the bucket that has not been answered this long fails (and is tried again).
     public var timeoutSeconds = 60
+    /// At a clean stop, once the cameras' last files are queued, the queue is uploaded for at most
+    /// this long, so that nothing is left only on this disk (0: the stop does not wait for uploads).
+    public var drainSeconds = 10
     /// The line of `[archive]` in the configuration file, for errors found later (`check-config`'s probe).
     public var line = 0
 
     public static let defaultKeepLocalDays = 7.0
+    /// A stop that waits longer for uploads holds up a reboot, and outlasts any sensible
+    /// `TimeoutStopSec` (the unit's is 30 s): systemd would kill Vigil before it says what is left.
+    public static let drainSecondsRange = 0...300
 
     /// Keys of an S3 account, from `credentials_file` or the environment. Never printed.
     public struct Credentials: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
@@ -119,7 +125,7 @@ public struct ArchiveSettings: Sendable, Equatable {
     }
 
     static let keys = ["url", "endpoint", "region", "credentials_file", "keep_local_days", "max_age_days", "upload_rate",
-                       "redirect", "path_style", "part_size", "concurrency", "timeout_seconds"]
+                       "redirect", "path_style", "part_size", "concurrency", "timeout_seconds", "drain_seconds"]
 
     /// `s3://BUCKET[/PREFIX]` split; nil when it is not that or the bucket name is not one S3 allows.
     static func parseURL(_ text: String) -> (bucket: String, prefix: String)? {
@@ -269,6 +275,7 @@ extension ConfigurationDecoder {
         }
         let concurrency = integer(&archive, "concurrency", in: 1...16)
         let timeout = integer(&archive, "timeout_seconds", in: 1...3600)
+        let drain = integer(&archive, "drain_seconds", in: ArchiveSettings.drainSecondsRange)
         guard let location, let credentials else { return nil }
         var settings = ArchiveSettings(bucket: location.bucket, prefix: location.prefix, endpoint: endpoint?.value,
                                        pathStyle: pathStyle ?? (endpoint != nil), credentials: credentials)
@@ -292,6 +299,7 @@ extension ConfigurationDecoder {
         }
         if let concurrency { settings.concurrency = concurrency }
         if let timeout { settings.timeoutSeconds = timeout }
+        if let drain { settings.drainSeconds = drain }
         return settings
     }
 }

@@ -24,7 +24,7 @@ import UnixSignals
 /// | `ChaosService` | `vigil demo --chaos` |
 /// | `DeadlineService` | `--duration` |
 ///
-/// | extra services | `Options.extraServices`: the web server, added by `vigil` |
+/// | extra services | `Options.extraServices`: the archive (after `EventService`), the web server (last), added by `vigil` |
 ///
 /// More services are more entries in that list.
 ///
@@ -33,8 +33,8 @@ import UnixSignals
 /// `--duration`, shut the group down gracefully, in the reverse of that order, each service once
 /// the one after it has returned: systemd is told,
 /// every camera stops at once (each finalizing its open segment), the index takes what they
-/// announced, then the last events are logged and their hooks run and are awaited. Nothing
-/// depends on timing.
+/// announced, the archive uploads what is queued (for at most `[archive] drain_seconds`), then
+/// the last events are logged and their hooks run and are awaited. Nothing depends on timing.
 public final class RecorderService: Sendable {
     public struct Options: Sendable {
         /// The configuration file (nil: the built-in default, or `configuration`).
@@ -61,9 +61,9 @@ public final class RecorderService: Sendable {
         /// Unplug and wedge the synthetic cameras now and then (`vigil demo --chaos`).
         public var chaos = false
         /// Services beyond the recorder's own, made from what it opened (`vigil` adds the web
-        /// server here, so the recorder does not depend on it). They start last and stop first;
-        /// one that fails must log and wait for shutdown rather than throw, or it ends the group.
-        public var extraServices: @Sendable (Opened) async -> [any Service] = { _ in [] }
+        /// server and the archive here, so the recorder depends on neither). One that fails must
+        /// log and wait for shutdown rather than throw, or it ends the group.
+        public var extraServices: @Sendable (Opened) async -> ExtraServices = { _ in ExtraServices() }
         /// Connects to the cluster's shared catalogue (`[cluster]`; `vigil` sets it, so the
         /// recorder does not depend on PostgreSQL). With it, this node's index keeps a journal
         /// and `CatalogReplicator` copies every recording into the catalogue.
@@ -73,6 +73,20 @@ public final class RecorderService: Sendable {
             self.configurationPath = configurationPath
             self.dataDirectory = dataDirectory
             self.durationSeconds = durationSeconds
+        }
+    }
+
+    /// `Options.extraServices`, by when each must stop.
+    public struct ExtraServices: Sendable {
+        /// Started last, stopped first, before any camera stops (the web server, the cluster's heartbeat).
+        public var stoppingFirst: [any Service]
+        /// Stopped once the storage keeper has indexed the cameras' last files, before the
+        /// event service: the archive, which uploads those files before the process ends.
+        public var stoppingAfterStorage: [any Service]
+
+        public init(stoppingFirst: [any Service] = [], stoppingAfterStorage: [any Service] = []) {
+            self.stoppingFirst = stoppingFirst
+            self.stoppingAfterStorage = stoppingAfterStorage
         }
     }
 
@@ -238,8 +252,12 @@ public final class RecorderService: Sendable {
             // First, so it stops last: after the storage service has indexed the final files.
             services.append(.init(service: CatalogReplicator(index: storage.index, open: sharedCatalog)))
         }
+        let opened = Opened(configuration: configuration, root: root, supervisor: supervisor, index: storage.index, events: events, liveFeeds: liveFeeds, storage: storage,
+                            leases: CameraLeases(control: control))
+        let extra = await options.extraServices(opened)
+        services.append(.init(service: EventService(events: events, hooks: control.hooks)))
+        services += extra.stoppingAfterStorage.map { .init(service: $0) }
         services += [
-            .init(service: EventService(events: events, hooks: control.hooks)),
             .init(service: StorageService(keeper: storage)),
             .init(service: DailyVideos(plan: { await control.dailyVideoPlan }, storage: storage, clock: options.clock)),
             .init(service: supervisor),
@@ -253,9 +271,7 @@ public final class RecorderService: Sendable {
         if options.chaos, !synthetic.cameras.isEmpty {
             services.append(.init(service: ChaosService(source: synthetic, watchdogSeconds: configuration.watchdogSeconds)))
         }
-        let opened = Opened(configuration: configuration, root: root, supervisor: supervisor, index: storage.index, events: events, liveFeeds: liveFeeds, storage: storage,
-                            leases: CameraLeases(control: control))
-        services += await options.extraServices(opened).map { .init(service: $0) }
+        services += extra.stoppingFirst.map { .init(service: $0) }
         if let seconds = options.durationSeconds {
             services.append(.init(service: DeadlineService(seconds: seconds), successTerminationBehavior: .gracefullyShutdownGroup))
         }

@@ -80,6 +80,15 @@ extension RecordingIndex {
                  [.integer(Int64(limit))], Self.archiveItem)
     }
 
+    /// The first and the last file queued of those still to upload (what a stop leaves behind is
+    /// named by them); nil when nothing waits.
+    public func archiveQueueEnds() throws -> (oldest: String, newest: String)? {
+        let waiting = "SELECT file FROM archive WHERE upload_state != 'archived'"
+        guard let oldest = try read("\(waiting) ORDER BY queued_ns, file LIMIT 1", [], { Self.text($0, 0) }).first,
+              let newest = try read("\(waiting) ORDER BY queued_ns DESC, file DESC LIMIT 1", [], { Self.text($0, 0) }).first else { return nil }
+        return (oldest, newest)
+    }
+
     /// The multipart uploads the queue owns (others under the prefix are orphans to abort).
     public func archiveUploadIDs() throws -> [String] {
         try read("SELECT upload_id FROM archive WHERE upload_state != 'archived' AND upload_id IS NOT NULL", []) { Self.text($0, 0) }
