@@ -46,8 +46,8 @@ for path, key in sorted(objects.items()):
 only_local = sorted(local - set(objects))
 # What the last stop said it left for the next start (the drain's bound passed).
 text = open(log, encoding="utf-8", errors="replace").read()
-said = re.findall(r"archive: (\d+) file\(s\) \(.*?\) are left only on this disk", text)
-stated = int(said[-1]) if said else 0
+said = re.findall(r"archive: (\d+) file\(s\) \(.*?\) are left only on this disk|(nothing is left only on this disk)", text)
+stated = int(said[-1][0]) if said and said[-1][0] else 0
 if len(only_local) > stated:
     defects.append(f"{len(only_local)} finished recording(s) only local after the clean stop "
                    f"(it said {stated}): {', '.join(only_local[:5])}")
