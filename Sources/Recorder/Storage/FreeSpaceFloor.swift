@@ -32,9 +32,9 @@ final class FreeSpaceFloor {
         // After ENOSPC, at least 2 % of the disk is made free so the next segment fits.
         let floor = max(policy.freeFloor(totalBytes: total), emergency ? StorageRoom.roomToResume(totalBytes: total) : 0, wanted)
         guard free < floor else {
-            if emergency { return }
-            diskLowReported = false
-            lastNothingToFree = nil
+            // (Not the "nothing left to delete" line's clock: with no floor, a disk that is full
+            // again a second later is above it in between, and the line came every second.)
+            if !emergency { diskLowReported = false }
             return
         }
         if !diskLowReported {
