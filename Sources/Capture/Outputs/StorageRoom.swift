@@ -57,8 +57,7 @@ public final class StorageRoom: Sendable {
     /// A writer met a full disk. With a keeper, every writer under the root is held back until
     /// it has made room for the index and the recordings; without one, the writer waits for room itself.
     public func writerFoundDiskFull() {
-        guard keeper.withLock({ $0 != nil }) else { return }
-        held.store(true, ordering: .releasing)
+        hold()
         askKeeperToLook()
     }
 
@@ -97,8 +96,12 @@ public final class StorageRoom: Sendable {
     /// The keeper began the look it was asked for: the next request queues another.
     public func lookBegins() { lookAsked.store(false, ordering: .releasing) }
 
-    /// The keeper needs the free room for the index: writers stop before writing more.
-    public func hold() { held.store(true, ordering: .releasing) }
+    /// The keeper needs the free room for the index: writers stop before writing more. Only
+    /// while a keeper manages the root, which alone releases them (a keeper that was never
+    /// started would hold them for good).
+    public func hold() {
+        keeper.withLock { if $0 != nil { held.store(true, ordering: .releasing) } }
+    }
 
     /// The index has written what waited and has its reserve: writers go on.
     public func release() { held.store(false, ordering: .releasing) }
