@@ -97,8 +97,12 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     var originMonotonic: Int64?
     /// The capture time of the last frame recorded (to find gaps).
     private var lastFrameMonotonic: Int64?
+    /// After a failed write: the output is paused, and the first frame from this wall time on
+    /// opens a segment if the room allows (`StorageRoom.mayWrite`), else asks again a second later.
     private var restartAfterFailureAt: Int64?
     private var lastFailureReport: Int64?
+    /// The room under the storage root, shared with the other writers and the storage keeper.
+    private lazy var room = StorageRoom.of(root: settings.storageRoot)
     let status = StatusBox()
     private var gate: ScheduleGate
     /// Stream copy: a new segment is due and starts at the next keyframe.
@@ -192,18 +196,26 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         }
         let slot = frame.wallNanos / (Int64(settings.segmentSeconds) * 1_000_000_000)
         var startsSegment = slot != currentSlot
-        var followsGap = lastFrameMonotonic.map { frame.monotonicNanos.subtracting($0).map { $0 > Self.gapNanos } ?? true } ?? false
-        if let retry = restartAfterFailureAt {
-            // Waiting to retry after a failure, nothing opens before the retry's frame: a new
-            // slot's frame in between opened a segment, and the retry then one more in the same
-            // second (`_02`). Only this frame starts the retry's segment: the encoder holds frames
-            // back, and each frame marked before the segment opened would open one more.
-            startsSegment = frame.wallNanos >= retry
-            followsGap = followsGap && startsSegment
-            if startsSegment { restartAfterFailureAt = nil }
+        let followsGap = lastFrameMonotonic.map { frame.monotonicNanos.subtracting($0).map { $0 > Self.gapNanos } ?? true } ?? false
+        if segment != nil && room.isHeld {
+            // The keeper needs the room a sweep frees for the index: this segment ends here.
+            pauseForRoom(retryAt: frame.wallNanos)
         }
         currentSlot = slot
         lastFrameMonotonic = frame.monotonicNanos
+        if let retry = restartAfterFailureAt {
+            // Paused: nothing is encoded or opened before the retry's frame, and that frame only
+            // if the room allows. A new slot's frame in between opened a segment, and the retry
+            // then one more in the same second (`_02`); each frame marked before the encoder gave
+            // out the first opened one more; a header written at every retry to a full disk
+            // raced the index for the room the sweep had freed for it.
+            guard frame.wallNanos >= retry, room.mayWrite() else {
+                if frame.wallNanos >= retry { restartAfterFailureAt = frame.wallNanos + 1_000_000_000 }
+                return
+            }
+            restartAfterFailureAt = nil
+            startsSegment = true
+        }
         do {
             switch settings.encoding {
             case .streamCopy:
@@ -345,17 +357,27 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     /// a new segment about a second later so recording resumes as soon as the disk allows.
     private func fail(_ error: Error) {
         failures.add(1, ordering: .relaxed)
-        closeSegment()
-        restartAfterFailureAt = SystemClocks.wallNanos() + 1_000_000_000
+        let code = (error as? MediaError)?.errno ?? (error as? CaptureError)?.errno
+        // Before the segment's end is announced: the keeper then holds every writer back until
+        // the index has written it.
+        if code?.isDiskFull == true { room.writerFoundDiskFull() }
+        pauseForRoom(retryAt: SystemClocks.wallNanos() + 1_000_000_000)
         // Retries happen every second; say so once, then at most every 30 s while it lasts.
         let now = SystemClocks.monotonicNanos()
         if let last = lastFailureReport, now - last < 30_000_000_000 { return }
         lastFailureReport = now
-        let code = (error as? MediaError)?.errno ?? (error as? CaptureError)?.errno
         let advice = code?.isDiskFull == true
             ? "the disk is full: free space under \(settings.storageRoot); recording resumes by itself"
             : "recording resumes with a new segment"
         report("recording failed (\(error)); \(advice)", errno: code)
+    }
+
+    /// Ends the open segment with what reached the disk and pauses until `retryAt`.
+    private func pauseForRoom(retryAt: Int64) {
+        closeSegment()
+        restartAfterFailureAt = retryAt
+        // Frames still inside the encoder open nothing when they come out: only the retry's does.
+        for i in inFlight.indices { inFlight[i].startsSegment = false }
     }
 
     private func report(_ message: String, errno: Errno? = nil) {

@@ -56,6 +56,10 @@ public struct StorageLayout: Sendable {
     public var indexWALPath: String { indexPath + "-wal" }
     public var indexSharedMemoryPath: String { indexPath + "-shm" }
 
+    /// Room only the index may use on a full disk (`IndexReserve`): a file of allocated blocks,
+    /// given up when an index write finds the disk full and made again once there is room.
+    public var indexReservePath: String { absolute(".vigil-index-reserve") }
+
     /// Where a damaged index is moved aside, named by the UTC time it was found (`stamp`).
     public func damagedIndexPath(stamp: String) -> String { "\(indexPath).corrupt-\(stamp)" }
 

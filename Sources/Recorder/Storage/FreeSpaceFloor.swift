@@ -1,3 +1,4 @@
+import Capture
 import Glibc
 import Logging
 
@@ -20,22 +21,20 @@ final class FreeSpaceFloor {
     init(deleter: RecordingDeleter) { self.deleter = deleter }
 
     /// Free and total bytes of the file system holding `path`, as an unprivileged writer sees them.
-    static func space(_ path: String) -> (free: Int64, total: Int64)? {
-        var st = statvfs()
-        guard statvfs(path, &st) == 0 else { return nil }
-        return (Int64(st.f_bavail) * Int64(st.f_frsize), Int64(st.f_blocks) * Int64(st.f_frsize))
-    }
+    static func space(_ path: String) -> (free: Int64, total: Int64)? { StorageRoom.space(path) }
 
-    func check(_ policy: RetentionPolicy, now: Int64, emergency: Bool) {
+    /// Deletes the oldest recordings while the free room is below the floor; `emergency` (after
+    /// ENOSPC) raises it to the room a paused writer resumes with, and `wanted` to that many bytes.
+    func check(_ policy: RetentionPolicy, now: Int64, emergency: Bool, wanted: Int64 = 0) {
         guard let space = Self.space(root) else { return }
         var free = space.free
         let total = space.total
         // After ENOSPC, at least 2 % of the disk is made free so the next segment fits.
-        let floor = max(policy.freeFloor(totalBytes: total), emergency ? total / 50 : 0)
+        let floor = max(policy.freeFloor(totalBytes: total), emergency ? StorageRoom.roomToResume(totalBytes: total) : 0, wanted)
         guard free < floor else {
-            if emergency { return }
-            diskLowReported = false
-            lastNothingToFree = nil
+            // (Not the "nothing left to delete" line's clock: with no floor, a disk that is full
+            // again a second later is above it in between, and the line came every second.)
+            if !emergency { diskLowReported = false }
             return
         }
         if !diskLowReported {

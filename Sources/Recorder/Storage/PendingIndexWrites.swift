@@ -22,18 +22,17 @@ final class PendingIndexWrites {
         writes.append(Write(what: what, write: write, reported: reported))
     }
 
+    /// Nothing waits.
+    var isEmpty: Bool { writes.isEmpty }
+
     /// Writes what waits, in order, up to the first that still fails. When the index finds the
-    /// disk full, `makeRoom` is called (as after ENOSPC from a recording) and the write tried once
-    /// more, so a recording made just before the disk filled is not left out.
-    func writeAll(makingRoom makeRoom: () -> Void) {
+    /// disk full, each of `ways` to make room is taken in turn (a sweep, as after ENOSPC from a
+    /// recording; then the index's reserve) and the write tried again after each, so a
+    /// recording made just before the disk filled is not left out.
+    func writeAll(makingRoom ways: [() -> Void]) {
         while let next = writes.first {
             do {
-                do {
-                    try next.write()
-                } catch let error as RecorderError where error.isDiskFull {
-                    makeRoom()
-                    try next.write()
-                }
+                try Self.attempt(next.write, makingRoom: ways[...])
                 writes.removeFirst()
                 if next.reported { logger.notice("could \(next.what) at last") }
             } catch {
@@ -43,6 +42,15 @@ final class PendingIndexWrites {
                 }
                 return
             }
+        }
+    }
+
+    private static func attempt(_ write: () throws -> Void, makingRoom ways: ArraySlice<() -> Void>) throws {
+        do {
+            try write()
+        } catch let error as RecorderError where error.isDiskFull && !ways.isEmpty {
+            ways.first!()
+            try attempt(write, makingRoom: ways.dropFirst())
         }
     }
 }

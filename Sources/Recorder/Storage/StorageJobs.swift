@@ -15,6 +15,13 @@ final class StorageJobs {
     private let retention: RetentionEnforcer
     private let floor: FreeSpaceFloor
     private let deleter: RecordingDeleter
+    /// Shared with the recordings' writers under the root, which it holds back while the index needs the room.
+    private let room: StorageRoom
+    private let reserve: IndexReserve
+    /// How many times `StorageRoom.roomToResume` the held writers are let go with: doubled for
+    /// every segment that kept no frame (the room it was let into could not take one, so the
+    /// same room would only take another header), back to 1 once a segment keeps frames.
+    private var resumeFactor: Int64 = 1
     /// `[archive] keep_local_days` in nanoseconds, while archiving; nil: local copies stay for retention.
     private var keepLocalNanos: Int64?
     private var clock = ClockStepWatch()
@@ -30,6 +37,8 @@ final class StorageJobs {
         retention = RetentionEnforcer(index: index, layout: layout, deleter: deleter, logger: logger)
         floor = FreeSpaceFloor(deleter: deleter)
         forecast = StorageForecast(root: root, index: index)
+        room = StorageRoom.of(root: root)
+        reserve = IndexReserve(layout: layout, indexOnDisk: index.path != nil, logger: logger)
     }
 
     /// Indexes an event, after the writes still waiting (`pendingWrites`).
@@ -40,6 +49,12 @@ final class StorageJobs {
             case .segmentStarted, .segmentFinalized, .stillSaved: checkFreeSpace(SystemClocks.monotonicNanos())
             default: break
             }
+            switch event {
+            case .segmentDiscarded: resumeFactor = min(resumeFactor * 2, 12)
+            case .segmentFinalized(_, let info) where info.frameCount > 0: resumeFactor = 1
+            default: break
+            }
+            settleRoom()
         }
         pendingWrites.append("index \(event)") { [self] in
             if case .error(_, _, let code?) = event, code.isDiskFull {
@@ -49,18 +64,53 @@ final class StorageJobs {
                 try indexer.write(event)
             }
         }
-        pendingWrites.writeAll(makingRoom: makeRoom)
+        pendingWrites.writeAll(makingRoom: roomForIndex)
     }
 
     /// After ENOSPC: at least 2 % of the disk is made free, whatever the floor.
     private func makeRoom() { checkFreeSpace(SystemClocks.monotonicNanos(), emergency: true) }
+
+    /// How an index write that found the disk full gets room, in turn: the writers are held back
+    /// (so what is freed next stays free) and the oldest recordings swept; then the index's
+    /// reserve is given up, for when nothing finished was left to delete.
+    private var roomForIndex: [() -> Void] {
+        [{ [self] in
+            room.hold()
+            makeRoom()
+        }, { [self] in _ = reserve.release() }]
+    }
+
+    /// While the writers are held back (a recording or the index found the disk full), the index
+    /// writes what waits, room is made for its reserve and for the recordings, and only then do
+    /// the writers go on. Otherwise, a reserve given up is made again once the room allows.
+    /// After every event, every 30 s, and when a paused writer asks (about once a second).
+    func settleRoom() {
+        if room.isHeld {
+            pendingWrites.writeAll(makingRoom: roomForIndex)
+            guard pendingWrites.isEmpty else { return }
+        }
+        guard let space = StorageRoom.space(room.root) else { return }
+        let toResume = StorageRoom.roomToResume(totalBytes: space.total) * resumeFactor
+        let wanted = reserve.missingBytes + toResume
+        var free = space.free
+        if room.isHeld && free < wanted {
+            checkFreeSpace(SystemClocks.monotonicNanos(), emergency: true, wanted: wanted)
+            free = StorageRoom.space(room.root)?.free ?? free
+        }
+        if reserve.missingBytes > 0 && free >= wanted {
+            reserve.restore()
+            free = StorageRoom.space(room.root)?.free ?? free
+        }
+        if room.isHeld && reserve.missingBytes == 0 && free >= toResume { room.release() }
+    }
 
     /// Every 30 s: a clock step, the free-space floor (others write to the disk too), retention,
     /// and now and then how many days the disk holds.
     func tick() {
         let now = SystemClocks.monotonicNanos()
         noteClock(wall: SystemClocks.wallNanos(), sinceBoot: SystemClocks.bootNanos())
-        pendingWrites.writeAll(makingRoom: makeRoom)
+        pendingWrites.writeAll(makingRoom: roomForIndex)
+        settleRoom()
         checkFreeSpace(now)
         enforceRetention(nowWall: SystemClocks.wallNanos())
         trimArchivedCopies(nowWall: SystemClocks.wallNanos())
@@ -100,7 +150,9 @@ final class StorageJobs {
         }
     }
 
-    func checkFreeSpace(_ now: Int64, emergency: Bool = false) { floor.check(policy, now: now, emergency: emergency) }
+    func checkFreeSpace(_ now: Int64, emergency: Bool = false, wanted: Int64 = 0) {
+        floor.check(policy, now: now, emergency: emergency, wanted: wanted)
+    }
 
     func daysOfStorageLeft(nowWall: Int64) -> Double? { forecast.daysLeft(policy, nowWall: nowWall) }
 }

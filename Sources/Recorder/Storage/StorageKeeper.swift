@@ -62,7 +62,9 @@ public final class StorageKeeper: Sendable {
                 logger.error("\(error.indexMessage ?? "\(error)"), and it cannot be moved aside: \(String(cString: strerror(errno)))")
             }
         } catch let error as RecorderError where error.isDiskFull {
-            // Room is made from the recordings (listed by an index in memory) and the file tried again.
+            // Room is made from the recordings (listed by an index in memory) and the file tried
+            // again; the index's reserve from the last run is room for exactly this.
+            unlink(layout.indexReservePath)
             let inMemory = try RecordingIndex.inMemory(root: root)
             let keeper = StorageKeeper(
                 root: root, index: inMemory, recovery: try StorageRecovery.run(root: root, index: inMemory, logger: logger),
@@ -102,6 +104,16 @@ public final class StorageKeeper: Sendable {
     public func start() {
         let id = events.subscribe { [self] event in io.enqueue { self.jobs.withLock { $0.record(event) } } }
         subscription.withLock { $0 = id }
+        // From now on the keeper says when writers that met a full disk go on (`StorageRoom`).
+        let room = StorageRoom.of(root: root)
+        room.manage { [self] in
+            io.enqueue {
+                room.lookBegins()
+                self.jobs.withLock { $0.settleRoom() }
+            }
+        }
+        // The index's reserve, made now if the room allows.
+        io.enqueue { self.jobs.withLock { $0.settleRoom() } }
     }
 
     /// Stops, after every event emitted so far has been indexed.
@@ -111,6 +123,7 @@ public final class StorageKeeper: Sendable {
             id = nil
         }
         await flush()
+        StorageRoom.of(root: root).unmanage()
     }
 
     /// Waits until what was handed over is done (every event emitted so far indexed, a sweep finished).
