@@ -234,13 +234,12 @@ enum StorageRecovery {
         case .segment:
             // A segment cut short after it was finished (its index lost with it) plays only up to
             // its last complete fragment: cut back to it, and said to be recovered.
+            // (An MP4 without fragments, not written by Vigil, is described as it is.)
             var cut = false
-            if RecordingFileName((relative as NSString).lastPathComponent)?.fileExtension == "mp4" {
-                guard let layout = try? FragmentedMP4.layout(of: path), layout.completeFragments > 0 else { return nil }
-                if layout.usableBytes < layout.fileBytes {
-                    guard (try? FragmentedMP4.trimToCompleteFragments(path)) != nil else { return nil }
-                    cut = true
-                }
+            if RecordingFileName((relative as NSString).lastPathComponent)?.fileExtension == "mp4",
+               let layout = try? FragmentedMP4.layout(of: path), layout.completeFragments > 0, layout.usableBytes < layout.fileBytes {
+                guard (try? FragmentedMP4.trimToCompleteFragments(path)) != nil else { return nil }
+                cut = true
             }
             guard var entry = describe(path, relative: relative, camera: camera) else { return nil }
             if cut { entry.state = .recovered }
@@ -273,9 +272,9 @@ enum StorageRecovery {
     static func reread(_ relative: String, kind: RecordingIndex.Kind, camera: String, root: String) -> RecordingIndex.Entry? {
         let path = StorageLayout(root: root).absolute(relative)
         guard kind == .segment || kind == .timelapse else { return adopt(relative, kind: kind, camera: camera, root: root) }
-        if RecordingFileName((relative as NSString).lastPathComponent)?.fileExtension == "mp4" {
-            guard let layout = try? FragmentedMP4.layout(of: path), layout.completeFragments > 0,
-                  (try? FragmentedMP4.trimToCompleteFragments(path)) != nil else { return nil }
+        if RecordingFileName((relative as NSString).lastPathComponent)?.fileExtension == "mp4",
+           let layout = try? FragmentedMP4.layout(of: path), layout.completeFragments > 0 {
+            guard (try? FragmentedMP4.trimToCompleteFragments(path)) != nil else { return nil }
         }
         guard var entry = adopt(relative, kind: kind, camera: camera, root: root),
               let decoded = try? VideoContents.decoded(path), decoded.frames > 0 else { return nil }
