@@ -1,3 +1,4 @@
+import CheckedMath
 import Glibc
 import Media
 import Synchronization
@@ -116,6 +117,12 @@ public final class CapturedFrame: @unchecked Sendable {
     }
 
     /// Turns this (empty) frame into the marker of a lost stream.
+    /// Moves the frame's times later by `nanos` (capture thread, before the frame is handed out).
+    func shiftTimes(by nanos: Int64) {
+        monotonicNanos = monotonicNanos.adding(nanos) ?? monotonicNanos
+        wallNanos = wallNanos.adding(nanos) ?? wallNanos
+    }
+
     func markStreamLoss(monotonicNanos: Int64, wallNanos: Int64) {
         setContents(byteCount: 0, format: format, width: 0, height: 0, sequence: 0, monotonicNanos: monotonicNanos, wallNanos: wallNanos)
         marksStreamLoss = true

@@ -37,8 +37,13 @@ public final class CaptureSession: Sendable {
     private let logger = Logger(label: "vigil.session")
     /// A cluster lease's fence on the camera's frames (nil: none).
     private let fence: CaptureFence?
+    /// The camera's timeline across sessions: no frame is placed at or before its last one (nil: not kept).
+    private let timeline: CameraTimeline?
 
-    public init(fence: CaptureFence? = nil) { self.fence = fence }
+    public init(fence: CaptureFence? = nil, timeline: CameraTimeline? = nil) {
+        self.fence = fence
+        self.timeline = timeline
+    }
 
     // MARK: - Events and status
 
@@ -217,7 +222,7 @@ public final class CaptureSession: Sendable {
         let capture = CaptureThread(
             device: device, stream: stream, format: format, frameRate: configuration.frameRate,
             controls: controls, connections: configuration.connections, events: broadcaster, frameCounter: capturedFrames,
-            fence: fence
+            fence: fence, timeline: timeline
         ) { [weak self] in self?.captureEnded() }
         state.withLock { $0.capture = capture }
         broadcaster.emit(.started(camera: device.id))

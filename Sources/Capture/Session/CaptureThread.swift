@@ -80,6 +80,9 @@ final class CaptureThread: @unchecked Sendable {
     /// A cluster lease's fence on this camera (nil: none), and the frames it dropped since it closed.
     private let fence: CaptureFence?
     private var fencedFrames: Int?
+    /// The camera's timeline across sessions, and this session's shift past it (nil: none kept).
+    private let timeline: CameraTimeline?
+    private var timelineShift = TimelineShift()
 
     /// How long one read may wait; also how quickly a stop or format switch is noticed.
     private static let readTimeoutNanos: Int64 = 200_000_000
@@ -87,9 +90,10 @@ final class CaptureThread: @unchecked Sendable {
     init(
         device: CaptureDevice, stream: any CaptureStream, format: DeviceFormat, frameRate: Double,
         controls: [ControlSetting], connections: [CaptureConnection], events: EventBroadcaster, frameCounter: SharedCounter,
-        fence: CaptureFence? = nil, onEnd: @escaping @Sendable () -> Void
+        fence: CaptureFence? = nil, timeline: CameraTimeline? = nil, onEnd: @escaping @Sendable () -> Void
     ) {
         self.fence = fence
+        self.timeline = timeline
         self.device = device
         self.stream = stream
         self.format = format
@@ -187,6 +191,7 @@ final class CaptureThread: @unchecked Sendable {
             case .timeout:
                 frame.release()
             case .frame:
+                if let timeline { timelineShift.place(frame, after: timeline) }
                 frameCounter.increment(at: frame.monotonicNanos)
                 if let fence { passFence(fence, frame) } else { deliver(frame) }
             case .corrupt(let reason):

@@ -31,8 +31,12 @@ struct CameraJobs {
         var location: GeoLocation?
     }
 
-    /// `fence`: the cluster lease's fence when this node records the camera under a lease.
-    init(_ camera: CameraConfig, environment: Environment, reusing previous: CameraJobs? = nil, fence: CaptureFence? = nil) throws {
+    /// `fence`: the cluster lease's fence when this node records the camera under a lease;
+    /// `timeline`: the camera's timeline across sessions and runs (no frame placed before its last).
+    init(
+        _ camera: CameraConfig, environment: Environment, reusing previous: CameraJobs? = nil, fence: CaptureFence? = nil,
+        timeline: CameraTimeline? = nil
+    ) throws {
         self.camera = camera
         self.environment = environment
         let same = previous.map { $0.environment == environment } ?? false
@@ -93,6 +97,7 @@ struct CameraJobs {
             controls: camera.controls, outputs: outputs,
             schedule: schedules.contains(where: \.isAlways) ? nil : AnyOfSchedules(schedules))
         plan.fence = fence
+        plan.timeline = timeline
         self.plan = plan
     }
 

@@ -9,7 +9,7 @@ import UnixSignals
 /// (reload), to SIGUSR1 (snapshots), and, under the built-in default, to cameras plugged in
 /// (recorded at once). An actor: one reload or snapshot at a time.
 actor RecorderControl: Service {
-    private let logger = Logger(label: "vigil.run")
+    let logger = Logger(label: "vigil.run")
     private(set) var configuration: Configuration
     let root: String
     private let configurationPath: String?
@@ -45,6 +45,9 @@ actor RecorderControl: Service {
     private var waitingReload: [String] = []
     /// Counts of the outputs that a reload or a removal retired, by camera.
     private var retired: [String: OutputTally] = [:]
+    /// Each camera's timeline, kept for the whole run (a camera removed and added again keeps
+    /// its own) and set at start from the index.
+    private var timelines: [String: CameraTimeline] = [:]
 
     init(
         configuration: Configuration, root: String, configurationPath: String?, rootIsFixed: Bool, events: RecorderEvents,
@@ -150,6 +153,25 @@ actor RecorderControl: Service {
     /// The fence of a camera this node records under a lease (nil: it records no such camera).
     func fence(of name: String) -> CaptureFence? { leased[name] }
 
+    /// The camera's timeline, made the first time it is asked for.
+    private func timeline(of camera: String) -> CameraTimeline {
+        if let timeline = timelines[camera] { return timeline }
+        let made = CameraTimeline()
+        timelines[camera] = made
+        return made
+    }
+
+    /// Sets each camera's timeline to its newest recording in the index, so that a camera whose
+    /// times run ahead of their arrival (a network camera) does not start before it after a
+    /// restart (see `CameraTimeline`).
+    func seedTimelines(from index: RecordingIndex) async {
+        let names = jobs.keys.sorted()
+        let ends = await RecorderService.controlIO.run { names.map { try? index.newestEnd(camera: $0) } }
+        for (name, end) in zip(names, ends) {
+            if let end = end ?? nil { timeline(of: name).recorded(until: end) }
+        }
+    }
+
     func attach(supervisor: Supervisor, storage: StorageKeeper, signals: UnixSignalsSequence?, deviceChanges: AsyncStream<DeviceChange>) {
         self.supervisor = supervisor
         self.storage = storage
@@ -200,7 +222,7 @@ actor RecorderControl: Service {
     /// Builds a camera's outputs and plan; a camera that cannot be set up is reported and left out.
     private func makeJobs(_ camera: CameraConfig, reusing previous: CameraJobs?) -> CameraJobs? {
         do {
-            let made = try CameraJobs(camera, environment: environment, reusing: previous, fence: leased[camera.name])
+            let made = try CameraJobs(camera, environment: environment, reusing: previous, fence: leased[camera.name], timeline: timeline(of: camera.name))
             jobs[camera.name] = made
             return made
         } catch {
@@ -333,7 +355,7 @@ actor RecorderControl: Service {
             }
             let next: CameraJobs
             do {
-                next = try CameraJobs(camera, environment: environment, reusing: old, fence: leased[camera.name])
+                next = try CameraJobs(camera, environment: environment, reusing: old, fence: leased[camera.name], timeline: timeline(of: camera.name))
             } catch {
                 logger.error("camera \(camera.name): the new settings cannot be used (\(error)); it keeps its previous configuration")
                 outcome.refused.append(camera.name)
@@ -361,31 +383,5 @@ actor RecorderControl: Service {
         guard !configuration.hooks.isEmpty else { return nil }
         return try EventHooks(
             definitions: configuration.hooks.map { "\($0.event)=\($0.command)" }, timeoutSeconds: configuration.hookTimeoutSeconds)
-    }
-
-    // MARK: - Snapshots
-
-    /// SIGUSR1: every camera with a snapshot job saves a still now (written and fsynced on the
-    /// I/O thread).
-    private func takeSnapshots() async {
-        let cameras = jobs.values.filter { $0.photo != nil }
-        guard !cameras.isEmpty else {
-            logger.notice("snapshot requested, but no camera has a [[snapshot]] job")
-            return
-        }
-        for job in cameras {
-            do {
-                let photo = try await job.photo!.capturePhoto()
-                let path = try await RecorderService.controlIO.run { [root, name = job.camera.name] in
-                    let path = try StorageLayout(root: root).snapshot(camera: name, at: photo.wallNanos)
-                    try photo.data.withUnsafeBytes { try DurableFile.write($0, to: path) }
-                    return path
-                }
-                Console.line("Snapshot \(job.camera.name): \(path)")
-                events.emit(.stillSaved(camera: job.camera.name, path: path, shotWallNanos: nil))
-            } catch {
-                logger.error("camera \(job.camera.name): snapshot failed: \(error)")
-            }
-        }
     }
 }

@@ -225,6 +225,7 @@ public final class RecorderService: Sendable {
             plans: plans, source: source, events: events, watchdogSeconds: configuration.watchdogSeconds,
             deviceChanges: monitor.changes())
         await control.attach(supervisor: supervisor, storage: storage, signals: signals, deviceChanges: monitor.changes())
+        await control.seedTimelines(from: storage.index)
         let display = StatusDisplay(root: root)
 
         try await runGroup(of: await services(

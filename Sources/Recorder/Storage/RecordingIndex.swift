@@ -456,9 +456,9 @@ public final class RecordingIndex: Sendable {
         }.first ?? (0, nil)
     }
 
-    /// The end of the newest recording that is, or is being, recorded (not missing or quarantined).
-    func newestEnd() throws -> Int64? {
-        try read("SELECT MAX(end_ns) FROM recordings WHERE state NOT IN ('missing', 'quarantined')", []) { s in
+    /// The end of the newest recording (of `camera`, or any) that is, or is being, recorded (not missing or quarantined).
+    func newestEnd(camera: String? = nil) throws -> Int64? {
+        try read("SELECT MAX(end_ns) FROM recordings WHERE state NOT IN ('missing', 'quarantined')" + (camera == nil ? "" : " AND camera = ?1"), camera.map { [.text($0)] } ?? []) { s in
             sqlite3_column_type(s, 0) == SQLITE_NULL ? nil : sqlite3_column_int64(s, 0)
         }.first ?? nil
     }

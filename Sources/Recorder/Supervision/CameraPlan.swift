@@ -19,6 +19,8 @@ public struct CameraPlan: Sendable {
     public var isAuxiliary = false
     /// The fence of the cluster lease under which this node records the camera (nil: not leased).
     public var fence: CaptureFence?
+    /// The camera's timeline across its sessions and the recorder's runs (nil: not kept).
+    public var timeline: CameraTimeline?
 
     public init(
         cameraID: String, matches: (@Sendable (CaptureDevice) -> Bool)? = nil, format: FormatRequest, frameRate: Double,

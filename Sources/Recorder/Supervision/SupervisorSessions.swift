@@ -6,7 +6,7 @@ extension Supervisor {
     /// Opens the camera (the caller holds its turn).
     func start(_ camera: Camera, on device: CaptureDevice) async {
         let plan = camera.plan
-        let session = CaptureSession(fence: plan.fence)
+        let session = CaptureSession(fence: plan.fence, timeline: plan.timeline)
         // Subscribed before the session runs, so that not even its first event (an error in its
         // first frame) is missed.
         let sessionEvents = session.events
