@@ -26,6 +26,8 @@ op() {
 write_config() {
     {
         printf '[storage]\nroot = "%s"\n\n' "$root"
+        # No web server: the campaign does not use it, and tests or another recorder may hold port 8080.
+        printf '[http]\nlisten = ""\n\n'
         # The floor at 0: a full disk really fills, and the sweep must make room itself.
         printf '[retention]\nmin_free_percent = 0\nmin_free_bytes = "0"\n\n'
         if [ "$archive" = yes ]; then
