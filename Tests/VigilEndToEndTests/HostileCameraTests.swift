@@ -379,7 +379,6 @@ func withoutAddresses(_ text: String) -> String {
     text.replacingOccurrences(of: #"[a-z]+://[^ ]*"#, with: "<address>", options: .regularExpression)
 }
 
-private func contents(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
 
 /// What a process said last, or why Swift stopped it (a runtime failure and its place).
 private func lastWords(_ output: String) -> String {

@@ -3,7 +3,6 @@ import Foundation
 import Glibc
 import Testing
 
-private func contents(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
 
 /// `vigil run --config F` notices that F was saved and reloads it by itself, no SIGHUP needed.
 @Suite(.timeLimit(.minutes(3))) struct ReloadOnSaveTests {

@@ -4,8 +4,6 @@ import Glibc
 import Recorder
 import Testing
 
-private func contents(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
-
 /// Reloads delivered twice (the file saved with `mv`, so the watcher sees it, and SIGHUP sent
 /// at once, as a deploy script does), cameras added and removed, and one camera's segment
 /// length cycled: every camera keeps one writer. Before, the third camera was written by two
