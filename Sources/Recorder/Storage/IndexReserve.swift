@@ -45,7 +45,8 @@ final class IndexReserve {
         guard let path else { return true }
         if isInPlace { return true }
         if bytes == 0 { bytes = missingBytes }
-        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        // Created like every other file under the root: its mode is the configured one (the umask).
+        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o666)
         guard fd >= 0 else { return false }
         defer { close(fd) }
         // Allocated blocks, not a sparse file: a file of holes holds no room.
