@@ -69,4 +69,25 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: segment))
         #expect(try again.index.entries(kind: .segment).allSatisfy { $0.state == .quarantined })
     }
+
+    /// A finished file whose row was left `writing` (a kill while the disk was full: its last
+    /// index write did not land) is adopted with the row's exact start, not its name's whole
+    /// second: from that, it seemed to begin before the file before it ended (`Scripts/chaos`,
+    /// seed 110: two RTSP files overlapping by 0.38 s).
+    @Test func aFileWhoseRowWasLeftWritingKeepsTheExactStartOfTheRow() async throws {
+        let dir = try TemporaryDirectory("vigil-changed-writing")
+        defer { dir.remove() }
+        let segment = try await recordSegment(root: dir.path, camera: "porch")
+        let first = try StorageKeeper.open(root: dir.path, policy: RetentionPolicy(), events: RecorderEvents())
+        var row = try #require(try first.index.entries(kind: .segment).first)
+        let named = row.startNanos
+        #expect(named % 1_000_000_000 == 0, "adopted from its name: a whole second")
+        row.startNanos = named + 400_000_000
+        row.state = .writing
+        try first.index.put(row)
+        let again = try StorageKeeper.open(root: dir.path, policy: RetentionPolicy(), events: RecorderEvents())
+        let entry = try #require(try again.index.entries(kind: .segment).first)
+        #expect(entry.startNanos == named + 400_000_000 && entry.state == .complete, "\(entry)")
+        #expect(entry.frames == (try RecordingInspector.decode(segment)).sequences.count)
+    }
 }

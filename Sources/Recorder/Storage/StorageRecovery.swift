@@ -126,7 +126,10 @@ enum StorageRecovery {
                 try reindexChanged(relative, known: known, kind: kind)
                 return
             }
-            if let entry = StorageRecovery.adopt(relative, kind: kind, camera: indexed[relative]?.camera ?? camera, root: root) {
+            if var entry = StorageRecovery.adopt(relative, kind: kind, camera: indexed[relative]?.camera ?? camera, root: root) {
+                // A row left `writing` (its last write did not land: a kill, a full disk) knows
+                // the exact start.
+                StorageRecovery.keepExactStart(&entry, of: indexed[relative])
                 try index.put(entry)
                 summary.adopted += 1
             } else if let entry = StorageRecovery.moveAside(relative, kind: kind, camera: camera, root: root, logger: logger) {
@@ -142,6 +145,7 @@ enum StorageRecovery {
         /// nothing of it decodes.
         private mutating func reindexChanged(_ relative: String, known: RecordingIndex.Entry, kind: RecordingIndex.Kind) throws {
             if var entry = StorageRecovery.reread(relative, kind: kind, camera: known.camera, root: root) {
+                StorageRecovery.keepExactStart(&entry, of: known)
                 if kind == .segment { entry.state = .recovered }
                 logger.warning("recovery: \(relative) changed on disk since it was indexed (\(known.bytes) bytes, \(known.frames) frame(s)); indexed again as it is: \(entry.bytes) bytes, \(entry.frames) frame(s)")
                 try index.put(entry)
@@ -208,13 +212,7 @@ enum StorageRecovery {
                   (try? FragmentedMP4.trimToCompleteFragments(path)) != nil else { return nil }
         }
         guard var entry = describe(path, relative: final, camera: known?.camera ?? camera) else { return nil }
-        // The index has the first frame's exact time (the name has whole seconds); a damaged
-        // index's value that would not fit is left out, the file's own times stand.
-        if let known, known.state == .writing, WallTime.range.contains(known.startNanos),
-           let shift = known.startNanos.subtracting(entry.startNanos), let end = entry.endNanos.adding(shift) {
-            entry.endNanos = end
-            entry.startNanos = known.startNanos
-        }
+        keepExactStart(&entry, of: known)
         do {
             try DurableFile.commit(path, to: StorageLayout(root: root).absolute(final))
         } catch {
@@ -258,6 +256,17 @@ enum StorageRecovery {
                 kind: kind, camera: camera, path: relative, startNanos: start, endNanos: start, frames: 1, bytes: Int64(st.st_size),
                 codec: "mjpeg", width: 0, height: 0, state: .complete)
         }
+    }
+
+    /// A segment described from its file starts at its name's whole second; the index's row of
+    /// it has its first frame's exact time, which is kept (from a whole second, the file could
+    /// seem to begin before the one before it ended). A damaged index's value that would not fit
+    /// is left out, the file's own times stand.
+    static func keepExactStart(_ entry: inout RecordingIndex.Entry, of known: RecordingIndex.Entry?) {
+        guard let known, entry.kind == .segment, known.kind == .segment, WallTime.range.contains(known.startNanos),
+              let shift = known.startNanos.subtracting(entry.startNanos), let end = entry.endNanos.adding(shift) else { return }
+        entry.endNanos = end
+        entry.startNanos = known.startNanos
     }
 
     /// The size of a file under the root; nil if it cannot be read.
