@@ -5,7 +5,7 @@ import Glibc
 /// into 1 s segments) through a PostgreSQL started here, as users run a cluster: one
 /// configuration file, each node named by `VIGIL_NODE`. Ready once every camera is held by
 /// exactly one node, two each. The cluster end-to-end tests and `vigil-bench failover` use it.
-public final class LeasedSite: @unchecked Sendable {
+public final class LeasedSite {
     public let server: TestPostgres
     public let cameras: [LoopbackCameraServer]
     public let dir: TemporaryDirectory
