@@ -19,7 +19,7 @@ public final class PostgresCatalog: RecordingCatalog {
     /// Started again after a call went unanswered; closed by `close()`.
     private let database: ReconnectingClient
     private let bridge: PostgresBridge
-    private static let logger = Logger(label: "vigil.catalog")
+    static let logger = Logger(label: "vigil.catalog")
 
     /// The schema this code writes. Its own count: steps 1–4 are SQLite's versions 1–4, later ones
     /// the cluster's own tables (and whatever SQLite's later versions need here).
@@ -203,7 +203,7 @@ public final class PostgresCatalog: RecordingCatalog {
 
     /// Waits for `work` on the current client; one that got no answer in time is replaced, so the
     /// next call connects afresh rather than behind the pool's growing wait.
-    private func wait<T: Sendable>(
+    func wait<T: Sendable>(
         _ what: String, deadline: Duration? = nil, _ work: @escaping @Sendable (PostgresClient) async throws -> T
     ) throws -> T {
         let client = database.client
@@ -217,80 +217,6 @@ public final class PostgresCatalog: RecordingCatalog {
 
     static func isValidNodeName(_ name: String) -> Bool {
         (1...63).contains(name.utf8.count) && name.allSatisfy { $0.isASCII && ($0.isLowercase || $0.isNumber || "._-".contains($0)) }
-    }
-
-    // MARK: - Schema
-
-    /// Brings the schema to `schemaVersion` in one transaction, under an advisory lock so that
-    /// nodes starting at once do not create the same tables together (which PostgreSQL refuses
-    /// even with IF NOT EXISTS); returns the version found before.
-    @discardableResult
-    func migrate() throws -> Int32 {
-        try wait("migrating the schema", deadline: Self.migrationDeadline) { try await Self.migrate($0) }
-    }
-
-    /// How long a migration may take. A step that fills a new table from every recording (step
-    /// 8: 24 s on 33.6 M rows) must not be cancelled, and rolled back, by a deadline meant for
-    /// one call, or a large catalogue would never reach it. Only a schema found behind gets it.
-    public static let migrationDeadline = Duration.seconds(600)
-
-    /// `migrate()` for an async caller with a client of its own (`ClusterService`): reads the
-    /// version within `deadline` and, only if the schema is behind, migrates within
-    /// `migrationDeadline`. Returns the version found.
-    public static func upgrade(_ client: PostgresClient, deadline: Duration) async throws -> Int32 {
-        let found = try await withDeadline(deadline, "reading the schema's version") { try await version(client) }
-        guard found < schemaVersion else {
-            if found > schemaVersion { throw CatalogError.newerSchema(found: found, known: schemaVersion) }
-            return found
-        }
-        return try await withDeadline(migrationDeadline, "bringing the schema to version \(schemaVersion)") { try await migrate(client) }
-    }
-
-    /// The schema's version without taking the migration's lock: 0 before the first migration.
-    static func version(_ client: PostgresClient) async throws -> Int32 {
-        var exists = false
-        for try await found in try await client.query("SELECT to_regclass('vigil_schema') IS NOT NULL", logger: logger).decode(Bool.self) {
-            exists = found
-        }
-        guard exists else { return 0 }
-        var found: [Int32] = []
-        for try await version in try await client.query("SELECT version FROM vigil_schema LIMIT 2", logger: logger).decode(Int32.self) {
-            found.append(version)
-        }
-        guard found.count == 1, let version = found.first, version >= 0 else {
-            // Made but not yet filled (a migration under way), or damaged: the migration decides under its lock.
-            return found.isEmpty ? 0 : -1
-        }
-        return version
-    }
-
-    /// Brings the schema to `schemaVersion` under the lock (see `migrate()`); returns the version found before.
-    static func migrate(_ client: PostgresClient) async throws -> Int32 {
-            try await client.withTransaction(logger: Self.logger) { connection in
-                try await Self.run("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", on: connection)
-                try await Self.run("CREATE TABLE IF NOT EXISTS vigil_schema (version INT NOT NULL)", on: connection)
-                var found: [Int32] = []
-                for try await version in try await connection.query("SELECT version FROM vigil_schema", logger: Self.logger).decode(Int32.self) {
-                    found.append(version)
-                }
-                guard found.count <= 1, let version = found.first ?? 0 as Int32?, version >= 0 else {
-                    throw CatalogError.invalidRow("vigil_schema holds \(found.prefix(3)) instead of one version")
-                }
-                guard version <= Self.schemaVersion else { throw CatalogError.newerSchema(found: version, known: Self.schemaVersion) }
-                for step in Self.migrations.dropFirst(Int(version)) {
-                    for statement in step { try await Self.run(PostgresQuery(unsafeSQL: statement), on: connection) }
-                }
-                if found.isEmpty {
-                    try await Self.run("INSERT INTO vigil_schema (version) VALUES (\(Self.schemaVersion))", on: connection)
-                } else if version < Self.schemaVersion {
-                    try await Self.run("UPDATE vigil_schema SET version = \(Self.schemaVersion)", on: connection)
-                }
-                return version
-            }
-    }
-
-    private static func run(_ query: PostgresQuery, on connection: PostgresConnection) async throws {
-        for try await _ in try await connection.query(query, logger: logger) {}
     }
 
     // MARK: - Writing (this node's rows only)
@@ -428,50 +354,5 @@ public final class PostgresCatalog: RecordingCatalog {
             for try await each in try await client.query(query, logger: Self.logger) { values.append(try row(each)) }
             return values
         }
-    }
-
-    // MARK: - Rows, checked
-
-    static let entryColumns = "kind, camera, path, start_ns, end_ns, frames, bytes, codec, width, height, state, id"
-
-    /// The largest width or height taken from a row (video frames are far smaller).
-    static let maxDimension: Int64 = 65_536
-
-    static func entry(_ row: PostgresRow) throws -> RecordingIndex.Entry {
-        let (kind, camera, path, start, end, frames, bytes, codec, width, height, state, id) =
-            try row.decode((String, String, String, Int64, Int64, Int64, Int64, String, Int64, Int64, String, Int64).self)
-        return try entry(kind, camera, path, start, end, frames, bytes, codec, width, height, state, id)
-    }
-
-    /// The entry of a row's `entryColumns`, once each is checked.
-    static func entry(
-        _ kind: String, _ camera: String, _ path: String, _ start: Int64, _ end: Int64, _ frames: Int64, _ bytes: Int64,
-        _ codec: String, _ width: Int64, _ height: Int64, _ state: String, _ id: Int64
-    ) throws -> RecordingIndex.Entry {
-        guard let knownKind = RecordingIndex.Kind(rawValue: kind) else { throw CatalogError.invalidRow("\(path): unknown kind \"\(kind.prefix(40))\"") }
-        guard let knownState = RecordingIndex.State(rawValue: state) else { throw CatalogError.invalidRow("\(path): unknown state \"\(state.prefix(40))\"") }
-        guard id > 0 else { throw CatalogError.invalidRow("\(path): id \(id)") }
-        guard start >= 0, end >= start else { throw CatalogError.invalidRow("\(path): times \(start)…\(end) are not in order") }
-        guard frames >= 0, bytes >= 0 else { throw CatalogError.invalidRow("\(path): \(frames) frames, \(bytes) bytes") }
-        guard (0...maxDimension).contains(width), (0...maxDimension).contains(height) else {
-            throw CatalogError.invalidRow("\(path): size \(width)×\(height)")
-        }
-        var entry = RecordingIndex.Entry(
-            kind: knownKind, camera: camera, path: path, startNanos: start, endNanos: end, frames: Int(frames), bytes: bytes,
-            codec: codec, width: Int(width), height: Int(height), state: knownState)
-        entry.id = id
-        return entry
-    }
-
-    static let motionColumns = "id, camera, start_ns, end_ns, peak_percent, picture, reviewed_ns"
-
-    static func motionEvent(_ row: PostgresRow) throws -> RecordingIndex.MotionEvent {
-        let (id, camera, start, end, peak, picture, reviewed) = try row.decode((Int64, String, Int64, Int64?, Double, String?, Int64?).self)
-        guard id > 0, start >= 0, end.map({ $0 >= start }) ?? true, reviewed.map({ $0 >= 0 }) ?? true else {
-            throw CatalogError.invalidRow("motion event \(id): times \(start)…\(end.map(String.init) ?? "now") (reviewed \(reviewed.map(String.init) ?? "no"))")
-        }
-        guard peak.isFinite, (0...100).contains(peak) else { throw CatalogError.invalidRow("motion event \(id): peak \(peak) %") }
-        return RecordingIndex.MotionEvent(
-            id: id, camera: camera, startNanos: start, endNanos: end, peakPercent: peak, picture: picture, reviewedNanos: reviewed)
     }
 }
