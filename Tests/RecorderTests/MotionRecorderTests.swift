@@ -75,17 +75,19 @@ import Testing
             + String(format: "%.1f", event.peakPercent) + " \(path)", "\(lines)")
     }
 
-    /// `mode = "motion"`: a square crosses from 3 s to 5 s and another from 7 s to 8 s (closer
-    /// than pre + post: one recording), a third from 17 s to 19 s (a second one: 2 s, so that a
-    /// detector that drops late frames under load still sees it move for `min_seconds`). Frames carry
-    /// their sequence number in the masked top half, so the files are checked frame by frame.
+    /// `mode = "motion"`: a square crosses from 3 s to 5 s and another from 7 s to 9 s (closer
+    /// than pre + post: one recording), a third from 19 s to 21 s (a second one). Each moves for
+    /// 2 s, so that a detector that drops late frames under load (it analyses 5 pictures a second
+    /// at most) still sees it move for `min_seconds`: a square of 1 s was once missed on a loaded
+    /// machine. Frames carry their sequence number in the masked top half, so the files are
+    /// checked frame by frame.
     /// Segments are 5 s: a recording is cut on that grid into files that follow each other.
     @Test(arguments: [("yuyv422", "h264"), ("mjpeg", "copy")])
     func motionOnlyFilesHoldEveryObjectFrameWithPreAndPostRoll(pixelFormat: String, codec: String) async throws {
         let dir = try TemporaryDirectory("vigil-motion-only")
         defer { dir.remove() }
         let fps = 10.0, pre = 2.0, post = 2.0
-        let scripted: [(enters: Double, leaves: Double)] = [(3, 5), (7, 8), (17, 19)]
+        let scripted: [(enters: Double, leaves: Double)] = [(3, 5), (7, 9), (19, 21)]
         let scene = SyntheticScene(objects: scripted.map { .init(enters: $0.enters, leaves: $0.leaves, top: 0.6) }, showsSequence: true)
         let file = dir.path + "/vigil.toml"
         try """
@@ -108,7 +110,7 @@ import Testing
             pre_seconds = \(pre)
             post_seconds = \(post)
             """.write(toFile: file, atomically: true, encoding: .utf8)
-        try await record(file, filming: scene, size: (320, 240), forSeconds: 24)
+        try await record(file, filming: scene, size: (320, 240), forSeconds: 26)
 
         let files = RecordingInspector.files(under: dir.path + "/data/yard/video", endingWith: codec == "copy" ? ".mkv" : ".mp4").sorted()
         // Files that continue one another (the next frame follows) are one recording.
