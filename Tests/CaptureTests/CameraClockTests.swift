@@ -139,9 +139,10 @@ import Testing
         #expect(abs(placed.last!.monotonic - arrivals.last!) <= 20_000_000)
     }
 
-    /// Repeated, backward and leaping camera times are jumps: said, and spaced by the learnt
-    /// interval so the file goes on (the old clock ended a file at each: 9 files in 40 s).
-    @Test func repeatedBackwardAndLeapingTimesAreJumpsThatDoNotCut() {
+    /// Repeated, backward and leaping camera times are jumps: said, and each starts a new run
+    /// (the movie output begins a new file at the next keyframe), its frames spaced on from
+    /// their arrivals: never a discontinuity that would end the file before the keyframe.
+    @Test func repeatedBackwardAndLeapingTimesAreJumpsThatStartANewRun() {
         var clock = CameraClock()
         // 90 kHz ticks: 6000 = 1/15 s. Arrivals every 1/15 s.
         let ticks: [Int64] = [0, 6000, 12000, 18000, 18000, 6000, 12000, 12000 + 90000 * 10, 12000 + 90000 * 10 + 6000]
@@ -173,7 +174,11 @@ import Testing
             for i in 0..<44_000 {
                 let now = Self.start + Int64(i) * 66_666_666
                 let t = clock.place(cameraTicks: unwrapper.extend(raw), arrivalMonotonic: now, arrivalWall: now)
-                if t.jumped != (i > 0) || abs(t.monotonic - now) > 1_000_000 || t.monotonic <= last || t.discontinuity { wrong += 1 }
+                // Three jumps start new runs; the fourth within a minute stops the camera's times
+                // being used at all (not a file per picture).
+                let jumpedRight = t.jumped == (1...CameraClock.jumpsBeforeDistrust).contains(i)
+                let distrustedRight = t.distrusted == (i == CameraClock.jumpsBeforeDistrust + 1)
+                if !jumpedRight || !distrustedRight || abs(t.monotonic - now) > 1_000_000 || t.monotonic <= last || t.discontinuity { wrong += 1 }
                 last = t.monotonic
                 raw = UInt32(truncatingIfNeeded: Int64(raw) &+ step)
             }
@@ -183,6 +188,31 @@ import Testing
         for (i, ticks) in [Int64.max, .min, 0, .max / 2, .min + 1].enumerated() {
             let arrival = Self.start + Int64(i) * 1_000_000
             #expect(extremes.place(cameraTicks: ticks, arrivalMonotonic: arrival, arrivalWall: arrival).monotonic >= arrival - 1_000_000)
+        }
+    }
+
+    /// A camera whose clock is set now and then (a jump back by an hour every 30 s) starts a new
+    /// run at each; one whose clock jumps every second is given up on at the fourth jump in a
+    /// minute: said once, and its frames are spaced by their arrivals from there, one run.
+    @Test(arguments: [30, 1]) func jumpsStartRunsUntilTheyComeTooOften(everySeconds: Int) {
+        var clock = CameraClock()
+        var jumps: [Int] = [], distrusted: [Int] = []
+        var last: Int64 = .min
+        var ticks: Int64 = 0
+        for i in 0..<(15 * 150) {
+            let arrival = Self.start + Int64(i) * 66_666_667
+            ticks += i > 0 && i % (15 * everySeconds) == 0 ? -90_000 * 3600 : 6000
+            let t = clock.place(cameraTicks: ticks, arrivalMonotonic: arrival, arrivalWall: arrival)
+            if t.jumped { jumps.append(i) }
+            if t.distrusted { distrusted.append(i) }
+            #expect(t.monotonic > last && !t.discontinuity && abs(t.monotonic - arrival) < 5_000_000, "frame \(i)")
+            last = t.monotonic
+        }
+        if everySeconds == 30 {
+            #expect(jumps == [450, 900, 1350, 1800] && distrusted.isEmpty, "\(jumps) \(distrusted)")
+        } else {
+            #expect(jumps == [15, 30, 45] && distrusted == [60], "\(jumps) \(distrusted)")
+            #expect(clock.distrustsCameraTimes)
         }
     }
 

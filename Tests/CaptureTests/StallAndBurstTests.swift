@@ -9,7 +9,8 @@ import Testing
 /// is latency, not a gap: every frame is recorded once, files neither overlap nor go back in
 /// time, and nothing is dropped. Before, an RTSP camera's 3.5 s stall was taken for a jump of
 /// its clock (13 frames skipped, a false 3.5 s gap, four files overlapping, names back in
-/// time), and an MJPEG camera's burst overflowed a queue of a quarter second.
+/// time), and an MJPEG camera's burst overflowed a queue of a quarter second. A camera whose
+/// clock is set (its timestamps jump) starts a new file, and loses nothing either.
 @Suite(.serialized, .timeLimit(.minutes(2))) struct StallAndBurstTests {
     /// Records `url` (through a proxy in front of `upstreamPort`) in 1 s segments, stalls the
     /// proxy for `stallSeconds` once frames flow, then records a few more seconds.
@@ -65,6 +66,40 @@ import Testing
         let span = Double(segments.last!.lastFrameWallNanos - segments.first!.firstFrameWallNanos) / 1e9
         let frames = Double(movie.receivedFrameCount - 1) / 15
         #expect(abs(span - frames) < 0.2, "\(span) s of files for \(frames) s of frames")
+    }
+
+    /// RTSP H.264 at 15 fps whose clock is set 20 s forward, then 20 s back (its RTP timestamps
+    /// jump, as a camera's that takes a new time from NTP): each jump starts a new run of the
+    /// camera's times, and a new file at the next keyframe (the frames before it go on in the
+    /// open one); no frame is lost, files do not overlap, names keep their order. Before, the
+    /// clock re-anchored and one file went on across both jumps.
+    @Test func anRTSPCamerasClockJumpStartsANewFileAtTheNextKeyframe() async throws {
+        let server = try LoopbackCameraServer.rtsp(gop: 15)
+        defer { server.stop() }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let proxy = try TCPProxy(upstreamPort: server.port, rtpJumps: true)
+        defer { proxy.stop() }
+        // Hour-long segments: only the jumps (and, rarely, the hour's grid) cut.
+        let movie = try SegmentedMovieOutput(.init(storageRoot: dir.path, segmentSeconds: 3600, encoding: .streamCopy))
+        let device = NetworkCamera.device(id: "porch", url: "rtsp://127.0.0.1:\(proxy.port)/cam", settings: .init(connectTimeoutNanos: 5_000_000_000))
+        let (session, log) = try startSession(device: device, format: .preset(.high), fps: 15, outputs: [(movie, .init())])
+        var jumps: [Int64] = []
+        for forward in [true, false, nil] {
+            let before = movie.receivedFrameCount
+            #expect(await waitUntil(seconds: 30) { movie.receivedFrameCount >= before + 30 })
+            guard let forward else { break }
+            jumps.append(Int64(Date().timeIntervalSince1970 * 1e9))
+            proxy.jumpCameraClock(forward: forward)
+        }
+        await stopAndDrain(session, log)
+        try expectEveryFrameOnceInOrder(log, movie, maximumGapNanos: 200_000_000)
+        let starts = log.segments.map(\.firstFrameWallNanos).sorted()
+        #expect(starts.count == 3 || starts.count == 4, "one file per run of the camera's clock: \(starts.count) files")
+        for jump in jumps {
+            // The next keyframe is at most a second (15 frames) after the jump.
+            #expect(starts.contains { $0 >= jump - 100_000_000 && $0 <= jump + 1_600_000_000 }, "no file starts within 1.6 s of the jump")
+        }
     }
 
     /// HTTP MJPEG at 10 fps (no camera times): the burst is squeezed, and none of it is lost.

@@ -30,6 +30,9 @@ public final class CapturedFrame: @unchecked Sendable {
     /// The camera's times broke before this frame so that it could not be placed after the one
     /// before (see `CameraClock`): a recording ends before it and the next starts at a keyframe.
     public internal(set) var followsDiscontinuity = false
+    /// The camera's clock jumped before this frame (see `CameraClock`): a new run of its times
+    /// begins, and the movie output starts a new file at the next keyframe.
+    public internal(set) var followsClockJump = false
     /// Not a frame: the stream was lost here. Outputs close what they have open.
     public internal(set) var marksStreamLoss = false
 
@@ -99,7 +102,7 @@ public final class CapturedFrame: @unchecked Sendable {
         byteCount: Int, format: PixelFormat, width: Int, height: Int,
         sequence: UInt64, monotonicNanos: Int64, wallNanos: Int64,
         keyframe: Bool = true, stream: StreamDescription? = nil, followsDiscontinuity: Bool = false,
-        presentationDelayNanos: Int64 = 0
+        followsClockJump: Bool = false, presentationDelayNanos: Int64 = 0
     ) {
         precondition(byteCount <= (lent?.bytes.count ?? storage.count))
         self.byteCount = byteCount
@@ -112,17 +115,18 @@ public final class CapturedFrame: @unchecked Sendable {
         self.isKeyframe = keyframe
         self.stream = stream
         self.followsDiscontinuity = followsDiscontinuity
+        self.followsClockJump = followsClockJump
         self.presentationDelayNanos = presentationDelayNanos
         marksStreamLoss = false
     }
 
-    /// Turns this (empty) frame into the marker of a lost stream.
     /// Moves the frame's times later by `nanos` (capture thread, before the frame is handed out).
     func shiftTimes(by nanos: Int64) {
         monotonicNanos = monotonicNanos.adding(nanos) ?? monotonicNanos
         wallNanos = wallNanos.adding(nanos) ?? wallNanos
     }
 
+    /// Turns this (empty) frame into the marker of a lost stream.
     func markStreamLoss(monotonicNanos: Int64, wallNanos: Int64) {
         setContents(byteCount: 0, format: format, width: 0, height: 0, sequence: 0, monotonicNanos: monotonicNanos, wallNanos: wallNanos)
         marksStreamLoss = true

@@ -21,9 +21,14 @@ import CheckedMath
 ///   ahead of their arrival.
 /// - A timestamp that repeats, goes back, or leaps more than `jumpLimitNanos`, a frame placed
 ///   more than that ahead of its arrival, or frames all later than that for `lateRunNanos` (no
-///   burst caught up: the camera's times fell behind) re-anchor (`jumped`, said in the log) and
-///   the file goes on. Only when the file's timeline could not stay increasing is the frame
-///   flagged `discontinuity`, which ends the file.
+///   burst caught up: the camera's times fell behind) is a jump of the camera's clock: the times
+///   re-anchor at the arrival and a new run begins (`jumped`, said in the log), so the movie
+///   output starts a new file at the next keyframe (the frames before it stay in the old file,
+///   spaced on; none is lost). A camera whose clock jumps more than `jumpsBeforeDistrust` times
+///   in `jumpWindowNanos` would make a file of every group of pictures: from there on this
+///   connection's frames are spaced as if they had no times (`distrusted`, said once). Only when
+///   the file's timeline could not stay increasing is the frame flagged `discontinuity`, which
+///   ends the file before it.
 ///
 /// Camera times are 90 kHz ticks of any 64-bit value: every step is computed with checked
 /// arithmetic, and one that does not fit is a jump like any other.
@@ -31,14 +36,22 @@ struct CameraClock {
     struct Placed: Equatable {
         var monotonic: Int64
         var wall: Int64
-        /// The camera's timestamps jumped here; the clock re-anchored (the file goes on).
+        /// The camera's timestamps jumped here: the clock re-anchored and a new run begins (a new
+        /// file from the next keyframe).
         var jumped = false
+        /// The camera's clock jumped too often: from this frame on its times are not used.
+        var distrusted = false
         /// The frame could not be placed after the one before: the file must end before it.
         var discontinuity = false
     }
 
     /// A camera step longer than this, or a frame placed this far ahead of its arrival, is a jump.
     static let jumpLimitNanos: Int64 = 3_000_000_000
+    /// More jumps than this within `jumpWindowNanos` and the camera's times are not used any more
+    /// on this connection: three new files in a minute for a clock that was set, not one a second
+    /// for a camera that sends nonsense.
+    static let jumpsBeforeDistrust = 3
+    static let jumpWindowNanos: Int64 = 60_000_000_000
     /// Frames with camera times that all come later than the jump limit for this long are not a
     /// stall's burst (which catches up) but a camera whose times fell behind: re-anchored.
     static let lateRunNanos: Int64 = 10_000_000_000
@@ -72,6 +85,10 @@ struct CameraClock {
     private var lateness: Int64 = 0
     /// Since when (arrival) every frame with camera time came later than the jump limit.
     private var lateSince: Int64?
+    /// The jumps of the current window: when it began (arrival) and how many.
+    private var jumps: (since: Int64, count: Int)?
+    /// The camera's clock jumped too often: its times are ignored from here on.
+    private(set) var distrustsCameraTimes = false
 
     /// Frames per second by the learnt interval, rounded to a hundredth.
     var framesPerSecond: Double? { FrameInterval(storedNanos: intervalNanos ?? 0).framesPerSecond }
@@ -90,6 +107,22 @@ struct CameraClock {
     static let squeezeDivisor: Int64 = 16
 
     mutating func place(cameraTicks: Int64?, arrivalMonotonic arrival: Int64, arrivalWall: Int64) -> Placed {
+        var placed = placeTrusting(cameraTicks: distrustsCameraTimes ? nil : cameraTicks, arrival: arrival, arrivalWall: arrivalWall)
+        guard placed.jumped else { return placed }
+        let window = jumps.flatMap { j in arrival.subtracting(j.since).map { $0 < Self.jumpWindowNanos ? j : nil } ?? nil }
+        let count = (window?.count ?? 0) + 1
+        jumps = (window?.since ?? arrival, count)
+        if count > Self.jumpsBeforeDistrust {
+            // Not a new run: the times are the arrivals' from here on, and the file goes on.
+            distrustsCameraTimes = true
+            lastTicks = nil
+            placed.jumped = false
+            placed.distrusted = true
+        }
+        return placed
+    }
+
+    private mutating func placeTrusting(cameraTicks: Int64?, arrival: Int64, arrivalWall: Int64) -> Placed {
         let wallOffset = arrivalWall.subtracting(arrival) ?? 0
         func placed(_ monotonic: Int64, jumped: Bool = false, discontinuity: Bool = false) -> Placed {
             last = monotonic

@@ -91,10 +91,14 @@ final class NetworkStream: CaptureStream {
         // without one (the demuxer learns the reordering depth first): stamped on arrival.
         let time = clock.place(cameraTicks: picture.dts, arrivalMonotonic: arrival, arrivalWall: arrivalWall)
         if time.jumped { noteTimestampJump() }
+        if time.distrusted {
+            logger.warning("\(address): the camera's timestamps jumped more than \(CameraClock.jumpsBeforeDistrust) times in \(CameraClock.jumpWindowNanos / 1_000_000_000) s; its frames are spaced by their arrival from here on, in one file, until it reconnects")
+        }
         frame.setContents(
             byteCount: picture.byteCount, format: format, width: stream?.width ?? 0, height: stream?.height ?? 0,
             sequence: sequence, monotonicNanos: time.monotonic, wallNanos: time.wall,
             keyframe: picture.keyframe, stream: format == .mjpeg ? nil : stream, followsDiscontinuity: time.discontinuity,
+            followsClockJump: time.jumped,
             presentationDelayNanos: Self.presentationDelay(picture))
         sequence += 1
         return .frame
@@ -112,7 +116,7 @@ final class NetworkStream: CaptureStream {
 
     private func noteTimestampJump() {
         timestampJumps += 1
-        let text = "\(address): the camera's timestamps jumped (back, repeated, or more than \(CameraClock.jumpLimitNanos / 1_000_000_000) s from their arrival); Vigil's times for it follow their arrival again from there, the recording goes on (\(timestampJumps) so far on this connection)"
+        let text = "\(address): the camera's timestamps jumped (back, repeated, or more than \(CameraClock.jumpLimitNanos / 1_000_000_000) s from their arrival); Vigil's times for it start again from their arrival, and a new file from the next keyframe (\(timestampJumps) so far on this connection)"
         if timestampJumps == 1 { logger.warning("\(text)") } else { logger.debug("\(text)") }
     }
 

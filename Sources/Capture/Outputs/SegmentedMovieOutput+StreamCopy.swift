@@ -31,6 +31,9 @@ extension SegmentedMovieOutput {
             }
         }
         let stream = frame.stream ?? mjpegDescription(width: frame.width, height: frame.height)
+        if frame.followsClockJump { newRunPending = true }
+        let startsRun = newRunPending && frame.isKeyframe
+        if startsRun { newRunPending = false }
         if let preroll {
             // Motion only: held back; segments are opened and cut when it is released.
             if breaks {
@@ -40,7 +43,7 @@ extension SegmentedMovieOutput {
             preroll.hold(
                 frame.bytes, pts: nextPTS(for: frame), presentationDelay: frame.presentationDelayNanos * 9 / 100_000,
                 keyframe: frame.isKeyframe, wallNanos: frame.wallNanos, stream: stream,
-                container: settings.container(for: frame.format), breaksBefore: breaks)
+                container: settings.container(for: frame.format), breaksBefore: breaks || startsRun)
             releaseHeld(now: frame.wallNanos)
             return
         }
@@ -55,7 +58,7 @@ extension SegmentedMovieOutput {
             originMonotonic = nil
             lastPTS = .min
         }
-        if startsSegment || breaks { cutPending = true }
+        if startsSegment || breaks || startsRun { cutPending = true }
         if cutPending && frame.isKeyframe {
             cutPending = false
             let pts = nextPTS(for: frame)

@@ -107,6 +107,9 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     private var gate: ScheduleGate
     /// Stream copy: a new segment is due and starts at the next keyframe.
     var cutPending = false
+    /// Stream copy: the camera's clock jumped (a new run of its times): the next keyframe
+    /// starts a new file, and the frames before it go on in the open one.
+    var newRunPending = false
     /// Frames copied from the camera before a segment could start at a keyframe (reported).
     var framesBeforeKeyframe = 0
     /// The MJPEG description of the current size (a camera's MJPEG frames carry none).
@@ -221,7 +224,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
             case .streamCopy:
                 try copy(frame, startsSegment: startsSegment, breaks: frame.followsDiscontinuity || followsGap)
             case .h264(let encoderSettings):
-                try encode(frame, connection, encoderSettings, startsSegment: startsSegment || followsGap)
+                try encode(frame, connection, encoderSettings, startsSegment: startsSegment || followsGap || frame.followsClockJump)
             }
         } catch let error as MediaError where error.operation == "decode frame" {
             logger.warning("camera \(context?.cameraID ?? "?"): dropped a corrupt frame: \(error.message)")
@@ -251,6 +254,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         originMonotonic = nil
         lastFrameMonotonic = nil
         cutPending = false
+        newRunPending = false
         // An idle output keeps no pictures either (they come back with the next frame).
         converter.releaseBuffers()
         isRecording.store(false, ordering: .releasing)
