@@ -87,7 +87,16 @@ drop_proxy() {
     op "drop $name's connection"
     kill "$(cat "$work/$name-proxy.out.pid")" 2>/dev/null || true
     wait "$(cat "$work/$name-proxy.out.pid")" 2>/dev/null || true
-    start_server "$work/$name-proxy.out" /usr/bin/python3 "$servers/tcp-proxy.py" --upstream "127.0.0.1:$upstream" --port "$port" >/dev/null
+    start_server "$work/$name-proxy.out" /usr/bin/python3 "$servers/tcp-proxy.py" --upstream "127.0.0.1:$upstream" --port "$port" --rtp-jumps >/dev/null
+}
+
+# The RTSP camera's clock set 20 s forward or back (its proxy moves the RTP timestamps).
+jump_clock() {
+    if [ $((RANDOM % 2)) = 0 ]; then
+        op "rtsp camera's clock set 20 s forward"; kill -USR1 "$(cat "$work/rtsp-proxy.out.pid")"
+    else
+        op "rtsp camera's clock set 20 s back"; kill -USR2 "$(cat "$work/rtsp-proxy.out.pid")"
+    fi
 }
 
 # The bucket's endpoint is a proxy in front of moto (which keeps its objects in memory only):
@@ -138,7 +147,7 @@ campaign() {
     segment=10 timelapse=yes motion=no scheduled=no
     if [ "$network" = yes ]; then
         rtsp_port=$(start_server "$work/rtsp.out" /usr/bin/python3 "$servers/rtsp-server.py" --fps 15 --gop 15)
-        rtsp_proxy_port=$(start_server "$work/rtsp-proxy.out" /usr/bin/python3 "$servers/tcp-proxy.py" --upstream "127.0.0.1:$rtsp_port")
+        rtsp_proxy_port=$(start_server "$work/rtsp-proxy.out" /usr/bin/python3 "$servers/tcp-proxy.py" --upstream "127.0.0.1:$rtsp_port" --rtp-jumps)
         mkdir -p "$work/jpeg"
         ffmpeg -v error -f lavfi -i testsrc=size=320x240:rate=10 -frames:v 20 -q:v 3 "$work/jpeg/frame%d.jpg"
         mjpeg_port=$(start_server "$work/mjpeg.out" /usr/bin/python3 "$servers/mjpeg-server.py" "$work"/jpeg/frame*.jpg --fps 10)
@@ -177,7 +186,7 @@ campaign() {
             4) op "same configuration saved and signalled"; write_config; kill -HUP "$pid" ;;
             5) op "SIGTERM and start"; stop_vigil; start_vigil ;;
             6) op "kill -9 and start"; kill -9 "$pid"; wait "$pid" 2>/dev/null || true; start_vigil ;;
-            7) [ "$network" = yes ] && stall_proxy rtsp ;;
+            7) [ "$network" = yes ] && { [ $((RANDOM % 2)) = 0 ] && stall_proxy rtsp || jump_clock; } ;;
             8) [ "$network" = yes ] && { [ $((RANDOM % 2)) = 0 ] && stall_proxy mjpeg || drop_proxy rtsp "$rtsp_port" "$rtsp_proxy_port"; } ;;
             9) if [ "$mounted" = yes ] && [ "$ballast" = no ]; then
                    op "disk filled"; full_since=$(date +%s%N); ballast=yes
