@@ -4,7 +4,8 @@ import Glibc
 @testable import Recorder
 import Testing
 
-/// Start-up recovery does not trust a finished file whose size is not the one indexed: cut short
+/// Start-up recovery does not trust a finished file whose size or modification time is not the
+/// one indexed: cut short
 /// (`truncate -s 50%`), it is cut back to its last complete fragment, decoded, and indexed as it
 /// is; with nothing left that decodes, it is moved aside. Before, the index kept "75 frames,
 /// complete" for a file holding 34, and an index rebuilt from the files adopted it as complete
@@ -68,6 +69,33 @@ import Testing
         #expect(again.recovery.quarantined == 1 && again.recovery.known == 0, "\(again.recovery)")
         #expect(!FileManager.default.fileExists(atPath: segment))
         #expect(try again.index.entries(kind: .segment).allSatisfy { $0.state == .quarantined })
+    }
+
+    /// A finished file changed in place at the same size (its last third overwritten, or only
+    /// its time set with `touch`): its modification time is not the one indexed, so it is read
+    /// again, and the index then says what the disk holds (`verify --deep` clean). An untouched
+    /// file is not opened at all.
+    @Test(arguments: [true, false]) func aFinishedSegmentChangedAtTheSameSizeIsReadAgain(overwritten: Bool) async throws {
+        let dir = try TemporaryDirectory("vigil-changed-same-size")
+        defer { dir.remove() }
+        let segment = try await recordSegment(root: dir.path, camera: "porch")
+        let first = try StorageKeeper.open(root: dir.path, policy: RetentionPolicy(), events: RecorderEvents())
+        #expect(first.recovery.adopted == 1)
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: segment)[.size] as? Int)
+        if overwritten {
+            let file = try FileHandle(forWritingTo: URL(fileURLWithPath: segment))
+            try file.seek(toOffset: UInt64(size * 2 / 3))
+            try file.write(contentsOf: Data(repeating: 0x5A, count: size - size * 2 / 3))
+            try file.close()
+        }
+        var times = [timespec(tv_sec: 1_700_000_000, tv_nsec: 0), timespec(tv_sec: 1_700_000_000, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, segment, &times, 0) == 0)
+        let again = try StorageKeeper.open(root: dir.path, policy: RetentionPolicy(), events: RecorderEvents())
+        #expect(again.recovery.reindexed + again.recovery.quarantined == 1 && again.recovery.known == 0, "\(again.recovery)")
+        let found = try problems(again.index)
+        #expect(found.isEmpty, "\(found)")
+        let third = try StorageKeeper.open(root: dir.path, policy: RetentionPolicy(), events: RecorderEvents())
+        #expect(third.recovery.reindexed == 0 && third.recovery.quarantined == 0, "\(third.recovery)")
     }
 
     /// A finished file whose row was left `writing` (a kill while the disk was full: its last

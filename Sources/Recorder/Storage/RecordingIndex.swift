@@ -14,7 +14,7 @@ import SystemPackage
 /// thread or Swift's cooperative pool. The files are the truth: an index that is
 /// lost or damaged is rebuilt from them (`StorageKeeper.open`).
 public final class RecordingIndex: Sendable {
-    public static let schemaVersion: Int32 = 5
+    public static let schemaVersion: Int32 = 6
 
     public let root: String
     /// The file, or nil for an index kept in memory (when the file cannot be used).
@@ -111,7 +111,8 @@ public final class RecordingIndex: Sendable {
     /// across cameras: without it each page of the review listing sorted the whole table,
     /// 88 ms for 100,000 events, 0.1 ms with it; `migrations[3]` the archive's queue;
     /// `migrations[4]` the longest recording of each camera and kind, which bounds a listing's
-    /// walk (`entries`)).
+    /// walk (`entries`); `migrations[5]` when each finished file was last modified, as it was
+    /// indexed, so recovery finds a file changed since by its size or its time).
     private static let migrations: [[Migration]] = [
         [.sql("""
         CREATE TABLE IF NOT EXISTS recordings (
@@ -195,6 +196,9 @@ public final class RecordingIndex: Sendable {
             INSERT INTO recording_spans (camera, kind, longest_ns) VALUES (new.camera, new.kind, \(span("new"))) \(spanUpsert);
         END;
         """)],
+        // The file's modification time when its row was written (NULL while it is being written,
+        // and for rows from before): recovery reads a file again when it differs.
+        [.addColumn(table: "recordings", column: "modified_ns", definition: "INTEGER")],
     ]
 
     /// The length of `row`'s recording for `recording_spans`: exact when both times are integers
@@ -224,15 +228,26 @@ public final class RecordingIndex: Sendable {
     // MARK: - Writing
 
     /// Adds or replaces the entry for `entry.path`.
+    /// A finished file's modification time is read here (one stat) and kept with it.
     public func put(_ entry: Entry) throws {
+        let finished = entry.state != .writing && entry.state != .missing
+        let modified = finished ? StorageRecovery.onDisk(entry.path, root: root)?.modifiedNanos : nil
         try run("""
-            INSERT INTO recordings (kind, camera, path, start_ns, end_ns, frames, bytes, codec, width, height, state)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+            INSERT INTO recordings (kind, camera, path, start_ns, end_ns, frames, bytes, codec, width, height, state, modified_ns)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
             ON CONFLICT(path) DO UPDATE SET kind = ?1, camera = ?2, start_ns = ?4, end_ns = ?5, frames = ?6,
-                bytes = ?7, codec = ?8, width = ?9, height = ?10, state = ?11
+                bytes = ?7, codec = ?8, width = ?9, height = ?10, state = ?11, modified_ns = ?12
             """, [.text(entry.kind.rawValue), .text(entry.camera), .text(entry.path), .integer(entry.startNanos),
                   .integer(entry.endNanos), .integer(Int64(entry.frames)), .integer(entry.bytes), .text(entry.codec),
-                  .integer(Int64(entry.width)), .integer(Int64(entry.height)), .text(entry.state.rawValue)])
+                  .integer(Int64(entry.width)), .integer(Int64(entry.height)), .text(entry.state.rawValue),
+                  modified.map { .integer($0) } ?? .null])
+    }
+
+    /// The modification time each finished file had when it was indexed, by path.
+    func modifiedTimes() throws -> [String: Int64] {
+        Dictionary(try query("SELECT path, modified_ns FROM recordings WHERE modified_ns IS NOT NULL", []) {
+            (Self.text($0, 0), sqlite3_column_int64($0, 1))
+        }, uniquingKeysWith: { a, _ in a })
     }
 
     public func setState(_ state: State, path: String) throws {

@@ -40,7 +40,9 @@ enum StorageRecovery {
 
     static func run(root: String, index: RecordingIndex, logger: Logger) throws -> RecoverySummary {
         let walk = StorageWalk(root: root, logger: logger)
-        var pass = Pass(walk: walk, index: index, indexed: Dictionary(try index.entries().map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a }))
+        var pass = Pass(
+            walk: walk, index: index, indexed: Dictionary(try index.entries().map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a }),
+            modified: try index.modifiedTimes())
         try index.transaction {
             let cameraFolders = walk.cameraFolders()
             for folder in cameraFolders {
@@ -64,15 +66,18 @@ enum StorageRecovery {
         var root: String { walk.root }
         var logger: Logger { walk.logger }
         var indexed: [String: RecordingIndex.Entry]
+        /// When each finished file was last modified, as indexed.
+        let modified: [String: Int64]
         /// Files adopted in a folder get the camera the index already uses for it.
         let cameraOfFolder: [String: String]
         var seen = Set<String>()
         var summary = RecoverySummary()
 
-        init(walk: StorageWalk, index: RecordingIndex, indexed: [String: RecordingIndex.Entry]) {
+        init(walk: StorageWalk, index: RecordingIndex, indexed: [String: RecordingIndex.Entry], modified: [String: Int64]) {
             self.walk = walk
             self.index = index
             self.indexed = indexed
+            self.modified = modified
             cameraOfFolder = StorageRecovery.camerasByFolder(indexed.values)
         }
 
@@ -117,9 +122,10 @@ enum StorageRecovery {
             }
             seen.insert(relative)
             if let known = indexed[relative], known.state != .writing, known.state != .missing {
-                // One stat: a file changed since it was indexed (cut short, rewritten) is read
-                // again, not trusted.
-                guard StorageRecovery.sizeOnDisk(relative, root: root) != known.bytes else {
+                // One stat: a file changed since it was indexed (cut short, rewritten: its size or
+                // its modification time differs) is read again, not trusted.
+                let found = StorageRecovery.onDisk(relative, root: root)
+                guard found?.bytes != known.bytes || modified[relative].map({ $0 != found?.modifiedNanos }) == true else {
                     summary.known += 1
                     return
                 }
@@ -270,9 +276,12 @@ enum StorageRecovery {
     }
 
     /// The size of a file under the root; nil if it cannot be read.
-    static func sizeOnDisk(_ relative: String, root: String) -> Int64? {
+    /// A file's size and modification time (one stat), or nil when it cannot be read.
+    static func onDisk(_ relative: String, root: String) -> (bytes: Int64, modifiedNanos: Int64)? {
         var st = stat()
-        return stat(StorageLayout(root: root).absolute(relative), &st) == 0 ? Int64(st.st_size) : nil
+        guard stat(StorageLayout(root: root).absolute(relative), &st) == 0 else { return nil }
+        let modified = Int64(st.st_mtim.tv_sec).multipliedReportingOverflow(by: 1_000_000_000)
+        return (Int64(st.st_size), modified.overflow ? Int64.max : modified.partialValue &+ Int64(st.st_mtim.tv_nsec))
     }
 
     /// A finished file that changed on disk: an MP4 is cut back to its last complete fragment,
@@ -289,7 +298,7 @@ enum StorageRecovery {
               let decoded = try? VideoContents.decoded(path), decoded.frames > 0 else { return nil }
         entry.frames = decoded.frames
         if kind == .segment, let end = entry.startNanos.adding(decoded.spanNanos), WallTime.range.contains(end) { entry.endNanos = end }
-        entry.bytes = sizeOnDisk(relative, root: root) ?? entry.bytes
+        entry.bytes = onDisk(relative, root: root)?.bytes ?? entry.bytes
         return entry
     }
 
