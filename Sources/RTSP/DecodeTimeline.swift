@@ -19,10 +19,13 @@ package struct DecodeTimeline {
 
     /// The decode time of the next picture, shown at `pts`. A picture reordered deeper than
     /// the depth (a camera that changed its GOP) gets a decode time that goes back: the clock
-    /// flags that as a break, and the depth grows for the pictures after it.
+    /// flags that as a break, and the depth grows for the pictures after it. A picture further
+    /// back than any reordering (16 frames) is the camera's clock set back: the times start
+    /// again from it, and the depth stays.
     package mutating func decodeTime(presentedAt pts: Int64) -> Int64 {
         if let last, pts < last {
-            depth = min(depth + 1, 15)
+            // Both within ±2^61 (`RTPTimestampUnwrapper`): the difference fits.
+            if last - pts <= 16 * frameTicks { depth = min(depth + 1, 15) }
             pending.removeAll(keepingCapacity: true)
         }
         if pending.isEmpty {

@@ -97,8 +97,9 @@ import Testing
         let starts = log.segments.map(\.firstFrameWallNanos).sorted()
         #expect(starts.count == 3 || starts.count == 4, "one file per run of the camera's clock: \(starts.count) files")
         for jump in jumps {
-            // The next keyframe is at most a second (15 frames) after the jump.
-            #expect(starts.contains { $0 >= jump - 100_000_000 && $0 <= jump + 1_600_000_000 }, "no file starts within 1.6 s of the jump")
+            // The next keyframe is at most a second (15 frames) after the jump; a loaded machine
+            // may take a while to read it.
+            #expect(starts.contains { $0 >= jump - 100_000_000 && $0 <= jump + 2_500_000_000 }, "no file starts within 2.5 s of the jump")
         }
     }
 

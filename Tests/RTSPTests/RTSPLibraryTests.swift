@@ -168,6 +168,11 @@ import Testing
         var shallow = DecodeTimeline(depth: 0, frameTicks: d)
         let broken = [0, 2 * d, d].map { shallow.decodeTime(presentedAt: $0) }
         #expect(broken[2] < broken[1] && shallow.depth == 1)
+        // The camera's clock set back by 20 s is no reordering: the times start again from the
+        // picture, and the depth stays (each set-back once added a frame of delay for good).
+        var set = DecodeTimeline(depth: 0, frameTicks: d)
+        let stepped = [100 * d, 101 * d, 101 * d - 1_800_000, 102 * d - 1_800_000].map { set.decodeTime(presentedAt: $0) }
+        #expect(stepped == [100 * d, 101 * d, 101 * d - 1_800_000, 102 * d - 1_800_000] && set.depth == 0, "\(stepped)")
 
         var wrap = RTPTimestampUnwrapper()
         #expect(wrap.extend(UInt32.max - 1) == Int64(UInt32.max) - 1)

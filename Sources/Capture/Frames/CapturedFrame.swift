@@ -30,9 +30,9 @@ public final class CapturedFrame: @unchecked Sendable {
     /// The camera's times broke before this frame so that it could not be placed after the one
     /// before (see `CameraClock`): a recording ends before it and the next starts at a keyframe.
     public internal(set) var followsDiscontinuity = false
-    /// The camera's clock jumped before this frame (see `CameraClock`): a new run of its times
-    /// begins, and the movie output starts a new file at the next keyframe.
-    public internal(set) var followsClockJump = false
+    /// Which run of the camera's clock the frame is in: it changes where the camera's clock
+    /// jumped (see `CameraClock`), and the movie output starts a new file at the next keyframe.
+    public internal(set) var clockRun: UInt32 = 0
     /// Not a frame: the stream was lost here. Outputs close what they have open.
     public internal(set) var marksStreamLoss = false
 
@@ -102,7 +102,7 @@ public final class CapturedFrame: @unchecked Sendable {
         byteCount: Int, format: PixelFormat, width: Int, height: Int,
         sequence: UInt64, monotonicNanos: Int64, wallNanos: Int64,
         keyframe: Bool = true, stream: StreamDescription? = nil, followsDiscontinuity: Bool = false,
-        followsClockJump: Bool = false, presentationDelayNanos: Int64 = 0
+        clockRun: UInt32 = 0, presentationDelayNanos: Int64 = 0
     ) {
         precondition(byteCount <= (lent?.bytes.count ?? storage.count))
         self.byteCount = byteCount
@@ -115,7 +115,7 @@ public final class CapturedFrame: @unchecked Sendable {
         self.isKeyframe = keyframe
         self.stream = stream
         self.followsDiscontinuity = followsDiscontinuity
-        self.followsClockJump = followsClockJump
+        self.clockRun = clockRun
         self.presentationDelayNanos = presentationDelayNanos
         marksStreamLoss = false
     }

@@ -85,8 +85,8 @@ struct CameraClock {
     private var lateness: Int64 = 0
     /// Since when (arrival) every frame with camera time came later than the jump limit.
     private var lateSince: Int64?
-    /// The jumps of the current window: when it began (arrival) and how many.
-    private var jumps: (since: Int64, count: Int)?
+    /// The arrivals of the last `jumpsBeforeDistrust` jumps, oldest first.
+    private var recentJumps: [Int64] = []
     /// The camera's clock jumped too often: its times are ignored from here on.
     private(set) var distrustsCameraTimes = false
 
@@ -108,17 +108,24 @@ struct CameraClock {
 
     mutating func place(cameraTicks: Int64?, arrivalMonotonic arrival: Int64, arrivalWall: Int64) -> Placed {
         var placed = placeTrusting(cameraTicks: distrustsCameraTimes ? nil : cameraTicks, arrival: arrival, arrivalWall: arrivalWall)
-        guard placed.jumped else { return placed }
-        let window = jumps.flatMap { j in arrival.subtracting(j.since).map { $0 < Self.jumpWindowNanos ? j : nil } ?? nil }
-        let count = (window?.count ?? 0) + 1
-        jumps = (window?.since ?? arrival, count)
-        if count > Self.jumpsBeforeDistrust {
+        guard placed.jumped, cameraTicks != nil else { return placed }
+        guard !distrustsCameraTimes else {
+            // Its times are not used any more: one run until the connection ends.
+            placed.jumped = false
+            return placed
+        }
+        // A sliding window: this jump and the last `jumpsBeforeDistrust` within a minute.
+        if recentJumps.count == Self.jumpsBeforeDistrust, let oldest = recentJumps.first,
+           let since = arrival.subtracting(oldest), since < Self.jumpWindowNanos {
             // Not a new run: the times are the arrivals' from here on, and the file goes on.
             distrustsCameraTimes = true
             lastTicks = nil
             placed.jumped = false
             placed.distrusted = true
+            return placed
         }
+        if recentJumps.count == Self.jumpsBeforeDistrust { recentJumps.removeFirst() }
+        recentJumps.append(arrival)
         return placed
     }
 

@@ -90,7 +90,10 @@ final class NetworkStream: CaptureStream {
         // make presentation times go back and forth. The first frames of a connection may come
         // without one (the demuxer learns the reordering depth first): stamped on arrival.
         let time = clock.place(cameraTicks: picture.dts, arrivalMonotonic: arrival, arrivalWall: arrivalWall)
-        if time.jumped { noteTimestampJump() }
+        if time.jumped {
+            clockRun &+= 1
+            noteTimestampJump()
+        }
         if time.distrusted {
             logger.warning("\(address): the camera's timestamps jumped more than \(CameraClock.jumpsBeforeDistrust) times in \(CameraClock.jumpWindowNanos / 1_000_000_000) s; its frames are spaced by their arrival from here on, in one file, until it reconnects")
         }
@@ -98,7 +101,7 @@ final class NetworkStream: CaptureStream {
             byteCount: picture.byteCount, format: format, width: stream?.width ?? 0, height: stream?.height ?? 0,
             sequence: sequence, monotonicNanos: time.monotonic, wallNanos: time.wall,
             keyframe: picture.keyframe, stream: format == .mjpeg ? nil : stream, followsDiscontinuity: time.discontinuity,
-            followsClockJump: time.jumped,
+            clockRun: clockRun,
             presentationDelayNanos: Self.presentationDelay(picture))
         sequence += 1
         return .frame
@@ -113,6 +116,8 @@ final class NetworkStream: CaptureStream {
 
     /// Timestamp jumps of this connection so far: the first is a warning, the rest debug lines.
     private var timestampJumps = 0
+    /// The run of the camera's clock its frames are in: one more at each jump (`CapturedFrame.clockRun`).
+    private var clockRun: UInt32 = 0
 
     private func noteTimestampJump() {
         timestampJumps += 1

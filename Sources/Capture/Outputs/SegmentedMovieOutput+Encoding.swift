@@ -52,7 +52,7 @@ extension SegmentedMovieOutput {
                 // Motion only: held back; written when motion comes near it (`releaseHeld`).
                 preroll.hold(
                     packet.bytes, pts: pts, presentationDelay: 0, keyframe: packet.isKeyframe, wallNanos: info.wallNanos,
-                    stream: liveStream, container: settings.container, breaksBefore: false)
+                    stream: liveStream, container: settings.container, breaksBefore: info.startsSegment)
                 releaseHeld(now: info.wallNanos)
             } else {
                 // Only a forced keyframe opens a segment; while none is open after a failure,

@@ -31,9 +31,6 @@ extension SegmentedMovieOutput {
             }
         }
         let stream = frame.stream ?? mjpegDescription(width: frame.width, height: frame.height)
-        if frame.followsClockJump { newRunPending = true }
-        let startsRun = newRunPending && frame.isKeyframe
-        if startsRun { newRunPending = false }
         if let preroll {
             // Motion only: held back; segments are opened and cut when it is released.
             if breaks {
@@ -43,7 +40,7 @@ extension SegmentedMovieOutput {
             preroll.hold(
                 frame.bytes, pts: nextPTS(for: frame), presentationDelay: frame.presentationDelayNanos * 9 / 100_000,
                 keyframe: frame.isKeyframe, wallNanos: frame.wallNanos, stream: stream,
-                container: settings.container(for: frame.format), breaksBefore: breaks || startsRun)
+                container: settings.container(for: frame.format), breaksBefore: breaks)
             releaseHeld(now: frame.wallNanos)
             return
         }
@@ -58,7 +55,7 @@ extension SegmentedMovieOutput {
             originMonotonic = nil
             lastPTS = .min
         }
-        if startsSegment || breaks || startsRun { cutPending = true }
+        if startsSegment || breaks { cutPending = true }
         if cutPending && frame.isKeyframe {
             cutPending = false
             let pts = nextPTS(for: frame)
@@ -91,5 +88,23 @@ extension SegmentedMovieOutput {
         let d = StreamDescription(mjpegWidth: width, height: height)
         mjpegStream = d
         return d
+    }
+}
+
+/// Which run of its camera's clock each frame belongs to (`CapturedFrame.clockRun`): when the run
+/// changes (the camera's clock jumped), the next keyframe starts a new file, and the frames before
+/// it go on in the open one. Compared run by run, so a jump on a frame that was dropped or
+/// skipped is seen on the next one.
+struct ClockRunWatch {
+    private var last: UInt32?
+    private var pending = false
+
+    /// Whether `frame` is the first keyframe of a new run.
+    mutating func startsFile(_ frame: CapturedFrame) -> Bool {
+        if let last, last != frame.clockRun { pending = true }
+        last = frame.clockRun
+        guard pending && frame.isKeyframe else { return false }
+        pending = false
+        return true
     }
 }

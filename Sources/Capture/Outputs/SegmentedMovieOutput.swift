@@ -107,9 +107,8 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
     private var gate: ScheduleGate
     /// Stream copy: a new segment is due and starts at the next keyframe.
     var cutPending = false
-    /// Stream copy: the camera's clock jumped (a new run of its times): the next keyframe
-    /// starts a new file, and the frames before it go on in the open one.
-    var newRunPending = false
+    /// The runs of the camera's clock: a new one starts a new file at its first keyframe.
+    var clockRuns = ClockRunWatch()
     /// Frames copied from the camera before a segment could start at a keyframe (reported).
     var framesBeforeKeyframe = 0
     /// The MJPEG description of the current size (a camera's MJPEG frames carry none).
@@ -206,6 +205,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         }
         currentSlot = slot
         lastFrameMonotonic = frame.monotonicNanos
+        let startsRun = clockRuns.startsFile(frame)
         if let retry = restartAfterFailureAt {
             // Paused: nothing is encoded or opened before the retry's frame, and that frame only
             // if the room allows. A new slot's frame in between opened a segment, and the retry
@@ -222,9 +222,9 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         do {
             switch settings.encoding {
             case .streamCopy:
-                try copy(frame, startsSegment: startsSegment, breaks: frame.followsDiscontinuity || followsGap)
+                try copy(frame, startsSegment: startsSegment || startsRun, breaks: frame.followsDiscontinuity || followsGap || startsRun)
             case .h264(let encoderSettings):
-                try encode(frame, connection, encoderSettings, startsSegment: startsSegment || followsGap || frame.followsClockJump)
+                try encode(frame, connection, encoderSettings, startsSegment: startsSegment || followsGap || startsRun)
             }
         } catch let error as MediaError where error.operation == "decode frame" {
             logger.warning("camera \(context?.cameraID ?? "?"): dropped a corrupt frame: \(error.message)")
@@ -254,7 +254,7 @@ public final class SegmentedMovieOutput: CaptureOutput, @unchecked Sendable {
         originMonotonic = nil
         lastFrameMonotonic = nil
         cutPending = false
-        newRunPending = false
+        clockRuns = ClockRunWatch()
         // An idle output keeps no pictures either (they come back with the next frame).
         converter.releaseBuffers()
         isRecording.store(false, ordering: .releasing)

@@ -56,16 +56,28 @@ def next_message(buffer):
     return end + 4 + length
 
 
-def rewrite(message):
-    """An RTP packet (even channel, version 2) with its timestamp moved by `offset`."""
-    if offset == 0 or message[:1] != b"$" or message[1] % 2 or len(message) < 16 or message[4] >> 6 != 2:
-        return message
-    stamp = (struct.unpack(">I", message[8:12])[0] + offset) % (1 << 32)
-    return message[:8] + struct.pack(">I", stamp) + message[12:]
+class Rewriter:
+    """Moves the RTP timestamps of one connection by `offset`, taking a new offset only where a
+    new picture begins (a new timestamp), so no picture's packets are split between two."""
+
+    def __init__(self):
+        self.original = None  # the upstream's timestamp of the picture under way
+        self.applied = 0
+
+    def __call__(self, message):
+        if message[:1] != b"$" or message[1] % 2 or len(message) < 16 or message[4] >> 6 != 2:
+            return message
+        stamp = struct.unpack(">I", message[8:12])[0]
+        if stamp != self.original:
+            self.original, self.applied = stamp, offset
+        if self.applied == 0:
+            return message
+        return message[:8] + struct.pack(">I", (stamp + self.applied) % (1 << 32)) + message[12:]
 
 
 def pump(source, sink, rtp=False):
     pending = b""
+    rewrite = Rewriter()
     try:
         while True:
             data = source.recv(65536)
@@ -79,10 +91,12 @@ def pump(source, sink, rtp=False):
             while (length := next_message(pending)) is not None and len(pending) >= length:
                 out.append(rewrite(pending[:length]))
                 pending = pending[length:]
-            if len(pending) > 1 << 20:  # not RTSP after all: passed on as it is
+            if len(pending) > 1 << 20:  # not RTSP after all: passed on as it is, from here on
                 out.append(pending)
                 pending = b""
+                rtp = False
             sink.sendall(b"".join(out))
+        sink.sendall(pending)
     except OSError:
         pass
     for s in (source, sink):

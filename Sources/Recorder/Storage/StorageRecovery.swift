@@ -123,9 +123,13 @@ enum StorageRecovery {
             seen.insert(relative)
             if let known = indexed[relative], known.state != .writing, known.state != .missing {
                 // One stat: a file changed since it was indexed (cut short, rewritten: its size or
-                // its modification time differs) is read again, not trusted.
+                // its modification time differs) is read again, not trusted. Only its time (a
+                // `touch`, a copy that dropped its times): its packets are read (not decoded), and
+                // when they are the indexed frames its row takes the new time and stays as it was.
                 let found = StorageRecovery.onDisk(relative, root: root)
-                guard found?.bytes != known.bytes || modified[relative].map({ $0 != found?.modifiedNanos }) == true else {
+                let timeChanged = modified[relative].map { $0 != found?.modifiedNanos } == true
+                guard found?.bytes != known.bytes || (timeChanged && !StorageRecovery.packetsAgree(relative, with: known, root: root)) else {
+                    if timeChanged { try index.put(known) }
                     summary.known += 1
                     return
                 }
@@ -280,8 +284,10 @@ enum StorageRecovery {
     static func onDisk(_ relative: String, root: String) -> (bytes: Int64, modifiedNanos: Int64)? {
         var st = stat()
         guard stat(StorageLayout(root: root).absolute(relative), &st) == 0 else { return nil }
-        let modified = Int64(st.st_mtim.tv_sec).multipliedReportingOverflow(by: 1_000_000_000)
-        return (Int64(st.st_size), modified.overflow ? Int64.max : modified.partialValue &+ Int64(st.st_mtim.tv_nsec))
+        // A time past what 64-bit nanoseconds hold (a file dated in 2300) is kept as the largest.
+        let seconds = Int64(st.st_mtim.tv_sec).multipliedReportingOverflow(by: 1_000_000_000)
+        let modified = seconds.partialValue.addingReportingOverflow(Int64(st.st_mtim.tv_nsec))
+        return (Int64(st.st_size), seconds.overflow || modified.overflow ? Int64.max : modified.partialValue)
     }
 
     /// A finished file that changed on disk: an MP4 is cut back to its last complete fragment,
@@ -300,6 +306,18 @@ enum StorageRecovery {
         if kind == .segment, let end = entry.startNanos.adding(decoded.spanNanos), WallTime.range.contains(end) { entry.endNanos = end }
         entry.bytes = onDisk(relative, root: root)?.bytes ?? entry.bytes
         return entry
+    }
+
+    /// Whether a video's packets (read, not decoded) are whole and as many as indexed: an MP4
+    /// with no bytes past its last complete fragment. A still's size is all that is compared.
+    static func packetsAgree(_ relative: String, with known: RecordingIndex.Entry, root: String) -> Bool {
+        guard known.kind == .segment || known.kind == .timelapse else { return true }
+        let path = StorageLayout(root: root).absolute(relative)
+        if RecordingFileName((relative as NSString).lastPathComponent)?.fileExtension == "mp4",
+           let layout = try? FragmentedMP4.layout(of: path), layout.completeFragments > 0, layout.usableBytes != layout.fileBytes {
+            return false
+        }
+        return (try? VideoContents.packets(path))?.frames == known.frames
     }
 
     /// Frame count and time span from the packets (nothing is decoded); nil if unplayable.
