@@ -5,9 +5,6 @@ import Foundation
 import Synchronization
 import Testing
 
-private let second: Int64 = 1_000_000_000
-private let day: Int64 = 86_400 * second
-
 /// `[archive]` as the configuration reads it: every key checked, keys read at once, secrets
 /// never printed.
 @Suite struct ArchiveConfigurationTests {

@@ -6,8 +6,8 @@ import Media
 import SystemPackage
 import Testing
 
-private let second: Int64 = 1_000_000_000
-private let day: Int64 = 86_400 * second
+let second: Int64 = 1_000_000_000
+let day: Int64 = 86_400 * second
 
 /// Records about two seconds from a synthetic camera named `camera` into `root`; returns the segment.
 func recordSegment(root: String, camera: String) async throws -> String {
@@ -34,7 +34,7 @@ func recordSegment(root: String, camera: String) async throws -> String {
 
 /// A file of `bytes` bytes at `relative` under the keeper's root, and its index entry.
 @discardableResult
-private func place(
+func place(
     _ keeper: StorageKeeper, camera: String, kind: RecordingIndex.Kind = .segment, endNanos: Int64, bytes: Int = 100,
     state: RecordingIndex.State = .complete, folder: String? = nil
 ) throws -> String {
@@ -48,7 +48,7 @@ private func place(
     return relative
 }
 
-private func exists(_ root: String, _ relative: String) -> Bool { FileManager.default.fileExists(atPath: "\(root)/\(relative)") }
+func exists(_ root: String, _ relative: String) -> Bool { FileManager.default.fileExists(atPath: "\(root)/\(relative)") }
 
 @Suite struct RecordingFileNameTests {
     private let stamp: Int64 = 1_795_330_620 * second  // 2026-11-22T06:57:00Z
@@ -235,150 +235,6 @@ private func exists(_ root: String, _ relative: String) -> Bool { FileManager.de
     }
 }
 
-@Suite struct ClockJumpRetentionTests {
-    /// 2020-01-01: where a board without a battery-backed clock may think it is.
-    private let past: Int64 = 1_577_836_800 * second
-
-    private func keeper(_ dir: TemporaryDirectory, maxAgeDays: Double = 2) throws -> StorageKeeper {
-        var policy = RetentionPolicy()
-        policy.videos = RetentionLimits(maxAgeDays: maxAgeDays)
-        return try StorageKeeper.open(root: dir.path, policy: policy, events: RecorderEvents())
-    }
-
-    @Test func agesAreJudgedAgainstTheNewestRecordingNotAClockThatJumped() throws {
-        let dir = try TemporaryDirectory("vigil-clock")
-        defer { dir.remove() }
-        let keeper = try keeper(dir)
-        let files = try [past - day, past - day / 2, past].map { try place(keeper, camera: "a", endNanos: $0) }
-        let old = try place(keeper, camera: "a", endNanos: past - 3 * day)
-        // The clock now says 200 days later; nothing was recorded since.
-        keeper.enforceRetention(nowWall: past + 200 * day)
-        for file in files { #expect(exists(dir.path, file), "\(file) deleted on the strength of a clock jump") }
-        #expect(!exists(dir.path, old), "three days older than the newest recording is old")
-    }
-
-    @Test func recordingsMadeBeforeAnObservedJumpAreNotTakenForOld() throws {
-        let dir = try TemporaryDirectory("vigil-clock-observed")
-        defer { dir.remove() }
-        let keeper = try keeper(dir)
-        // Booted 10 minutes ago, with the clock at 2020; NTP then sets it 180 days on.
-        let boot: Int64 = 0, jump = 180 * day
-        keeper.noteClock(wall: past, sinceBoot: boot + 600 * second)
-        let before = try [past - 300 * second, past - 100 * second].map { try place(keeper, camera: "a", endNanos: $0) }
-        let earlierBoot = try place(keeper, camera: "a", endNanos: past - 5 * day)
-        keeper.noteClock(wall: past + 2 * second + jump, sinceBoot: boot + 602 * second)
-        let after = try place(keeper, camera: "a", endNanos: past + jump + 10 * second)
-        keeper.enforceRetention(nowWall: past + jump + 20 * second)
-        for file in before + [after] { #expect(exists(dir.path, file), "\(file)") }
-        let shifted = try keeper.index.entries().filter { before.contains($0.path) }.map(\.endNanos)
-        #expect(shifted == [past - 300 * second + jump, past - 100 * second + jump])
-        // Made before this boot, so not stamped by the wrong clock of this one: really old.
-        #expect(!exists(dir.path, earlierBoot))
-    }
-
-    @Test func aSuspendIsNoClockStep() throws {
-        let dir = try TemporaryDirectory("vigil-clock-suspend")
-        defer { dir.remove() }
-        let keeper = try keeper(dir)
-        let file = try place(keeper, camera: "a", endNanos: past - 100 * second)
-        keeper.noteClock(wall: past, sinceBoot: 600 * second)
-        // Eight hours asleep: the wall clock and the time since boot move on together.
-        keeper.noteClock(wall: past + 8 * 3600 * second, sinceBoot: 600 * second + 8 * 3600 * second)
-        #expect(try keeper.index.entries().map(\.endNanos) == [past - 100 * second])
-        #expect(exists(dir.path, file))
-    }
-
-    @Test func massDeletionAfterAnUnseenJumpIsRefusedUntilARestart() throws {
-        let dir = try TemporaryDirectory("vigil-clock-mass")
-        defer { dir.remove() }
-        let now = past + 200 * day
-        let keeper = try keeper(dir)
-        let old = try (0..<10).map { try place(keeper, camera: "a", endNanos: past - Int64($0) * 3600 * second) }
-        // First pass: the newest recording is 200 days behind the clock.
-        keeper.enforceRetention(nowWall: now)
-        // Recording goes on at the new time; every earlier file now looks 200 days old.
-        let new = try place(keeper, camera: "a", endNanos: now + 30 * second)
-        keeper.enforceRetention(nowWall: now + 60 * second)
-        for file in old + [new] { #expect(exists(dir.path, file), "\(file)") }
-        // A restart with the clock right: the first pass finds recent recordings and deletes the old ones.
-        let restarted = try self.keeper(dir)
-        restarted.enforceRetention(nowWall: now + 90 * second)
-        for file in old { #expect(!exists(dir.path, file), "\(file)") }
-        #expect(exists(dir.path, new))
-    }
-
-    @Test func loweringTheAgeLimitStillDeletesMostRecordings() throws {
-        let dir = try TemporaryDirectory("vigil-clock-normal")
-        defer { dir.remove() }
-        let now = past
-        let keeper = try keeper(dir, maxAgeDays: 1)
-        let old = try (2..<10).map { try place(keeper, camera: "a", endNanos: now - Int64($0) * day) }
-        let recent = try place(keeper, camera: "a", endNanos: now - 60 * second)
-        keeper.enforceRetention(nowWall: now)
-        for file in old { #expect(!exists(dir.path, file), "\(file)") }
-        #expect(exists(dir.path, recent))
-    }
-}
-
-@Suite struct QuarantineTests {
-    @Test func quarantinedFilesAreIndexedListedAndDeletedFirst() throws {
-        let dir = try TemporaryDirectory("vigil-quarantine")
-        defer { dir.remove() }
-        let now: Int64 = 1_795_330_620 * second
-        // A leftover that does not play, and one quarantined by an older Vigil (flat name).
-        let folder = "porch/video/\(StorageLayout.utcStamp(now).day)"
-        try FileManager.default.createDirectory(atPath: "\(dir.path)/\(folder)", withIntermediateDirectories: true)
-        try Data(count: 300).write(to: URL(fileURLWithPath: "\(dir.path)/\(folder)/porch-20261122T065000Z.mp4.partial"))
-        try FileManager.default.createDirectory(atPath: "\(dir.path)/.quarantine", withIntermediateDirectories: true)
-        try Data(count: 200).write(to: URL(fileURLWithPath: "\(dir.path)/.quarantine/porch_video_2026-11-21_porch-20261121T120000Z.mp4.partial"))
-
-        // The index knew the leftover as being written when the crash came.
-        let startedAt = now - 10 * 60 * second + 123_456_789
-        try RecordingIndex(root: dir.path).put(RecordingIndex.Entry(
-            kind: .segment, camera: "porch", path: "\(folder)/porch-20261122T065000Z.mp4", startNanos: startedAt, endNanos: startedAt,
-            frames: 0, bytes: 0, codec: "", width: 0, height: 0, state: .writing))
-        // Someone else's file is not Vigil's to move or delete.
-        try Data(count: 5).write(to: URL(fileURLWithPath: "\(dir.path)/\(folder)/june.mp4"))
-        var policy = RetentionPolicy()
-        policy.videos = RetentionLimits(maxBytes: 550)
-        let keeper = try StorageKeeper.open(root: dir.path, policy: policy, events: RecorderEvents())
-        #expect(keeper.recovery.quarantined == 1 && keeper.recovery.missing == 0, "in the quarantine, not missing")
-        let quarantined = try keeper.index.entries(states: [.quarantined])
-        #expect(quarantined.map(\.path) == [".quarantine/porch_video_2026-11-21_porch-20261121T120000Z.mp4.partial",
-                                            ".quarantine/\(folder)/porch-20261122T065000Z.mp4.partial"])
-        #expect(quarantined.allSatisfy { $0.camera == "porch" && $0.kind == .segment })
-        #expect(quarantined.map(\.bytes) == [200, 300], "a leftover is quarantined whole")
-        #expect(quarantined.last?.startNanos == startedAt)
-        let listing = try RecordingsListing(index: keeper.index, camera: "porch", kind: .segment, from: nil, to: nil)
-        #expect(listing.text().contains("quarantined"))
-
-        // Two good segments, older than the leftovers: over 550 bytes, the oldest leftover goes first.
-        let a = try place(keeper, camera: "porch", endNanos: now - 3 * day)
-        let b = try place(keeper, camera: "porch", endNanos: now - 2 * day)
-        keeper.enforceRetention(nowWall: now)
-        #expect(exists(dir.path, a) && exists(dir.path, b))
-        #expect(try keeper.index.entries(states: [.quarantined]).map(\.path) == [".quarantine/\(folder)/porch-20261122T065000Z.mp4.partial"])
-        #expect(!exists(dir.path, ".quarantine/porch_video_2026-11-21_porch-20261121T120000Z.mp4.partial"))
-        // A second start knows the rest; a quarantined file a person removed leaves the index.
-        try FileManager.default.removeItem(atPath: "\(dir.path)/.quarantine/\(folder)/porch-20261122T065000Z.mp4.partial")
-        let again = try StorageKeeper.open(root: dir.path, policy: policy, events: RecorderEvents())
-        #expect(again.recovery == RecoverySummary(known: 2, recovered: 0, adopted: 0, quarantined: 0, missing: 0))
-        #expect(try again.index.entries(states: [.quarantined]).isEmpty)
-        #expect(exists(dir.path, "\(folder)/june.mp4"))
-    }
-}
-
-extension QuarantineTests {
-    @Test func aQuarantinedSegmentIsNeverExported() {
-        let leftover = RecordingIndex.Entry(
-            kind: .segment, camera: "c", path: ".quarantine/c/video/2026-11-22/c-20261122T065700Z.mp4.partial", startNanos: 0, endNanos: 10,
-            frames: 0, bytes: 300, codec: "h264", width: 2, height: 2, state: .quarantined)
-        #expect {
-            try SegmentJoiner.export([leftover], root: "/nonexistent", from: 0, to: 10, output: "/nonexistent/out.mp4", exact: false) { _ in }
-        } throws: { "\($0)".contains("no finished recording") }
-    }
-}
-
 @Suite struct KeeperEventTests {
     @Test func everyEventEmittedBeforeStopIsIndexed() async throws {
         let dir = try TemporaryDirectory("vigil-keeper-events")
@@ -411,167 +267,5 @@ extension QuarantineTests {
         #expect(entry.kind == .snapshot && entry.startNanos == 1_795_330_620 * second && entry.bytes == 1234)
         let again = try StorageKeeper.open(root: dir.path, policy: RetentionPolicy(), events: events)
         #expect(again.recovery == RecoverySummary(known: 1, recovered: 0, adopted: 0, quarantined: 0, missing: 0))
-    }
-}
-
-@Suite(.enabled(if: getuid() == 0, "needs root to mount a size-limited tmpfs"))
-struct DiskFullErrnoTests {
-    /// A keeper with no free-space floor: only a report of a full disk can start a sweep.
-    private func keeperWithoutFloor(_ disk: SmallDisk) throws -> (StorageKeeper, RecorderEvents) {
-        var policy = RetentionPolicy()
-        policy.minFreePercent = 0
-        policy.minFreeBytes = 0
-        let events = RecorderEvents()
-        return (try StorageKeeper.open(root: disk.path, policy: policy, events: events), events)
-    }
-
-    @Test func aWriteFailingWithENOSPCMakesRoomWhateverItsMessageSays() async throws {
-        let small = try SmallDisk("vigil-enospc")
-        defer { small.remove() }
-        // No floor at all: only the ENOSPC report can start the sweep.
-        let (keeper, events) = try keeperWithoutFloor(small)
-        let free = try #require(FreeSpaceFloor.space(small.path)).free
-        let old = try place(keeper, camera: "c", endNanos: 1_795_330_620 * second, bytes: Int(free) - 16_384)
-        keeper.start()
-        events.emit(.error(camera: "c", message: "recording failed (write: some other wording)", errno: .noSpace))
-        await keeper.stop()
-        #expect(!exists(small.path, old), "the oldest recording makes room")
-    }
-
-    @Test func onADiskFilledByRecordingsRoomIsMadeAndTheIndexFileOpens() throws {
-        let small = try SmallDisk("vigil-full-of-recordings")
-        defer { small.remove() }
-        // No index file (it was lost), and two stills fill every block: the older one is most of the disk.
-        let layout = StorageLayout(root: small.path)
-        let now: Int64 = 1_795_330_620 * second
-        let old = try layout.snapshot(camera: "porch", at: now - day).replacingOccurrences(of: "/snapshots/", with: "/stills/")
-        let new = try layout.snapshot(camera: "porch", at: now).replacingOccurrences(of: "/snapshots/", with: "/stills/")
-        for still in [old, new] {
-            try FileManager.default.createDirectory(atPath: (still as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        }
-        let free = try #require(FreeSpaceFloor.space(small.path)).free
-        try Data(count: Int(free) - 65_536).write(to: URL(fileURLWithPath: old))
-        try Data(count: Int(try #require(FreeSpaceFloor.space(small.path)).free)).write(to: URL(fileURLWithPath: new))
-        #expect(try #require(FreeSpaceFloor.space(small.path)).free == 0)
-        let keeper = try StorageKeeper.open(root: small.path, policy: RetentionPolicy(), events: RecorderEvents())
-        #expect(keeper.index.path == StorageLayout(root: small.path).indexPath, "the index file, not one in memory")
-        #expect(!FileManager.default.fileExists(atPath: old), "the oldest recording made room")
-        #expect(try keeper.index.entries().map(\.path) == [String(new.dropFirst(small.path.count + 1))])
-    }
-
-    @Test func anIndexWriteOnAFullDiskMakesRoomAndIsNotLost() async throws {
-        let small = try SmallDisk("vigil-index-write-full")
-        defer { small.remove() }
-        // No floor: only the index's own full-disk report can start the sweep.
-        let (keeper, events) = try keeperWithoutFloor(small)
-        let now: Int64 = 1_795_330_620 * second
-        let old = try place(keeper, camera: "c", endNanos: now - day, bytes: 1_000_000)
-        // Someone else's file takes every block left: the next index write finds the disk full.
-        let free = try #require(FreeSpaceFloor.space(small.path)).free
-        try Data(count: Int(free)).write(to: URL(fileURLWithPath: "\(small.path)/filler"))
-        keeper.start()
-        let segment = "\(small.path)/c/video/\(StorageLayout.utcStamp(now).day)/c-\(StorageLayout.utcStamp(now).stamp).mp4"
-        events.emit(.segmentStarted(camera: "c", path: segment, startWallNanos: now))
-        await keeper.stop()
-        #expect(!exists(small.path, old), "the oldest recording made room for the index")
-        #expect(try keeper.index.entries().map(\.state) == [.writing], "the new segment is indexed")
-    }
-
-    @Test func aDiskFullOfOtherFilesLeavesRecordingWithAnIndexInMemory() throws {
-        let small = try SmallDisk("vigil-full-index")
-        defer { small.remove() }
-        let still = try StorageLayout(root: small.path).snapshot(camera: "porch", at: 1_795_330_620 * second)
-            .replacingOccurrences(of: "/snapshots/", with: "/stills/")
-        try FileManager.default.createDirectory(atPath: (still as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        try Data(count: 500).write(to: URL(fileURLWithPath: still))
-        // Fill every last block.
-        let free = try #require(FreeSpaceFloor.space(small.path)).free
-        try? Data(count: Int(free)).write(to: URL(fileURLWithPath: "\(small.path)/filler"))
-        try? Data(count: 4096).write(to: URL(fileURLWithPath: "\(small.path)/filler2"))
-        let keeper = try StorageKeeper.open(root: small.path, policy: RetentionPolicy(), events: RecorderEvents())
-        #expect(keeper.index.path == nil)
-        // The one recording was deleted trying to make room, as the free-space sweep does; still
-        // no room for the index file, so one in memory serves.
-        #expect(!FileManager.default.fileExists(atPath: still))
-        #expect(try keeper.index.entries().isEmpty)
-    }
-
-    @Test func theFreeSpaceSweepDeletesQuarantinedLeftoversFirst() throws {
-        let small = try SmallDisk("vigil-sweep-quarantine")
-        defer { small.remove() }
-        // A leftover from a crash (newer than the good segment), quarantined at start.
-        let now: Int64 = 1_795_330_620 * second
-        let folder = "porch/video/\(StorageLayout.utcStamp(now).day)"
-        try FileManager.default.createDirectory(atPath: "\(small.path)/\(folder)", withIntermediateDirectories: true)
-        try Data(count: 1_200_000).write(to: URL(fileURLWithPath: "\(small.path)/\(folder)/porch-20261122T065000Z.mp4.partial"))
-        var policy = RetentionPolicy()
-        policy.minFreePercent = 0
-        policy.minFreeBytes = 1 << 20
-        let keeper = try StorageKeeper.open(root: small.path, policy: policy, events: RecorderEvents())
-        #expect(keeper.recovery.quarantined == 1)
-        let segment = try place(keeper, camera: "porch", endNanos: now - day, bytes: 1_000_000)
-        // Someone else's file fills the disk to below the floor.
-        let free = try #require(FreeSpaceFloor.space(small.path)).free
-        try Data(count: Int(free) - 512 * 1024).write(to: URL(fileURLWithPath: "\(small.path)/filler"))
-        keeper.checkFreeSpace(SystemClocks.monotonicNanos())
-        #expect(try keeper.index.entries(states: [.quarantined]).isEmpty)
-        #expect(RecordingInspector.files(under: "\(small.path)/.quarantine", endingWith: ".partial").isEmpty)
-        #expect(exists(small.path, segment), "the leftover was enough to make room")
-    }
-}
-
-/// A full disk is recognised by its cause (SQLITE_FULL, ENOSPC), never by a message's text.
-@Suite(.enabled(if: getuid() == 0, "needs root to mount a size-limited tmpfs"))
-struct IndexDiskFullTests {
-    @Test func anIndexWriteOnAFullDiskIsRecognisedAsFull() throws {
-        let small = try SmallDisk("vigil-sqlite-full")
-        defer { small.remove() }
-        let index = try RecordingIndex(root: small.path)
-        // Leave a few blocks, then write rows until SQLite cannot grow its WAL.
-        let free = try #require(FreeSpaceFloor.space(small.path)).free
-        try Data(count: Int(free) - 8192).write(to: URL(fileURLWithPath: "\(small.path)/filler"))
-        let error = #expect(throws: RecorderError.self) {
-            for n in 0..<100_000 {
-                try index.put(RecordingIndex.Entry(
-                    kind: .segment, camera: "c", path: "c/video/2026-11-22/c-\(n)-\(String(repeating: "x", count: 200)).mp4",
-                    startNanos: Int64(n), endNanos: Int64(n), frames: 1, bytes: 1, codec: "h264", width: 1, height: 1, state: .complete))
-            }
-        }
-        #expect(error?.isDiskFull == true, "\(String(describing: error))")
-        #expect(error?.isDamagedIndex == false)
-    }
-}
-
-@Suite struct RecorderErrorTests {
-    /// SQLite's own code for a full disk is enough, with or without the system's errno.
-    @Test func sqliteFullIsADiskFullWhateverTheText() {
-        #expect(RecorderError.index(code: 13 /* SQLITE_FULL */, errno: nil, message: "x", isNewer: false).isDiskFull)
-        #expect(RecorderError.index(code: 10 /* SQLITE_IOERR */, errno: .diskQuotaExceeded, message: "x", isNewer: false).isDiskFull)
-        #expect(!RecorderError.index(code: 10, errno: .ioError, message: "disk is full", isNewer: false).isDiskFull)
-        #expect(!RecorderError.export("the disk is full").isDiskFull)
-    }
-}
-
-@Suite struct IndexJournalTests {
-    /// SQLite's defaults let the write-ahead log grow to 4 MiB and keep it: on a small card that
-    /// is minutes of recordings, and space no sweep gives back.
-    @Test func theIndexJournalStaysSmallHoweverManyWrites() throws {
-        let dir = try TemporaryDirectory("vigil-journal")
-        defer { dir.remove() }
-        let index = try RecordingIndex(root: dir.path)
-        var largest: Int64 = 0
-        for i in 0..<3000 {
-            let end = Int64(1_795_330_620 + i * 10) * second
-            try index.put(RecordingIndex.Entry(
-                kind: .segment, camera: "c", path: "c/video/2026-11-22/c-\(i).mp4", startNanos: end - 10 * second, endNanos: end,
-                frames: 150, bytes: 100_000, codec: "h264", width: 160, height: 120, state: .complete))
-            if i % 50 == 0 {
-                let size = (try? FileManager.default.attributesOfItem(atPath: StorageLayout(root: dir.path).indexWALPath)[.size] as? Int64) ?? 0
-                largest = max(largest, size)
-            }
-        }
-        #expect(largest > 0, "the index is in WAL mode")
-        #expect(largest <= 512 * 1024, "the journal grew to \(largest) bytes")
-        #expect(try index.entries().count == 3000)
     }
 }

@@ -5,8 +5,6 @@ import Media
 @testable import Recorder
 import Testing
 
-private let day: Int64 = 86_400_000_000_000
-
 /// A recording file of `bytes` bytes under `root`, and its index entry.
 private func place(_ keeper: StorageKeeper, camera: String, kind: RecordingIndex.Kind, endNanos: Int64, bytes: Int, state: RecordingIndex.State = .complete) throws -> String {
     let stamp = StorageLayout.utcStamp(endNanos)
