@@ -34,7 +34,11 @@ extension Supervisor {
             logger.error("camera \(plan.cameraID) could not start (attempt \(camera.ladder.failures)): \(error); retrying in \(Int(delay)) s")
             events.emit(.error(camera: plan.cameraID, message: "could not start: \(error)"))
         case .success where camera.isRemoved || isStopping:
+            // Removed (or Vigil stopping) while it started: stopped at once, but what it wrote
+            // meanwhile (a segment opened and finished) is still announced, or the file would be
+            // on disk and in no index (`ReloadStormTests`, camera b added and removed).
             await session.stop()
+            await deliverLastEvents(sessionEvents)
         case .success:
             // The ladder is not reset here: only frames show that the camera works (`lose`).
             let reconnects = device.reconnectsByItself
@@ -165,15 +169,29 @@ extension Supervisor {
         camera.lastFrameBefore = session.lastFrameMonotonicNanos ?? camera.lastFrameBefore
         // Its last events (the final segment, `stopped`) are delivered before it is forgotten:
         // the index and the hooks must see them. Five seconds at most, in case one never comes.
-        if let task = camera.sessionTask {
-            let deadline = Task {
-                try? await Task.sleep(for: .seconds(5))
-                task.cancel()
-            }
-            await task.value
-            deadline.cancel()
-        }
+        if let task = camera.sessionTask { await Self.awaitDrain(task) }
         camera.sessionTask = nil
         events.emit(.sessionStopped(camera: camera.plan.cameraID))
+    }
+
+    /// Forwards the events of a session nobody else listens to, up to its `stopped`.
+    private func deliverLastEvents(_ sessionEvents: AsyncStream<SessionEvent>) async {
+        let task = Task { [weak self] in
+            for await event in sessionEvents {
+                await self?.forward(event)
+                if case .stopped = event { break }
+            }
+        }
+        await Self.awaitDrain(task)
+    }
+
+    /// Waits for a session's events to be delivered, five seconds at most.
+    private static func awaitDrain(_ task: Task<Void, Never>) async {
+        let deadline = Task {
+            try? await Task.sleep(for: .seconds(5))
+            task.cancel()
+        }
+        await task.value
+        deadline.cancel()
     }
 }
