@@ -279,15 +279,12 @@ enum StorageRecovery {
         entry.startNanos = known.startNanos
     }
 
-    /// The size of a file under the root; nil if it cannot be read.
     /// A file's size and modification time (one stat), or nil when it cannot be read.
     static func onDisk(_ relative: String, root: String) -> (bytes: Int64, modifiedNanos: Int64)? {
         var st = stat()
         guard stat(StorageLayout(root: root).absolute(relative), &st) == 0 else { return nil }
-        // A time past what 64-bit nanoseconds hold (a file dated in 2300) is kept as the largest.
-        let seconds = Int64(st.st_mtim.tv_sec).multipliedReportingOverflow(by: 1_000_000_000)
-        let modified = seconds.partialValue.addingReportingOverflow(Int64(st.st_mtim.tv_nsec))
-        return (Int64(st.st_size), seconds.overflow || modified.overflow ? Int64.max : modified.partialValue)
+        // A time no index row can hold (before 1970, past 2262) is kept as the largest.
+        return (Int64(st.st_size), WallTime.nanos(st.st_mtim) ?? Int64.max)
     }
 
     /// A finished file that changed on disk: an MP4 is cut back to its last complete fragment,
