@@ -13,6 +13,15 @@ extension ClusterRunTests {
         defer { site.remove() }
         let victim = "node-a"
         let moved = Set(site.listed.first { $0.name == victim }!.cameras)
+        let survivor = try #require(site.nodes.keys.sorted().first { $0 != victim })
+        // The gap below runs from the victim's last catalogued segment: wait for one of each of its
+        // cameras (it may have taken one a moment ago, by the rebalance that made "two each").
+        let catalogued = await waitUntil(seconds: 20) {
+            moved.allSatisfy { camera in
+                site.recordingNodes(listedBy: survivor, camera: camera).contains(victim)
+            }
+        }
+        #expect(catalogued, "\(survivor)'s API lists no segment of \(moved.sorted()) from \(victim)")
         kill(site.nodes[victim]!.process.processIdentifier, SIGKILL)
         let killedAt = ContinuousClock.now
         let movedInTime = await waitUntil(seconds: site.lease + 5) { moved.isSubset(of: site.held(except: victim)) }
@@ -32,7 +41,6 @@ extension ClusterRunTests {
         #expect(recorded, "the moved cameras were not recorded by the surviving nodes")
         // A survivor's API lists the gap: the dead node's last segment, then the new holder's first.
         let camera = try #require(moved.sorted().first)
-        let survivor = try #require(site.nodes.keys.sorted().first { $0 != victim })
         var gap: (start: Date, end: Date)?
         var listing: [String: Any] = [:]
         let listed = await waitUntil(seconds: 20) {

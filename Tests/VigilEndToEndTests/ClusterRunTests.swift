@@ -253,6 +253,12 @@ extension LeasedSite {
         return try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
     }
 
+    /// The nodes whose segments of `camera` `node`'s API lists.
+    func recordingNodes(listedBy node: String, camera: String) -> Set<String> {
+        let listing = api(node, "/api/v1/cameras/\(camera)/recordings?from=2000-01-01T00:00:00Z&to=2100-01-01T00:00:00Z") ?? [:]
+        return Set((listing["recordings"] as? [[String: Any]] ?? []).compactMap { $0["node"] as? String })
+    }
+
     /// SIGTERM to every node still running: each exits 0.
     func stopAll() async throws {
         for (name, node) in nodes where node.process.isRunning {
