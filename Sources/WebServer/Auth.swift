@@ -61,20 +61,18 @@ struct AuthMiddleware<Context: RequestContext>: RouterMiddleware {
 /// it only sends the browser to `/`); `GET /api/v1/session` tells the page whether a token is
 /// needed, so it shows "Log out" only then. The cookie holds the token itself: HttpOnly (the
 /// page's scripts cannot read it), SameSite=Strict (no other site's page can make the browser
-/// send it), kept 30 days. Logging in and out are same-origin only.
+/// send it), kept 30 days. Logging in and out are same-origin only (`SameOriginMiddleware`).
 enum LoginRoutes {
     struct SessionJSON: Encodable { let tokenRequired: Bool }
 
-    static func add<Context: RequestContext>(to router: Router<Context>, token: String?, hosts: AllowedHosts) {
+    static func add<Context: RequestContext>(to router: Router<Context>, token: String?) {
         router.get("/api/v1/session") { _, _ in JSONBody.response(SessionJSON(tokenRequired: token != nil)) }
         router.post("/logout") { request, _ -> Response in
-            try hosts.requireSameOrigin(request)
             let cookie = "\(AuthMiddleware<Context>.cookieName)=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict"
             return Response(status: .seeOther, headers: [.location: "/", .setCookie: cookie, .cacheControl: "no-store"])
         }
         guard let token else { return }
         router.post("/login") { request, context -> Response in
-            try hosts.requireSameOrigin(request)
             var request = request
             let body = try await request.collectBody(upTo: 4096)
             let given = formField("token", in: String(buffer: body)) ?? ""

@@ -5,10 +5,9 @@ import Recorder
 
 /// Event review: `GET /api/v1/events` lists motion events across cameras, newest first, a page
 /// at a time; `POST /api/v1/events/{id}/reviewed` marks one reviewed (or not) in the index. The
-/// POST is the API's only write besides logging in and out: same-origin only (`AllowedHosts`).
+/// POST is the API's only write besides logging in and out: same-origin only (`SameOriginMiddleware`).
 struct EventRoutes: Sendable {
     let api: ApiRoutes
-    let hosts: AllowedHosts
     /// Events per page when the query says no `limit`, and the most it may ask for.
     static let defaultLimit = 100
     static let maxLimit = 500
@@ -20,7 +19,6 @@ struct EventRoutes: Sendable {
             JSONBody.response(try await list(try await query(request)))
         }
         router.post("/api/v1/events/:id/reviewed") { request, context in
-            try hosts.requireSameOrigin(request)
             guard let id = RequestValues.id(context.parameters.get("id")) else {
                 throw APIError(.notFound, "no motion event with id \(context.parameters.get("id")?.prefix(32) ?? "")")
             }
@@ -117,10 +115,18 @@ struct EventRoutes: Sendable {
 
     /// The body of the POST: empty (reviewed), or `{"reviewed": true|false}` (missing: true).
     static func reviewed(in body: ByteBuffer) throws(APIError) -> Bool {
-        struct Body: Decodable { let reviewed: Bool? }
+        /// `reviewed` may be left out (true), but when given it is a boolean: not null, not 1.
+        struct Body: Decodable {
+            let reviewed: Bool
+            enum CodingKeys: CodingKey { case reviewed }
+            init(from decoder: any Decoder) throws {
+                let fields = try decoder.container(keyedBy: CodingKeys.self)
+                reviewed = fields.contains(.reviewed) ? try fields.decode(Bool.self, forKey: .reviewed) : true
+            }
+        }
         guard body.readableBytes > 0 else { return true }
         do {
-            return try JSONDecoder().decode(Body.self, from: Data(body.readableBytesView)).reviewed ?? true
+            return try JSONDecoder().decode(Body.self, from: Data(body.readableBytesView)).reviewed
         } catch {
             throw APIError(.badRequest, "the body is not {\"reviewed\": true} or {\"reviewed\": false}")
         }

@@ -9,32 +9,47 @@ import Recorder
 /// localhost) or one of `[http] allowed_hosts`. With a token, the token is the defence (the
 /// other site's page cannot send it) and any `Host` is served.
 ///
-/// A WebSocket's `Origin` (the page that opens it) must name an allowed host too; with a token,
-/// also the host the request was sent to.
+/// Which pages are this server's own (`SameOriginMiddleware`) is decided here too: an origin is
+/// a scheme, a host and a port, and only the server's own count (see `isOwn`).
 struct AllowedHosts: Sendable {
     let names: Set<String>
     let hasToken: Bool
+    /// The port of `[http] listen` (nil: none, or 0 for any free port).
+    let listenPort: Int?
 
     init(settings: HTTPSettings) {
         names = Set(settings.allowedHosts)
         hasToken = settings.token != nil
+        listenPort = settings.address.flatMap { $0.port == 0 ? nil : $0.port }
     }
 
     /// The host of a `Host` value or of an origin's authority (`[::1]:8080` → `::1`), lower-case,
     /// without a trailing dot; nil when it is not a host.
     static func host(ofAuthority authority: String) -> String? {
+        split(authority: authority)?.host
+    }
+
+    /// The host and port (nil: none given) of a `Host` value or an origin's authority.
+    static func split(authority: String) -> (host: String, port: Int?)? {
         var text = Substring(authority.lowercased())
+        var port: Substring?
         if text.hasPrefix("[") {
             guard let end = text.firstIndex(of: "]") else { return nil }
             let rest = text[text.index(after: end)...]
             guard rest.isEmpty || (rest.hasPrefix(":") && rest.dropFirst().allSatisfy(\.isNumber)) else { return nil }
+            port = rest.isEmpty ? nil : rest.dropFirst()
             text = text[text.index(after: text.startIndex)..<end]
         } else if let colon = text.firstIndex(of: ":") {
             guard text[text.index(after: colon)...].allSatisfy(\.isNumber) else { return nil }
+            port = text[text.index(after: colon)...]
             text = text[..<colon]
         }
         if text.hasSuffix(".") { text = text.dropLast() }
-        return HTTPSettings.hostName(String(text))
+        guard let host = HTTPSettings.hostName(String(text)) else { return nil }
+        guard let port else { return (host, nil) }
+        // Digits only (checked above), at most 5 of them, 1...65535: read before any arithmetic.
+        guard (1...5).contains(port.count), let number = Int(port), (1...65535).contains(number) else { return nil }
+        return (host, number)
     }
 
     func isAllowed(host: String) -> Bool {
@@ -47,36 +62,54 @@ struct AllowedHosts: Sendable {
         return Self.host(ofAuthority: authority).map(isAllowed) ?? false
     }
 
-    /// True when every `Origin` of the request names an allowed host (none: not a browser).
+    /// True when every `Origin` of the request is one of this server's pages (none: not a browser).
     func allowsOrigin(of request: Request) -> Bool {
-        let origins = request.headers[values: .origin]
-        let server = request.head.authority.flatMap(Self.host(ofAuthority:))
-        return origins.allSatisfy { origin in
-            guard let url = URL(string: origin), let scheme = url.scheme, ["http", "https", "ws", "wss"].contains(scheme.lowercased()),
-                  let host = Self.host(ofAuthority: url.host.map { $0.contains(":") && !$0.hasPrefix("[") ? "[\($0)]" : $0 } ?? "") else { return false }
-            return isAllowed(host: host) || (hasToken && host == server)
+        request.headers[values: .origin].allSatisfy { isOwn(origin: $0, of: request) }
+    }
+
+    /// True when `origin` (`http://127.0.0.1:8080`: a scheme, a host, a port) is this server's:
+    /// - the very authority the request was sent to (its `Host`: the browser loaded the page
+    ///   from there; without a token `HostCheckMiddleware` has already refused foreign names),
+    ///   the port compared too, so another program's page on another port of loopback is not; or
+    /// - a name of `[http] allowed_hosts` (a reverse proxy's public name) on `listen`'s port or
+    ///   on its scheme's own port (80, 443).
+    ///
+    /// A `ws:` or `wss:` origin is no page's (a browser sends its page's `http(s)` origin, and
+    /// `null` for pages without one): it is a WebSocket client outside a browser, which could
+    /// send any header, and is not judged by it.
+    func isOwn(origin: String, of request: Request) -> Bool {
+        let scheme = origin.prefix { $0 != ":" }.lowercased()
+        if scheme == "ws" || scheme == "wss" { return true }
+        guard let origin = WebOrigin(origin) else { return false }
+        if let authority = request.head.authority, let server = Self.split(authority: authority),
+           server.host == origin.host, (server.port ?? origin.defaultPort) == origin.port {
+            return true
         }
+        return names.contains(origin.host) && (origin.port == origin.defaultPort || origin.port == listenPort)
     }
 }
 
-extension AllowedHosts {
-    /// A request that changes something (`POST`) comes from this server's own page or from no
-    /// page at all (curl sends no `Origin`): a browser that says it comes from another site
-    /// (`Sec-Fetch-Site: cross-site`, or an `Origin` that is not a page of this server, as for
-    /// the WebSocket) is refused with 403, whatever token or cookie it carries.
-    func requireSameOrigin(_ request: Request) throws(APIError) {
-        if request.headers[Self.fetchSite]?.lowercased() == "cross-site" {
-            throw APIError(.forbidden, "refused: this request comes from another site's page (Sec-Fetch-Site: cross-site); only Vigil's own page may change anything")
-        }
-        // A form the page posts is sent with `Origin: null` under some referrer policies; the
-        // browser's own `Sec-Fetch-Site` (no script can set it) then says where it comes from.
-        let fromOwnPage = request.headers[Self.fetchSite]?.lowercased() == "same-origin" && request.headers[values: .origin] == ["null"]
-        guard fromOwnPage || allowsOrigin(of: request) else {
-            throw APIError(.forbidden, "refused: Origin \(request.headers[.origin]?.prefix(256) ?? "") is not a page of this server; only Vigil's own page may change anything")
-        }
+/// An origin as a browser sends it in `Origin` or `Referer`: scheme, host and port (the
+/// scheme's own port when none is written).
+struct WebOrigin: Equatable {
+    let scheme: String
+    let host: String
+    let port: Int
+
+    /// nil for anything but an http(s) URL with a host (`null`, `file:`, garbage).
+    init?(_ text: String) {
+        guard text.utf8.count <= 2048, let url = URL(string: text), let scheme = url.scheme?.lowercased(),
+              let defaultPort = Self.defaultPorts[scheme], let rawHost = url.host else { return nil }
+        let bracketed = rawHost.contains(":") && !rawHost.hasPrefix("[") ? "[\(rawHost)]" : rawHost
+        guard let host = AllowedHosts.host(ofAuthority: bracketed) else { return nil }
+        let port = url.port ?? defaultPort
+        guard (1...65535).contains(port) else { return nil }
+        (self.scheme, self.host, self.port) = (scheme, host, port)
     }
 
-    static let fetchSite = HTTPFields.Element.Name("Sec-Fetch-Site")!
+    var defaultPort: Int { Self.defaultPorts[scheme] ?? 80 }
+
+    static let defaultPorts = ["http": 80, "https": 443]
 }
 
 /// Refuses a request whose `Host` is not one this server answers to (see `AllowedHosts`), with

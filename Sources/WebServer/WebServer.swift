@@ -101,7 +101,7 @@ public struct WebServer: Service {
     /// files and pictures, `[cluster]`), `ClipRoutes`,
     /// `RecorderMetrics` (`/metrics`); live view (`LiveRoutes`) and the page (`PageRoutes`, `/` and `/static`)
     /// are added here the same way. In front of the routes: the request count, a refused
-    /// WebSocket's answer, JSON errors, the Host check, the token.
+    /// WebSocket's answer, JSON errors, the Host check, the same-origin check, the token.
     func application(page: PageFiles = .load()) -> some ApplicationProtocol {
         let router = Router(context: WebRequestContext.self)
         if metrics != nil { router.add(middleware: RequestCountingMiddleware()) }
@@ -109,18 +109,19 @@ public struct WebServer: Service {
         router.add(middleware: JSONErrorMiddleware())
         let hosts = AllowedHosts(settings: settings)
         router.add(middleware: HostCheckMiddleware(hosts: hosts))
+        router.add(middleware: SameOriginMiddleware(hosts: hosts))
         if let token = settings.token { router.add(middleware: AuthMiddleware(token: token)) }
-        LoginRoutes.add(to: router, token: settings.token, hosts: hosts)
+        LoginRoutes.add(to: router, token: settings.token)
         let time = APITime(timeZone: recorder.configuration.timeZone)
         let api = ApiRoutes(recorder: recorder, time: time, site: site)
         api.add(to: router)
-        EventRoutes(api: api, hosts: hosts).add(to: router)
+        EventRoutes(api: api).add(to: router)
         let files = FileRoutes(recorder: recorder, archive: archive)
         files.add(to: router)
         if let site { ClusterRoutes(site: site, files: files, token: settings.token).add(to: router) }
         ClipRoutes(api: api, budget: clips, archive: archive).add(to: router)
         metrics?.add(to: router)
-        LiveRoutes(feeds: recorder.liveFeeds, clients: liveClients, origins: hosts).add(to: router)
+        LiveRoutes(feeds: recorder.liveFeeds, clients: liveClients).add(to: router)
         PageRoutes(files: page).add(to: router)
         let address = settings.address ?? (host: "127.0.0.1", port: 8080)
         let limits = ConnectionLimits(settings: settings, openFiles: OpenFileLimit.current)

@@ -16,7 +16,7 @@ import Testing
         "AVIOInterruptCB", "ContinuousClock", "Data", "Date", "Double", "Int64", "Sendable", "Task", "Mutex", "NSCondition", "Errno", "ByteBuffer",
         "IOError", "MaximumAvailableConnections", "ServiceGroup", "UnixSignalsSequence", "WatchdogSec",
         // RTSP and HTTP headers.
-        "CSeq", "Host", "Location", "Origin", "Session",
+        "CSeq", "Host", "Location", "Origin", "Referer", "Session",
     ]
 
     /// Paths named in the notes that are not in the repository on purpose.

@@ -1,5 +1,6 @@
 import CaptureTesting
 import Foundation
+import Recorder
 import Testing
 
 /// The page as a person uses it, in a real headless Chromium driven through Selenium
@@ -50,6 +51,24 @@ import Testing
             }
         }
     }
+
+    /// Another program's page on another port of loopback (Browser/attack_check.py) cannot mark
+    /// an event, open live video or load a snapshot; Vigil's own page, running the same script,
+    /// can. The foreign page used to do all three: origins were compared by host name only.
+    @Test func aPageOnAnotherPortOfLoopbackCannotMarkEventsOrWatch() async throws {
+        let page = try await ServedPage.start()
+        try await page.stopping {
+            try await page.addFinishedEvents()
+            let events = try RecordingIndex(root: page.root).motionEvents().filter { $0.camera == "yard" }.map(\.id).sorted()
+            try #require(events.count == 2)
+            let report = try BrowserCheck.run("attack_check.py", url: page.url, size: "desktop", arguments: events.map(String.init))
+            BrowserCheck.expect(report, required: Self.attackChecks, size: "desktop")
+        }
+    }
+
+    static let attackChecks = [
+        "foreign-page-cannot-mark", "foreign-page-no-live", "foreign-page-no-snapshot", "own-page-marks", "own-page-live", "own-page-snapshot",
+    ]
 
     static let reviewChecks = [
         "review-list", "review-opens-preroll", "review-marker", "review-axe", "review-keys-jk", "review-keys-arrows",

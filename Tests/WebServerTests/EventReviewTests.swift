@@ -154,7 +154,7 @@ import Testing
                 #expect($0.status == .ok)
                 #expect($0.json()["reviewed"] as? Bool == false)
             }
-            for body in [#"{"reviewed": "yes"}"#, "{", "[]", "true", "reviewed=1"] {
+            for body in [#"{"reviewed": "yes"}"#, #"{"reviewed": null}"#, #"{"reviewed": 1}"#, "{", "[]", "true", "reviewed=1"] {
                 try await client.execute(uri: "/api/v1/events/\(toggled)/reviewed", method: .post, headers: json, body: ByteBuffer(string: body)) { response in
                     #expect(response.status == .badRequest, "\(body)")
                     #expect(response.errorMessage?.contains("reviewed") == true)
@@ -171,15 +171,19 @@ import Testing
                 }
             }
             // Another site's page is refused whatever it sends; this server's own page and curl are not.
-            for headers: HTTPFields in [[.origin: "http://evil.example"], [.origin: "null"], [AllowedHosts.fetchSite: "cross-site"],
-                                        [.origin: "http://127.0.0.1:8080", AllowedHosts.fetchSite: "cross-site"]] {
+            // The test client's requests say `Host: localhost`: another port of it (another
+            // program's page on loopback) is another origin, and so is another scheme.
+            for headers: HTTPFields in [[.origin: "http://evil.example"], [.origin: "null"], [.secFetchSite: "cross-site"],
+                                        [.origin: "http://localhost", .secFetchSite: "cross-site"], [.secFetchSite: "same-site"],
+                                        [.origin: "http://localhost:34582"], [.origin: "https://localhost:8443"], [.origin: "http://127.0.0.1"],
+                                        [.referer: "http://localhost:34582/attack.html"]] {
                 try await client.execute(uri: "/api/v1/events/\(fromThePage)/reviewed", method: .post, headers: headers) { response in
                     #expect(response.status == .forbidden, "\(headers)")
                     #expect(response.errorMessage?.contains("refused") == true)
                 }
             }
             try await client.execute(uri: "/api/v1/events/\(fromThePage)/reviewed", method: .post,
-                                     headers: [.origin: "http://127.0.0.1:8080", AllowedHosts.fetchSite: "same-origin"]) { #expect($0.status == .ok) }
+                                     headers: [.origin: "http://localhost", .secFetchSite: "same-origin"]) { #expect($0.status == .ok) }
             // A camera's events carry the new fields too.
             try await client.execute(uri: "/api/v1/cameras/\(Recording.camera)/events?from=2026-11-20T00:00:00Z&to=2026-11-20T23:59:59Z", method: .get) { response in
                 let events = response.json()["events"] as? [[String: Any]] ?? []
@@ -210,13 +214,13 @@ import Testing
                 #expect(response.json()["reviewed"] as? Bool == false)
             }
             try await client.execute(uri: uri, method: .post, headers: [.cookie: cookie, .origin: "https://evil.example"]) { #expect($0.status == .forbidden) }
-            try await client.execute(uri: uri, method: .post, headers: [.cookie: cookie, AllowedHosts.fetchSite: "cross-site"]) { #expect($0.status == .forbidden) }
+            try await client.execute(uri: uri, method: .post, headers: [.cookie: cookie, .secFetchSite: "cross-site"]) { #expect($0.status == .forbidden) }
             // A form of the page itself may be sent with `Origin: null`: the browser's
             // Sec-Fetch-Site says it is this site's; from anywhere else, null is refused.
-            try await client.execute(uri: uri, method: .post, headers: [.cookie: cookie, .origin: "null", AllowedHosts.fetchSite: "same-origin"],
+            try await client.execute(uri: uri, method: .post, headers: [.cookie: cookie, .origin: "null", .secFetchSite: "same-origin"],
                                      body: ByteBuffer(string: #"{"reviewed":false}"#)) { #expect($0.status == .ok) }
             for site in ["same-site", "cross-site", "none"] {
-                try await client.execute(uri: uri, method: .post, headers: [.cookie: cookie, .origin: "null", AllowedHosts.fetchSite: site]) { #expect($0.status == .forbidden, "\(site)") }
+                try await client.execute(uri: uri, method: .post, headers: [.cookie: cookie, .origin: "null", .secFetchSite: site]) { #expect($0.status == .forbidden, "\(site)") }
             }
             try await client.execute(uri: uri, method: .post, headers: [.cookie: cookie, .origin: "null"]) { #expect($0.status == .forbidden) }
             // The app's manifest and icons need no login (a browser fetches them without the
