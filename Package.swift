@@ -99,7 +99,7 @@ let package = Package(
         ]),
         // `[archive]`: the upload queue's worker, reading archived files back, rebuilding the index from the bucket.
         .target(name: "Archive", dependencies: [
-            "S3", "Recorder", "Capture",
+            "S3", "Recorder", "Capture", "CheckedMath",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
@@ -115,7 +115,7 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .executableTarget(name: "vigil", dependencies: [
-            "Recorder", "Capture", "Media", "WebServer", "Archive", "Cluster",
+            "Recorder", "Capture", "Media", "WebServer", "Archive", "Cluster", "CheckedMath",
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "Prometheus", package: "swift-prometheus"),

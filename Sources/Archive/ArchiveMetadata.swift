@@ -27,20 +27,17 @@ enum ArchiveMetadata {
         case event(camera: String, startNanos: Int64, endNanos: Int64, peakPercent: Double)
     }
 
+    /// `bytes`: the object's size as S3 stated it (`S3Size`); out of range, nothing is restored.
     static func restore(_ metadata: [String: String], path: String, bytes: Int64) -> Restored? {
-        guard let kind = metadata["vigil-kind"], let camera = metadata["vigil-camera"].flatMap({ $0.removingPercentEncoding }), !camera.isEmpty,
-              let start = metadata["vigil-start"].flatMap({ Int64($0) }), let end = metadata["vigil-end"].flatMap({ Int64($0) }), end >= start
-        else { return nil }
-        if kind == "event" {
-            let peak = metadata["vigil-peak"].flatMap(Double.init).flatMap { $0.isFinite && (0...100).contains($0) ? $0 : nil } ?? 0
-            return .event(camera: camera, startNanos: start, endNanos: end, peakPercent: peak)
+        guard (0...S3Size.maxObjectBytes).contains(bytes), let fields = ArchiveMetadataFields(metadata) else { return nil }
+        if fields.kind == "event" {
+            return .event(camera: fields.camera, startNanos: fields.startNanos, endNanos: fields.endNanos, peakPercent: fields.peakPercent)
         }
-        guard let recordingKind = RecordingIndex.Kind(rawValue: kind) else { return nil }
-        func count(_ name: String) -> Int { metadata[name].flatMap { Int($0) }.flatMap { (0...1_000_000_000).contains($0) ? $0 : nil } ?? 0 }
-        let state = metadata["vigil-state"].flatMap(RecordingIndex.State.init(rawValue:)) ?? .complete
+        guard let recordingKind = RecordingIndex.Kind(rawValue: fields.kind) else { return nil }
+        let state = fields.state.flatMap(RecordingIndex.State.init(rawValue:)) ?? .complete
         return .recording(RecordingIndex.Entry(
-            kind: recordingKind, camera: camera, path: path, startNanos: start, endNanos: end, frames: count("vigil-frames"), bytes: bytes,
-            codec: metadata["vigil-codec"].flatMap { $0.removingPercentEncoding } ?? "", width: count("vigil-width"), height: count("vigil-height"),
+            kind: recordingKind, camera: fields.camera, path: path, startNanos: fields.startNanos, endNanos: fields.endNanos,
+            frames: fields.frames, bytes: bytes, codec: fields.codec, width: fields.width, height: fields.height,
             state: [.complete, .interrupted, .recovered].contains(state) ? state : .complete))
     }
 

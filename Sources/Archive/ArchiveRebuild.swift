@@ -1,3 +1,4 @@
+import CheckedMath
 import S3
 import Capture
 import Foundation
@@ -96,7 +97,7 @@ public struct ArchiveRebuild: Sendable {
                         summary.events += 1
                         summary.cameras.insert(camera)
                     }
-                    summary.bytes += head.size
+                    summary.bytes = summary.bytes.saturatingAdding(head.size)
                 }
             }
             progress(listed)

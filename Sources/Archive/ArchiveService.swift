@@ -1,3 +1,4 @@
+import CheckedMath
 import S3
 import Capture
 import Foundation
@@ -269,7 +270,7 @@ public final class ArchiveService: Service, Sendable {
                         service.logger.debug("archive: \(item.path) is in \(service.settings.url) (\(size) bytes)")
                         service.storage?.archived()
                         files += 1
-                        bytes += size
+                        bytes = bytes.saturatingAdding(size)
                     case .success(.vanished):
                         service.logger.notice("archive: \(item.path) was deleted before it was uploaded; it leaves the queue")
                     case .failure where Task.isCancelled:

@@ -51,3 +51,23 @@ public enum Nanoseconds {
     @inlinable
     public static func from(ticks: Int64, clockRate: Int64) -> Int64? { ticks.scaled(by: perSecond, over: clockRate) }
 }
+
+extension Int64 {
+    /// `self + other`, held at `Int64.max` (or `.min`) where it would overflow: for totals that
+    /// are shown or compared with a limit, where "more than can be counted" is the right answer.
+    @inlinable
+    public func saturatingAdding(_ other: Int64) -> Int64 {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? (other > 0 ? .max : .min) : sum
+    }
+}
+
+extension Sequence {
+    /// The total of `size` over the elements, each value below 0 counted as 0 and the sum held at
+    /// `Int64.max`: for sizes read from an index row, a catalogue, a bucket or a file, which a
+    /// plain `+` would let stop the process (two objects that claim `Int64.max` bytes).
+    @inlinable
+    public func totalBytes(_ size: (Element) throws -> Int64) rethrows -> Int64 {
+        try reduce(Int64(0)) { $0.saturatingAdding(Swift.max(0, try size($1))) }
+    }
+}

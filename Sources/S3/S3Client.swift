@@ -115,7 +115,7 @@ public final class S3Client: Sendable {
             let root = try await xmlCall(.GET, key: key, query: query, label: label)
             for element in root.children("Part") {
                 guard let number = element.value("PartNumber").flatMap({ Int($0) }), let etag = element.value("ETag"),
-                      let size = element.value("Size").flatMap({ Int64($0) }), size >= 0 else {
+                      let size = S3Size.parse(element.value("Size")) else {
                     throw malformed("a listed part without a valid number, ETag or size", label)
                 }
                 parts.append(S3ListedPart(number: number, etag: etag, size: size))
@@ -163,7 +163,7 @@ public final class S3Client: Sendable {
         let response = try await send(.HEAD, key: key, headers: [("x-amz-checksum-mode", "ENABLED")], label: label)
         if response.status == .notFound { return nil }
         try await expectSuccess(response, label)
-        guard let size = response.headers.first(name: "content-length").flatMap({ Int64($0) }), size >= 0 else {
+        guard let size = S3Size.parse(response.headers.first(name: "content-length")) else {
             throw malformed("no valid Content-Length", label)
         }
         var metadata: [String: String] = [:]
@@ -191,7 +191,7 @@ public final class S3Client: Sendable {
         let root = try await xmlCall(.GET, key: nil, query: query, label: label)
         var objects: [S3ListedObject] = []
         for element in root.children("Contents") {
-            guard let key = element.value("Key"), let size = element.value("Size").flatMap({ Int64($0) }), size >= 0 else {
+            guard let key = element.value("Key"), let size = S3Size.parse(element.value("Size")) else {
                 throw malformed("a listed object without Key or a valid Size", label)
             }
             objects.append(S3ListedObject(key: key, size: size))
@@ -214,7 +214,7 @@ public final class S3Client: Sendable {
         // No overall deadline: a long body streams at the reader's pace; the read timeout catches a stall.
         let response = try await send(.GET, key: key, headers: headers, deadline: .distantFuture, label: label)
         try await expectSuccess(response, label)
-        guard let length = response.headers.first(name: "content-length").flatMap({ Int64($0) }), length >= 0 else {
+        guard let length = S3Size.parse(response.headers.first(name: "content-length")) else {
             throw malformed("no valid Content-Length", label)
         }
         return S3ObjectStream(

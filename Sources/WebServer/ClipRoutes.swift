@@ -1,5 +1,6 @@
 import Archive
 import Capture
+import CheckedMath
 import Dispatch
 import Foundation
 import Glibc
@@ -51,7 +52,7 @@ struct ClipRoutes: Sendable {
         // not push the disk under the free-space floor: the sweep would delete recordings for it.
         // Archived segments are downloaded next to it first: their bytes count twice.
         let archived = segments.filter { $0.location == .archive }
-        let needed = segments.reduce(Int64(0)) { $0 + max(0, $1.bytes) } + archived.reduce(Int64(0)) { $0 + max(0, $1.bytes) }
+        let needed = segments.totalBytes(\.bytes).saturatingAdding(archived.totalBytes(\.bytes))
         let policy = api.recorder.configuration.retention
         let ticket = try budget.reserve(needed: needed, room: await ApiRoutes.io.run { Self.roomAboveFloor(root, policy) })
         let container = SegmentJoiner.container(of: segments)

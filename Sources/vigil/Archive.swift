@@ -1,3 +1,4 @@
+import CheckedMath
 import S3
 import Archive
 import ArgumentParser
@@ -70,9 +71,9 @@ struct ArchiveCommand: AsyncParsableCommand {
             let waiting = items.filter { $0.state != .archived }
             let archived = items.filter { $0.state == .archived }
             print("archive: \(settings.url) at \(settings.endpoint ?? "AWS") (\(settings.region)), recordings in \(root)")
-            print("  waiting: \(waiting.count) file(s), \(RecordingsListing.size(waiting.reduce(0) { $0 + $1.bytes }))"
+            print("  waiting: \(waiting.count) file(s), \(RecordingsListing.size(waiting.totalBytes(\.bytes)))"
                 + " (\(waiting.filter { $0.state == .uploading }.count) under way)")
-            print("  archived: \(archived.count) file(s), \(RecordingsListing.size(archived.reduce(0) { $0 + $1.bytes })),"
+            print("  archived: \(archived.count) file(s), \(RecordingsListing.size(archived.totalBytes(\.bytes))),"
                 + " \(archived.filter { !$0.local }.count) only in the bucket")
             for item in waiting.filter({ $0.lastError != nil }).prefix(10) {
                 print("  failed \(item.attempts) time(s): \(item.path): \(item.lastError ?? "")")

@@ -45,9 +45,27 @@ import Testing
         ["vigil-kind": "sofa", "vigil-camera": "a", "vigil-start": "1", "vigil-end": "2"],
         ["vigil-kind": "segment", "vigil-camera": "", "vigil-start": "1", "vigil-end": "2"],
         ["vigil-kind": "segment", "vigil-camera": "a", "vigil-start": "99999999999999999999", "vigil-end": "2"],
+        // Before 1970: the catalogue refuses such a row, so the archive does too.
+        ["vigil-kind": "segment", "vigil-camera": "a", "vigil-start": "-5", "vigil-end": "2"],
+        ["vigil-kind": "segment", "vigil-camera": "a", "vigil-start": "+1", "vigil-end": "2"],
+        ["vigil-kind": "event", "vigil-camera": "a", "vigil-start": "-9223372036854775808", "vigil-end": "2"],
     ])
     func whatIsNotVigilsIsSkipped(metadata: [String: String]) {
         #expect(ArchiveMetadata.restore(metadata, path: "x", bytes: 1) == nil)
+    }
+
+    /// A size S3 states is 0...5 TiB in digits; the index gets nothing else, so no sum of
+    /// sizes can overflow (two objects claiming `Int64.max` bytes trapped rebuild-index).
+    @Test func sizesOutsideWhatS3StoresAreRefused() {
+        #expect(S3Size.parse("0") == 0 && S3Size.parse("5497558138880") == S3Size.maxObjectBytes)
+        for bad in [nil, "", "-1", "+1", " 1", "1 ", "5497558138881", "9223372036854775807", "99999999999999999999", "0x10", "1e3"] {
+            #expect(S3Size.parse(bad) == nil, "\(bad ?? "nil")")
+        }
+        let segment = ["vigil-kind": "segment", "vigil-camera": "a", "vigil-start": "1", "vigil-end": "2"]
+        #expect(ArchiveMetadata.restore(segment, path: "x", bytes: 1) != nil)
+        for bytes in [Int64.max, -1, S3Size.maxObjectBytes + 1] {
+            #expect(ArchiveMetadata.restore(segment, path: "x", bytes: bytes) == nil, "\(bytes)")
+        }
     }
 
     @Test func hostileValuesAreClampedNotTrusted() throws {

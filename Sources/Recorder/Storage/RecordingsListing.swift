@@ -52,7 +52,7 @@ public struct RecordingsListing: Sendable {
         guard !entries.isEmpty else { return "No recordings in that range.\n" }
         var lines: [String] = []
         for (camera, list) in Dictionary(grouping: entries, by: \.camera).sorted(by: { $0.key < $1.key }) {
-            let bytes = list.reduce(Int64(0)) { $0 + $1.bytes }
+            let bytes = list.totalBytes(\.bytes)
             lines.append("\(camera): \(list.count) \(list[0].kind == .segment ? "segment" : "still")(s), \(Self.size(bytes))")
             var previous: RecordingIndex.Entry?
             for entry in list {

@@ -1,4 +1,5 @@
 import Capture
+import CheckedMath
 import Glibc
 import Logging
 
@@ -86,7 +87,7 @@ final class RetentionEnforcer {
         var total: Int64 = 0
         var over: [(RecordingIndex.Entry, String)] = []
         for entry in keptFirst {
-            total += entry.bytes
+            total = total.saturatingAdding(max(0, entry.bytes))
             if total > maxBytes && !doomed.contains(entry.path) {
                 over.append((entry, "camera over its \(maxBytes) bytes"))
             }

@@ -1,4 +1,5 @@
 import Capture
+import CheckedMath
 import Foundation
 import Logging
 
@@ -32,7 +33,7 @@ struct StorageForecast {
         let recent: (bytes: Int64, firstStart: Int64?), stored: Int64
         do {
             recent = try index.bytesRecorded(sinceNanos: nowWall - 86_400_000_000_000)
-            stored = try index.entries(states: StorageKeeper.deletable).reduce(Int64(0)) { $0 + $1.bytes }
+            stored = try index.entries(states: StorageKeeper.deletable).totalBytes(\.bytes)
         } catch {
             Logger(label: "vigil.storage").warning("the days-left estimate cannot read the index: \(error)")
             return nil
