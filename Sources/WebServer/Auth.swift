@@ -71,7 +71,12 @@ enum LoginRoutes {
             let cookie = "\(AuthMiddleware<Context>.cookieName)=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict"
             return Response(status: .seeOther, headers: [.location: "/", .setCookie: cookie, .cacheControl: "no-store"])
         }
-        guard let token else { return }
+        guard let token else {
+            router.post("/login") { _, _ -> Response in
+                throw APIError(.notFound, "this server asks for no token ([http] token_file is not set): there is nothing to log in to")
+            }
+            return
+        }
         router.post("/login") { request, context -> Response in
             var request = request
             let body = try await request.collectBody(upTo: 4096)

@@ -53,6 +53,18 @@ struct ClusterRoutes: Sendable {
         }
     }
 
+    /// Without `[cluster]` the cluster's paths still exist, answered 404 with why (and 405 with
+    /// `Allow` for other methods, as every path of the API).
+    static func addAbsent(to router: Router<WebRequestContext>) {
+        let absent: @Sendable (Request, WebRequestContext) async throws -> Response = { _, _ in
+            throw APIError(.notFound, "this node is not part of a cluster: [cluster] is not in its configuration")
+        }
+        router.get("/api/v1/cluster/recordings/:id/file", use: absent)
+        router.head("/api/v1/cluster/recordings/:id/file", use: absent)
+        router.get("/api/v1/cluster/witness", use: absent)
+        router.get("/api/v1/cluster/cameras/:name/snapshot.jpg", use: absent)
+    }
+
     /// The peers at `addresses`, asked at once with a second each; those that do not answer,
     /// answer out of shape or do not talk to the database now are left out.
     static func askWitnesses(at addresses: [String], token: String?) async -> [PeerWitness] {

@@ -9,6 +9,8 @@ import Recorder
 struct APIError: HTTPResponseError {
     let status: HTTPResponse.Status
     let message: String
+    /// The methods the path takes, for a 405's `Allow`.
+    var allowed: [HTTPRequest.Method] = []
 
     init(_ status: HTTPResponse.Status, _ message: String) {
         self.status = status
@@ -18,6 +20,7 @@ struct APIError: HTTPResponseError {
     func response(from request: Request, context: some RequestContext) throws -> Response {
         var response = JSONBody.response(["error": message], status: status)
         if status == .unauthorized { response.headers[.wwwAuthenticate] = "Bearer realm=\"vigil\"" }
+        if !allowed.isEmpty { response.headers[.allow] = allowed.map(\.rawValue).joined(separator: ", ") }
         return response
     }
 

@@ -118,11 +118,12 @@ public struct WebServer: Service {
         EventRoutes(api: api).add(to: router)
         let files = FileRoutes(recorder: recorder, archive: archive)
         files.add(to: router)
-        if let site { ClusterRoutes(site: site, files: files, token: settings.token).add(to: router) }
+        if let site { ClusterRoutes(site: site, files: files, token: settings.token).add(to: router) } else { ClusterRoutes.addAbsent(to: router) }
         ClipRoutes(api: api, budget: clips, archive: archive).add(to: router)
         metrics?.add(to: router)
         LiveRoutes(feeds: recorder.liveFeeds, clients: liveClients).add(to: router)
         PageRoutes(files: page).add(to: router)
+        router.add(middleware: MethodNotAllowedMiddleware(routes: router.routes))
         let address = settings.address ?? (host: "127.0.0.1", port: 8080)
         let limits = ConnectionLimits(settings: settings, openFiles: OpenFileLimit.current)
         if limits.connections < settings.maxConnections {

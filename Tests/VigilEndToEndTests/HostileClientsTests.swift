@@ -17,8 +17,13 @@ import Testing
     }
 
     /// Every operation of docs/openapi.yaml (as served) with schemathesis's examples, coverage,
-    /// fuzzing and stateful phases, positive and negative data: no 5xx, and every status, content
-    /// type, header and body as described. live.mjpeg is left out: it never ends.
+    /// fuzzing and stateful phases, positive and negative data, and every check schemathesis has
+    /// (no 5xx; every status, content type, header and body as described; negative data refused;
+    /// 405 for methods a path does not take) but one: `positive_data_acceptance` takes every
+    /// value the schema allows as one the server must accept, and Vigil checks more than JSON
+    /// Schema can say (a time must be a real date from 1970 to 2261, a byte range must lie in
+    /// the file, a body is at most 1 KiB): those answers are 400, 413 and 416, all described.
+    /// live.mjpeg is left out: it never ends.
     @Test func schemathesisFindsNothingOutsideTheDescription() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: Self.schemathesis), "schemathesis is missing: run Scripts/setup --tests")
         let vigil = try await ServedRecorder.start()
@@ -27,7 +32,7 @@ import Testing
         let log = vigil.dir.path + "/schemathesis.txt"
         let status = try await runProgram(Self.schemathesis, [
             "run", base + "/api/v1/openapi.yaml", "--url", base, "--phases", "examples,coverage,fuzzing,stateful", "--mode", "all",
-            "--checks", "not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance",
+            "--checks", "all", "--exclude-checks", "positive_data_acceptance",
             "--exclude-operation-id", "liveMJPEG", "--max-examples", "10", "--seed", "25", "--workers", "1", "--request-timeout", "20",
             "--suppress-health-check", "all",
         ], output: log)

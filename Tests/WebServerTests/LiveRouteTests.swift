@@ -76,16 +76,17 @@ import Testing
         let status = try await recording.stopping {
             try await server.application().test(.live) { client in
                 let url = "http://127.0.0.1:\(client.port!)/api/v1/cameras/\(Recording.camera)/live.mjpeg"
-                // A viewer reading at 2 KB/s alongside one reading at full speed, for three seconds.
-                async let slow = curl(["--limit-rate", "2k", "--max-time", "3", url], output: "\(dir.path)/slow.mjpeg")
-                let fast = try await curl(["--max-time", "3", "-D", "\(dir.path)/headers", url], output: "\(dir.path)/fast.mjpeg")
+                // A viewer reading at 2 KB/s alongside one reading at full speed, for eight seconds:
+                // long enough for ten parts on a loaded machine (the stream sends up to 10 a second).
+                async let slow = curl(["--limit-rate", "2k", "--max-time", "8", url], output: "\(dir.path)/slow.mjpeg")
+                let fast = try await curl(["--max-time", "8", "-D", "\(dir.path)/headers", url], output: "\(dir.path)/fast.mjpeg")
                 _ = try await slow
                 // curl ends them (28: time limit reached), which is how a browser leaves too.
                 #expect(fast.status == 28)
                 let headers = try String(contentsOfFile: "\(dir.path)/headers", encoding: .utf8)
                 #expect(headers.lowercased().contains("content-type: multipart/x-mixed-replace; boundary=frame"))
                 let parts = jpegParts(try Data(contentsOf: URL(fileURLWithPath: "\(dir.path)/fast.mjpeg")))
-                #expect(parts.count >= 10, "only \(parts.count) JPEGs in 3 s")
+                #expect(parts.count >= 10, "only \(parts.count) JPEGs in 8 s")
                 let sequences = try parts.prefix(8).enumerated().map { try #require(try sequence(ofJPEG: $1, dir, "p\($0).jpg")) }
                 for (a, b) in zip(sequences, sequences.dropFirst()) { #expect(b > a, "frames do not advance: \(sequences)") }
                 // Both viewers left: their places are free again.
