@@ -26,15 +26,21 @@ public final class SiteView: SiteCatalog {
         (contact.reachedSecondsAgo, contact.connectedForSeconds)
     }
 
+    /// The catalogue, opened on first use. Opening waits for the database (up to `deadline`),
+    /// so it happens outside the lock: reads that find it open never wait behind one that
+    /// connects. Two opened at once: the first stored is kept, the other closed.
     private func opened() throws -> PostgresCatalog {
-        try catalog.withLock { catalog in
-            if let catalog { return catalog }
-            // A page does not wait for a migration (the node's ClusterService runs it): until it
-            // is done, the page shows this node alone.
-            let opened = try PostgresCatalog(configuration: settings.clientConfiguration(), node: node, deadline: Self.deadline, migrating: false)
-            catalog = opened
+        if let open = catalog.withLock({ $0 }) { return open }
+        // A page does not wait for a migration (the node's ClusterService runs it): until it
+        // is done, the page shows this node alone.
+        let opened = try PostgresCatalog(configuration: settings.clientConfiguration(), node: node, deadline: Self.deadline, migrating: false)
+        let kept = catalog.withLock { current in
+            if let current { return current }
+            current = opened
             return opened
         }
+        if kept !== opened { opened.close() }
+        return kept
     }
 
     /// The recordings of `kinds` that overlap [from, to]: they end at or after `from`, and since

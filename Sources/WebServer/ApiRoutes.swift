@@ -11,8 +11,12 @@ struct ApiRoutes: Sendable {
     let time: APITime
     /// The whole site (`[cluster]`): the other nodes' cameras and recordings; nil: this node alone.
     var site: (any SiteCatalog)? = nil
-    /// Reads of the index (SQLite blocks): never on the cooperative pool.
-    static let io = BlockingIO("vigil.http")
+    /// Reads of the index and the disk (SQLite and files block): never on the cooperative pool,
+    /// as many at once as the index keeps read connections.
+    static let io = BlockingIO("vigil.http", width: RecordingIndex.idleReaders)
+    /// Reads of the cluster's catalogue (`[cluster]`), which wait up to `SiteView.deadline` for
+    /// PostgreSQL: on threads of their own, so a slow database never delays this node's files.
+    static let siteIO = BlockingIO("vigil.http.site", width: 2)
     private static let logger = Logger(label: "vigil.http")
 
     /// `work` on the index, on the I/O thread. An index that cannot be read is a 500 and a log
@@ -96,7 +100,7 @@ struct ApiRoutes: Sendable {
         var partial: Bool?
         if let site {
             // This node's own rows come from its index, which is never behind the catalogue.
-            switch await Self.io.run({ Result { try site.recordings(camera: camera, kinds: [.segment], from: range.from, to: range.to) } }) {
+            switch await Self.siteIO.run({ Result { try site.recordings(camera: camera, kinds: [.segment], from: range.from, to: range.to) } }) {
             case .success(let rows):
                 listed += rows.filter { $0.node != site.node }.map { (node: $0.node, entry: $0.entry, url: "/api/v1/cluster/recordings/\($0.entry.id)/file") }
                 listed.sort { ($0.entry.startNanos, $0.entry.path) < ($1.entry.startNanos, $1.entry.path) }
@@ -188,7 +192,7 @@ struct ApiRoutes: Sendable {
     /// `[cluster]`: the cameras other live nodes record, each with its node; its picture comes
     /// through this node (`ClusterRoutes`). None when the catalogue does not answer.
     private func elsewhere(besides here: Set<String>) async -> [CameraJSON] {
-        guard let site, case .success(let held) = await Self.io.run({ Result { try site.heldCameras() } }) else { return [] }
+        guard let site, case .success(let held) = await Self.siteIO.run({ Result { try site.heldCameras() } }) else { return [] }
         var seen = here
         return held.filter { $0.node != site.node && seen.insert($0.camera).inserted }.map { camera in
             CameraJSON(
@@ -203,7 +207,7 @@ struct ApiRoutes: Sendable {
     func requireCamera(_ name: String) async throws(APIError) {
         let known = await recorder.supervisor.status().contains { $0.cameraID == name }
         if known { return }
-        if let site, case .success(let held) = await Self.io.run({ Result { try site.heldCameras() } }), held.contains(where: { $0.camera == name }) {
+        if let site, case .success(let held) = await Self.siteIO.run({ Result { try site.heldCameras() } }), held.contains(where: { $0.camera == name }) {
             return
         }
         let recorded = try await Self.reading(recorder.index) { try $0.cameras() }

@@ -107,9 +107,9 @@ struct ClusterRoutes: Sendable {
         }
     }
 
-    /// A read of the catalogue on the web server's I/O thread; its failure is a 503 that says so.
+    /// A read of the catalogue on the web server's threads for it; its failure is a 503 that says so.
     private func read<T: Sendable>(_ work: @escaping @Sendable (any SiteCatalog) throws -> T) async throws(APIError) -> T {
-        switch await ApiRoutes.io.run({ [site] in Result { try work(site) } }) {
+        switch await ApiRoutes.siteIO.run({ [site] in Result { try work(site) } }) {
         case .success(let value): return value
         case .failure(let error): throw APIError(.serviceUnavailable, "the cluster's catalogue is not answering: \(error)")
         }

@@ -94,10 +94,10 @@ final class Recording: Sendable {
     }
 
     /// The server over this recording, with `http` settings (default: loopback, no token).
-    func server(_ http: HTTPSettings = HTTPSettings(), metrics: PrometheusCollectorRegistry? = nil) -> WebServer {
+    func server(_ http: HTTPSettings = HTTPSettings(), metrics: PrometheusCollectorRegistry? = nil, site: (any SiteCatalog)? = nil) -> WebServer {
         var configuration = Configuration.builtInDefault(storageRoot: dir.path)
         configuration.http = http
-        return WebServer(settings: http, recorder: opened(configuration), metrics: metrics)
+        return WebServer(settings: http, recorder: opened(configuration), metrics: metrics, site: site)
     }
 
     /// Returns once `count` more segments are finalized.

@@ -26,8 +26,9 @@ public final class RecordingIndex: Sendable {
     /// query: with the write-ahead log a slow listing and indexing never wait for each other.
     /// Empty and unused for an index in memory, which only its one connection can see.
     private let readers = Mutex<[ReaderSlot]>([])
-    /// Idle read-only connections kept open at most.
-    private static let idleReaders = 4
+    /// Idle read-only connections kept open at most: as many reads at once find one open (the
+    /// web server reads with as many threads).
+    public static let idleReaders = 4
 
     /// Opens (or creates) the index file of `root`, migrating it to `schemaVersion`. Throws an
     /// `RecorderError.index` whose code says whether the file is damaged, newer than this code, or
