@@ -15,8 +15,11 @@ public enum VigilBinary {
 
     /// Starts `vigil` with arguments; output goes to files so the pipes never fill (`output(in:)`).
     /// `under` is a command that runs it (`["/usr/bin/unshare", "--mount", …]`): vigil's path
-    /// and arguments follow it.
-    public static func start(_ arguments: [String], in dir: String, environment: [String: String] = [:], under wrapper: [String] = []) throws -> Process {
+    /// and arguments follow it. `binary`: another build of vigil (a benchmark's "before").
+    public static func start(
+        _ arguments: [String], in dir: String, environment: [String: String] = [:], under wrapper: [String] = [], binary: String? = nil
+    ) throws -> Process {
+        let path = binary ?? path
         let process = Process()
         process.executableURL = URL(fileURLWithPath: wrapper.first ?? path)
         process.arguments = wrapper.isEmpty ? arguments : wrapper.dropFirst() + [path] + arguments

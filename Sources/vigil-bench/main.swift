@@ -7,6 +7,7 @@ import Media
 //   vigil-bench index [SEGMENTS=10000]                  (Scripts/bench-index)
 //   vigil-bench index-scale [--cameras 64] [--days 30] [--backend sqlite|postgresql]  (Scripts/bench-index --cameras …)
 //   vigil-bench failover [--kills 10] [--lease 4]       (Scripts/bench-failover)
+//   vigil-bench slow-site [--rounds 20] [--vigil PATH]  (Scripts/bench-http --slow-site)
 //   vigil-bench chaos-check ROOT LOG OPERATIONS FPS      (Scripts/chaos)
 
 MediaLibrary.setQuiet()
@@ -26,13 +27,15 @@ do {
         try indexScaleBenchmark(IndexScaleOptions(arguments: Array(arguments.dropFirst())))
     case "failover":
         if try await !failoverBenchmark(FailoverOptions(arguments: Array(arguments.dropFirst()))) { exit(1) }
+    case "slow-site":
+        if try await !slowSiteBenchmark(SlowSiteOptions(arguments: Array(arguments.dropFirst()))) { exit(1) }
     case "chaos-check" where arguments.count == 5:
         var oracle = ChaosOracle(
             root: arguments[1], recorderLog: arguments[2], operations: arguments[3], framesPerSecond: Double(arguments[4]) ?? 15,
             syntheticPrefix: "syn")
         if try !oracle.check() { exit(1) }
     default:
-        FileHandle.standardError.write(Data("usage: vigil-bench passthrough [SECONDS] [CAMERAS] [yuyv] | reattach [REPLUGS] | index [SEGMENTS] | \(IndexScaleOptions.usage) | \(FailoverOptions.usage) | chaos-check ROOT LOG OPERATIONS FPS\n".utf8))
+        FileHandle.standardError.write(Data("usage: vigil-bench passthrough [SECONDS] [CAMERAS] [yuyv] | reattach [REPLUGS] | index [SEGMENTS] | \(IndexScaleOptions.usage) | \(FailoverOptions.usage) | \(SlowSiteOptions.usage) | chaos-check ROOT LOG OPERATIONS FPS\n".utf8))
         exit(2)
     }
 } catch {
