@@ -65,7 +65,8 @@ struct AuthMiddleware<Context: RequestContext>: RouterMiddleware {
 enum LoginRoutes {
     struct SessionJSON: Encodable { let tokenRequired: Bool }
 
-    static func add<Context: RequestContext>(to router: Router<Context>, token: String?) {
+    static func add(to router: Router<WebRequestContext>, token: String?, throttle: LoginThrottle) {
+        typealias Context = WebRequestContext
         router.get("/api/v1/session") { _, _ in JSONBody.response(SessionJSON(tokenRequired: token != nil)) }
         router.post("/logout") { request, _ -> Response in
             let cookie = "\(AuthMiddleware<Context>.cookieName)=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict"
@@ -78,12 +79,20 @@ enum LoginRoutes {
             return
         }
         router.post("/login") { request, context -> Response in
+            let address = context.channel.remoteAddress?.ipAddress ?? "unknown"
+            if let seconds = throttle.wait(for: address) {
+                var refusal = LoginPage.response(status: .tooManyRequests, failed: true, waitSeconds: seconds)
+                refusal.headers[.retryAfter] = String(seconds)
+                return refusal
+            }
             var request = request
             let body = try await request.collectBody(upTo: 4096)
             let given = formField("token", in: String(buffer: body)) ?? ""
             guard AuthMiddleware<Context>.equal(given, token) else {
+                throttle.failed(address)
                 return LoginPage.response(status: .unauthorized, failed: true)
             }
+            throttle.succeeded(address)
             let cookie = "\(AuthMiddleware<Context>.cookieName)=\(token); Path=/; Max-Age=2592000; HttpOnly; SameSite=Strict"
             return Response(status: .seeOther, headers: [.location: "/", .setCookie: cookie])
         }
@@ -102,11 +111,13 @@ enum LoginRoutes {
 
 /// The small form a browser gets instead of the page until it has logged in.
 enum LoginPage {
-    static func response(status: HTTPResponse.Status, failed: Bool) -> Response {
+    /// `waitSeconds`: too many wrong tokens from this address (`LoginThrottle`), said on the form.
+    static func response(status: HTTPResponse.Status, failed: Bool, waitSeconds: Int64? = nil) -> Response {
+        let alert = waitSeconds.map { "Too many wrong tokens from this address: try again in \($0) s." } ?? (failed ? "That token is not the right one." : nil)
         let html = """
             <!doctype html><html lang="en"><head><meta charset="utf-8"><link rel="icon" href="/static/icon.svg" type="image/svg+xml"><meta name="viewport" content="width=device-width, initial-scale=1">
             <title>Vigil: log in</title></head><body style="font-family: sans-serif; max-width: 24em; margin: 3em auto">
-            <h1>Vigil</h1>\(failed ? "<p role=\"alert\">That token is not the right one.</p>" : "")
+            <h1>Vigil</h1>\(alert.map { "<p role=\"alert\">\($0)</p>" } ?? "")
             <form method="post" action="/login"><label>Token <input type="password" name="token" autocomplete="current-password" autofocus required></label>
             <button type="submit">Log in</button></form>
             <p>The token is the first line of the file that <code>token_file</code> names in the <code>[http]</code> section of the configuration.</p>

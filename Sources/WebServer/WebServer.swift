@@ -42,6 +42,8 @@ public struct WebServer: Service {
     let archive: ArchiveReader?
     /// The whole site (`[cluster]`), for the page and API; nil: this node alone.
     let site: (any SiteCatalog)?
+    /// Wrong tokens at the login form, per address (tests set one with their own clock).
+    var loginThrottle = LoginThrottle()
     private let logger = Logger(label: "vigil.http")
 
     /// `metrics`: the registry the executable bootstrapped swift-metrics with, served at
@@ -111,7 +113,7 @@ public struct WebServer: Service {
         router.add(middleware: HostCheckMiddleware(hosts: hosts))
         router.add(middleware: SameOriginMiddleware(hosts: hosts))
         if let token = settings.token { router.add(middleware: AuthMiddleware(token: token)) }
-        LoginRoutes.add(to: router, token: settings.token)
+        LoginRoutes.add(to: router, token: settings.token, throttle: loginThrottle)
         let time = APITime(timeZone: recorder.configuration.timeZone)
         let api = ApiRoutes(recorder: recorder, time: time, site: site)
         api.add(to: router)

@@ -1,0 +1,83 @@
+import CaptureTesting
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Recorder
+import Synchronization
+import Testing
+@testable import WebServer
+
+/// Wrong tokens at the login form: 300 of them at 271/s met no throttle. Now three are free,
+/// then each failure doubles the wait (to 5 minutes at most), answered 429 with Retry-After;
+/// the right token resets it, and a quiet quarter of an hour forgets it.
+@Suite struct LoginThrottleTests {
+    /// A clock the test moves.
+    final class Clock: Sendable {
+        let nanos = Mutex<Int64>(1_000_000_000)
+        func advance(seconds: Int64) { nanos.withLock { $0 += seconds * 1_000_000_000 } }
+        var now: Int64 { nanos.withLock { $0 } }
+    }
+
+    @Test func waitsDoubleAfterThreeFreeTriesAndEnd() {
+        let clock = Clock()
+        let throttle = LoginThrottle(now: { clock.now })
+        for _ in 0..<3 { throttle.failed("10.0.0.1") }
+        #expect(throttle.wait(for: "10.0.0.1") == nil, "three tries are free")
+        var waits: [Int64] = []
+        for _ in 0..<12 {
+            throttle.failed("10.0.0.1")
+            let wait = throttle.wait(for: "10.0.0.1") ?? 0
+            waits.append(wait)
+            clock.advance(seconds: wait)
+            #expect(throttle.wait(for: "10.0.0.1") == nil, "after its wait, an address may try again")
+        }
+        #expect(waits == [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300], "\(waits)")
+        #expect(throttle.wait(for: "10.0.0.2") == nil, "another address is not held back")
+        // Quiet for a quarter of an hour: forgotten, three free tries again.
+        clock.advance(seconds: 901)
+        for _ in 0..<3 { throttle.failed("10.0.0.1") }
+        #expect(throttle.wait(for: "10.0.0.1") == nil)
+        // The right token starts the count again.
+        throttle.failed("10.0.0.1")
+        #expect(throttle.wait(for: "10.0.0.1") == 1)
+        throttle.succeeded("10.0.0.1")
+        #expect(throttle.wait(for: "10.0.0.1") == nil)
+        // A flood of addresses keeps at most maxAddresses.
+        for n in 0..<(LoginThrottle.maxAddresses + 50) { throttle.failed("addr-\(n)") }
+        #expect(throttle.wait(for: "addr-\(LoginThrottle.maxAddresses + 49)") == nil)
+    }
+
+    /// Over HTTP: after the fourth wrong token from one address, its next try is answered 429
+    /// with Retry-After, the right token too (the wait is the address's, whatever it sends); once
+    /// the wait is over (the test's clock moves), the right token logs in.
+    @Test func theFormAnswers429WithRetryAfter() async throws {
+        let recording = try await Recording.start(segments: 0)
+        defer { recording.remove() }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let clock = Clock()
+        var server = recording.server(AuthTests.settings(listen: "0.0.0.0:0"))
+        server.loginThrottle = LoginThrottle(now: { clock.now })
+        try await recording.stopping {
+            try await server.application().test(.live) { client in
+                func login(_ token: String) async throws -> (code: String, headers: String) {
+                    let code = try await curl(["-s", "-X", "POST", "-w", "%{http_code}", "--max-time", "5", "-D", dir.path + "/headers", "-d", "token=\(token)",
+                                               "http://127.0.0.1:\(client.port!)/login"], output: dir.path + "/body").written
+                    return (code, (try? String(contentsOfFile: dir.path + "/headers", encoding: .utf8)) ?? "")
+                }
+                var codes: [String] = []
+                for _ in 0..<4 { codes.append(try await login("wrong-guess").code) }
+                #expect(codes == ["401", "401", "401", "401"], "\(codes)")
+                for token in ["wrong-guess", AuthTests.token] {
+                    let answer = try await login(token)
+                    #expect(answer.code == "429", "\(answer)")
+                    #expect(answer.headers.lowercased().contains("retry-after: 1\r\n"), "\(answer.headers)")
+                    let body = try String(contentsOfFile: dir.path + "/body", encoding: .utf8)
+                    #expect(body.contains("try again in 1 s"), "\(body)")
+                }
+                clock.advance(seconds: 1)
+                #expect(try await login(AuthTests.token).code == "303")
+            }
+        }
+    }
+}
