@@ -1,3 +1,4 @@
+import CheckedMath
 import Hummingbird
 import Synchronization
 
@@ -25,7 +26,7 @@ final class ClipBudget: Sendable {
             if let room, overflow || reserved > room {
                 return APIError(
                     .init(code: 507, reasonPhrase: "Insufficient Storage"),
-                    "a clip of that range needs about \(needed / 1_048_576) MiB, and the disk under the recordings has \(max(0, room - s.bytes) / 1_048_576) MiB above its free-space floor"
+                    "a clip of that range needs about \(needed / 1_048_576) MiB, and the disk under the recordings has \(max(0, room.subtracting(s.bytes) ?? 0) / 1_048_576) MiB above its free-space floor"
                         + (s.clips > 0 ? " beside the \(s.clips) clip(s) being built" : "") + ": pick a shorter range")
             }
             s.clips += 1

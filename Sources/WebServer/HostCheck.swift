@@ -96,15 +96,17 @@ struct WebOrigin: Equatable {
     let host: String
     let port: Int
 
-    /// nil for anything but an http(s) URL with a host (`null`, `file:`, garbage).
+    /// nil for anything but an http(s) URL with a host (`null`, `file:`, garbage). Only the
+    /// scheme and authority are read (a `Referer`'s path and query may be long), by the same
+    /// rules as `Host` (`AllowedHosts.split`): a port is 1...65535 in at most 5 digits.
     init?(_ text: String) {
-        guard text.utf8.count <= 2048, let url = URL(string: text), let scheme = url.scheme?.lowercased(),
-              let defaultPort = Self.defaultPorts[scheme], let rawHost = url.host else { return nil }
-        let bracketed = rawHost.contains(":") && !rawHost.hasPrefix("[") ? "[\(rawHost)]" : rawHost
-        guard let host = AllowedHosts.host(ofAuthority: bracketed) else { return nil }
-        let port = url.port ?? defaultPort
-        guard (1...65535).contains(port) else { return nil }
-        (self.scheme, self.host, self.port) = (scheme, host, port)
+        let schemeText = text.prefix { $0 != ":" }
+        guard schemeText.count <= 8, text.dropFirst(schemeText.count).hasPrefix("://"),
+              let defaultPort = Self.defaultPorts[schemeText.lowercased()] else { return nil }
+        let authority = text.dropFirst(schemeText.count + 3).prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        // User information ("user@host") is no part of an origin.
+        guard authority.utf8.count <= 300, !authority.contains("@"), let (host, port) = AllowedHosts.split(authority: String(authority)) else { return nil }
+        (scheme, self.host, self.port) = (schemeText.lowercased(), host, port ?? defaultPort)
     }
 
     var defaultPort: Int { Self.defaultPorts[scheme] ?? 80 }

@@ -7,7 +7,10 @@ import Hummingbird
 /// - `Sec-Fetch-Site` (set by the browser, never by a page's script) other than `same-origin`
 ///   or `none` (typed or bookmarked): `same-site` is another port of the same host;
 /// - an `Origin`, or for requests without one (media elements) a `Referer`, that is not one of
-///   this server's pages (`AllowedHosts.isOwn`: scheme, host and port).
+///   this server's pages (`AllowedHosts.isOwn`: scheme, host and port);
+/// - the session cookie without any of those headers (see `refusal`).
+///
+/// `Sec-Fetch-Site: same-origin` alone is enough: the browser computes it.
 ///
 /// A `GET` with `Authorization: Bearer` is served (no other site's page can make a browser send
 /// it), and so are the page itself, its static files and `/healthz`, which any link may open.
@@ -32,16 +35,25 @@ struct SameOriginMiddleware<Context: RequestContext>: RouterMiddleware {
         if let site, site != "same-origin", site != "none" {
             return APIError(.forbidden, "refused: this request comes from another page (Sec-Fetch-Site: \(site.prefix(32))); only Vigil's own page may \(what)")
         }
+        // The browser's own word that the page is this server's: enough, whatever `Host` a
+        // reverse proxy passed on (DNS rebinding is stopped by the Host check, or the token).
+        // It covers the page's forms sent with `Origin: null` under some referrer policies.
+        if site == "same-origin" { return nil }
         let origins = request.headers[values: .origin]
-        // A form the page posts is sent with `Origin: null` under some referrer policies; the
-        // browser's own `Sec-Fetch-Site` then says where it comes from.
-        if site == "same-origin" && origins == ["null"] { return nil }
         guard hosts.allowsOrigin(of: request) else {
             return APIError(.forbidden, "refused: Origin \(origins.joined(separator: ", ").prefix(256)) is not a page of this server (its scheme, host and port); only Vigil's own page may \(what)")
         }
         // A media element (`<img>`, `<video>`) sends no `Origin`: its `Referer` names the page.
-        if origins.isEmpty, let referer = request.headers[.referer], !hosts.isOwn(origin: referer, of: request) {
+        let referer = request.headers[.referer]
+        if origins.isEmpty, let referer, !hosts.isOwn(origin: referer, of: request) {
             return APIError(.forbidden, "refused: this request comes from \(referer.prefix(256)), not a page of this server; only Vigil's own page may \(what)")
+        }
+        // The session cookie with no sign at all of where the request comes from: browsers send
+        // `Sec-Fetch-Site` only to https and loopback, and a page can drop its `Referer`
+        // (`referrerpolicy="no-referrer"`), so another program's page on this host (the same
+        // site, which gets the cookie) could be using it. Vigil's page always sends a `Referer`.
+        if site == nil, origins.isEmpty, referer == nil, request.cookies[AuthMiddleware<Context>.cookieName] != nil {
+            return APIError(.forbidden, "refused: this request carries the session cookie but neither Sec-Fetch-Site, Origin nor Referer, so it may come from another page; open it from Vigil's page, or send Authorization: Bearer TOKEN")
         }
         return nil
     }

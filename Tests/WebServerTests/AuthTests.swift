@@ -82,11 +82,19 @@ import Testing
                 return try #require(setCookie.split(separator: ";").first.map(String.init))
             }
             #expect(cookie.hasPrefix("vigil_session="))
-            try await client.execute(uri: "/api/v1/cameras", method: .get, headers: [.cookie: cookie]) { response in
+            // The page's requests carry its Referer (Referrer-Policy: same-origin).
+            let page = "http://localhost/"
+            try await client.execute(uri: "/api/v1/cameras", method: .get, headers: [.cookie: cookie, .referer: page]) { response in
                 #expect(response.status == .ok)
             }
-            try await client.execute(uri: "/api/v1/cameras", method: .get, headers: [.cookie: "vigil_session=guess"]) { response in
+            try await client.execute(uri: "/api/v1/cameras", method: .get, headers: [.cookie: "vigil_session=guess", .referer: page]) { response in
                 #expect(response.status == .unauthorized)
+            }
+            // The cookie with no sign of where the request comes from (no Sec-Fetch-Site,
+            // Origin or Referer): another page on this host could be using it.
+            try await client.execute(uri: "/api/v1/cameras", method: .get, headers: [.cookie: cookie]) { response in
+                #expect(response.status == .forbidden)
+                #expect(response.errorMessage?.contains("session cookie") == true)
             }
         }
     }

@@ -202,14 +202,14 @@ import Testing
         try await withServer(AuthTests.settings(listen: "0.0.0.0:0")) { client, _, ids in
             let uri = "/api/v1/events/\(ids[0])/reviewed"
             try await client.execute(uri: uri, method: .post) { #expect($0.status == .unauthorized) }
-            try await client.execute(uri: uri, method: .post, headers: [.cookie: "vigil_session=guess"]) { #expect($0.status == .unauthorized) }
+            try await client.execute(uri: uri, method: .post, headers: [.cookie: "vigil_session=guess", .origin: "http://localhost"]) { #expect($0.status == .unauthorized) }
             try await client.execute(uri: "/api/v1/events", method: .get) { #expect($0.status == .unauthorized) }
             try await client.execute(uri: uri, method: .post, headers: [.authorization: "Bearer \(AuthTests.token)"]) { response in
                 #expect(response.status == .ok)
                 #expect(response.json()["reviewed"] as? Bool == true)
             }
             let cookie = "vigil_session=\(AuthTests.token)"
-            try await client.execute(uri: uri, method: .post, headers: [.cookie: cookie], body: ByteBuffer(string: #"{"reviewed":false}"#)) { response in
+            try await client.execute(uri: uri, method: .post, headers: [.cookie: cookie, .origin: "http://localhost"], body: ByteBuffer(string: #"{"reviewed":false}"#)) { response in
                 #expect(response.status == .ok)
                 #expect(response.json()["reviewed"] as? Bool == false)
             }
@@ -231,7 +231,7 @@ import Testing
             for path in ["/static/app.js", "/static/icons.js", "/static/icon-192.png/../app.js"] {
                 try await client.execute(uri: path, method: .get) { #expect($0.status == .unauthorized, "\(path)") }
             }
-            try await client.execute(uri: "/api/v1/events?unreviewed=true", method: .get, headers: [.cookie: cookie]) { response in
+            try await client.execute(uri: "/api/v1/events?unreviewed=true", method: .get, headers: [.cookie: cookie, .secFetchSite: "same-origin"]) { response in
                 #expect(response.status == .ok)
                 #expect(Self.ids(response) == ids)
             }
@@ -278,7 +278,7 @@ import Testing
                     #expect(response.status == .forbidden)
                     #expect(response.headers[.setCookie] == nil)
                 }
-                let auth: HTTPFields = tokenRequired ? [.cookie: "vigil_session=\(AuthTests.token)"] : [:]
+                let auth: HTTPFields = tokenRequired ? [.cookie: "vigil_session=\(AuthTests.token)", .referer: "http://localhost/"] : [:]
                 try await client.execute(uri: "/api/v1/session", method: .get, headers: auth) { response in
                     #expect(response.status == .ok)
                     #expect(response.json()["token_required"] as? Bool == tokenRequired)

@@ -39,8 +39,9 @@ struct StorageForecast {
             return nil
         }
         guard let first = recent.firstStart, recent.bytes > 0 else { return nil }
-        let span = max(Double(nowWall - first) / 86_400e9, 1.0 / 1440)
+        // `first` is an index row's start: from outside, so subtracted and added with checks.
+        let span = max(Double(nowWall.subtracting(first) ?? .max) / 86_400e9, 1.0 / 1440)
         let perDay = Double(recent.bytes) / span
-        return Double(stored + max(free - policy.freeFloor(totalBytes: total), 0)) / perDay
+        return Double(stored.saturatingAdding(max(free.subtracting(policy.freeFloor(totalBytes: total)) ?? 0, 0))) / perDay
     }
 }
