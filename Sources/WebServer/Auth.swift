@@ -6,35 +6,50 @@ import Hummingbird
 /// that `POST /login` sets; others get 401 JSON, and a browser asking for the page gets the
 /// login form instead. Without a token
 /// (loopback only: the configuration refuses anything else) nothing is checked.
-struct AuthMiddleware<Context: RequestContext>: RouterMiddleware {
+///
+/// A wrong token, sent as a bearer or a cookie, counts against its address like one typed into
+/// the login form (`LoginThrottle`): the API is no way around the form's waits. A wrong cookie
+/// is cleared in the answer, so a browser that kept an old one counts once, not per request.
+struct AuthMiddleware: RouterMiddleware {
+    typealias Context = WebRequestContext
     let token: String
+    let throttle: LoginThrottle
 
     static var cookieName: String { "vigil_session" }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let path = request.uri.path
         let isSessionForm = request.method == .post && (path == "/login" || path == "/logout")
-        if path == "/healthz" || isSessionForm || Self.isPublic(path) || isAuthorized(request) {
+        if path == "/healthz" || isSessionForm || Self.isPublic(path) {
             return try await next(request, context)
         }
-        if request.method == .get && path == "/" { return LoginPage.response(status: .unauthorized, failed: false) }
-        throw APIError(.unauthorized, "this server needs a token: send Authorization: Bearer TOKEN, or log in at /")
+        let bearer = Self.bearer(request.headers[.authorization])
+        let cookie = request.cookies[Self.cookieName]?.value
+        if let given = bearer ?? cookie {
+            let address = context.channel.remoteAddress?.ipAddress ?? "unknown"
+            if let seconds = throttle.wait(for: address) {
+                var refusal = APIError(.tooManyRequests, "too many wrong tokens from this address: try again in \(seconds) s")
+                refusal.retryAfterSeconds = seconds
+                throw refusal
+            }
+            if Self.equal(given, token) { return try await next(request, context) }
+            throttle.failed(address)
+        }
+        let clear = bearer == nil && cookie != nil
+        if request.method == .get && path == "/" {
+            var form = LoginPage.response(status: .unauthorized, failed: false)
+            if clear { form.headers[.setCookie] = LoginRoutes.clearedCookie }
+            return form
+        }
+        var refusal = APIError(.unauthorized, "this server needs a token: send Authorization: Bearer TOKEN, or log in at /")
+        if clear { refusal.setCookie = LoginRoutes.clearedCookie }
+        throw refusal
     }
 
     /// The app's manifest and icons: a browser fetches them without the session cookie (to
     /// show the tab's icon on the login form, to install the page), and they tell nothing.
     static func isPublic(_ path: String) -> Bool {
         path == "/favicon.ico" || path == "/static/manifest.webmanifest" || (path.hasPrefix("/static/icon") && PageFiles.type(of: String(path.dropFirst(8)))?.hasPrefix("image/") == true)
-    }
-
-    private func isAuthorized(_ request: Request) -> Bool {
-        if let token = Self.bearer(request.headers[.authorization]) {
-            return Self.equal(token, self.token)
-        }
-        if let cookie = request.cookies[Self.cookieName] {
-            return Self.equal(cookie.value, token)
-        }
-        return false
     }
 
     /// The token of `Authorization: Bearer TOKEN`; the scheme's name is case-insensitive
@@ -65,12 +80,13 @@ struct AuthMiddleware<Context: RequestContext>: RouterMiddleware {
 enum LoginRoutes {
     struct SessionJSON: Encodable { let tokenRequired: Bool }
 
+    /// The session cookie removed (logging out, or an old token's cookie refused).
+    static let clearedCookie = "\(AuthMiddleware.cookieName)=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict"
+
     static func add(to router: Router<WebRequestContext>, token: String?, throttle: LoginThrottle) {
-        typealias Context = WebRequestContext
         router.get("/api/v1/session") { _, _ in JSONBody.response(SessionJSON(tokenRequired: token != nil)) }
         router.post("/logout") { request, _ -> Response in
-            let cookie = "\(AuthMiddleware<Context>.cookieName)=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict"
-            return Response(status: .seeOther, headers: [.location: "/", .setCookie: cookie, .cacheControl: "no-store"])
+            Response(status: .seeOther, headers: [.location: "/", .setCookie: clearedCookie, .cacheControl: "no-store"])
         }
         guard let token else {
             router.post("/login") { _, _ -> Response in
@@ -88,12 +104,12 @@ enum LoginRoutes {
             var request = request
             let body = try await request.collectBody(upTo: 4096)
             let given = formField("token", in: String(buffer: body)) ?? ""
-            guard AuthMiddleware<Context>.equal(given, token) else {
+            guard AuthMiddleware.equal(given, token) else {
                 throttle.failed(address)
                 return LoginPage.response(status: .unauthorized, failed: true)
             }
             throttle.succeeded(address)
-            let cookie = "\(AuthMiddleware<Context>.cookieName)=\(token); Path=/; Max-Age=2592000; HttpOnly; SameSite=Strict"
+            let cookie = "\(AuthMiddleware.cookieName)=\(token); Path=/; Max-Age=2592000; HttpOnly; SameSite=Strict"
             return Response(status: .seeOther, headers: [.location: "/", .setCookie: cookie])
         }
     }

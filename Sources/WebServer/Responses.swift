@@ -11,6 +11,10 @@ struct APIError: HTTPResponseError {
     let message: String
     /// The methods the path takes, for a 405's `Allow`.
     var allowed: [HTTPRequest.Method] = []
+    /// Seconds to wait, for a 429's `Retry-After`.
+    var retryAfterSeconds: Int64?
+    /// A `Set-Cookie` to send with it (a refused old session cookie, cleared).
+    var setCookie: String?
 
     init(_ status: HTTPResponse.Status, _ message: String) {
         self.status = status
@@ -21,6 +25,8 @@ struct APIError: HTTPResponseError {
         var response = JSONBody.response(["error": message], status: status)
         if status == .unauthorized { response.headers[.wwwAuthenticate] = "Bearer realm=\"vigil\"" }
         if !allowed.isEmpty { response.headers[.allow] = allowed.map(\.rawValue).joined(separator: ", ") }
+        if let retryAfterSeconds { response.headers[.retryAfter] = String(retryAfterSeconds) }
+        if let setCookie { response.headers[.setCookie] = setCookie }
         return response
     }
 

@@ -28,7 +28,7 @@ struct SameOriginMiddleware<Context: RequestContext>: RouterMiddleware {
         let changes = request.method != .get && request.method != .head
         if !changes {
             if Self.isOpenToAnyPage(request.uri.path) { return nil }
-            if AuthMiddleware<Context>.bearer(request.headers[.authorization]) != nil { return nil }
+            if AuthMiddleware.bearer(request.headers[.authorization]) != nil { return nil }
         }
         let what = changes ? "change anything" : "ask for this"
         let site = request.headers[.secFetchSite]?.lowercased()
@@ -52,7 +52,7 @@ struct SameOriginMiddleware<Context: RequestContext>: RouterMiddleware {
         // `Sec-Fetch-Site` only to https and loopback, and a page can drop its `Referer`
         // (`referrerpolicy="no-referrer"`), so another program's page on this host (the same
         // site, which gets the cookie) could be using it. Vigil's page always sends a `Referer`.
-        if site == nil, origins.isEmpty, referer == nil, request.cookies[AuthMiddleware<Context>.cookieName] != nil {
+        if site == nil, origins.isEmpty, referer == nil, request.cookies[AuthMiddleware.cookieName] != nil {
             return APIError(.forbidden, "refused: this request carries the session cookie but neither Sec-Fetch-Site, Origin nor Referer, so it may come from another page; open it from Vigil's page, or send Authorization: Bearer TOKEN")
         }
         return nil

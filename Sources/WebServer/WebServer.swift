@@ -112,7 +112,7 @@ public struct WebServer: Service {
         let hosts = AllowedHosts(settings: settings)
         router.add(middleware: HostCheckMiddleware(hosts: hosts))
         router.add(middleware: SameOriginMiddleware(hosts: hosts))
-        if let token = settings.token { router.add(middleware: AuthMiddleware(token: token)) }
+        if let token = settings.token { router.add(middleware: AuthMiddleware(token: token, throttle: loginThrottle)) }
         LoginRoutes.add(to: router, token: settings.token, throttle: loginThrottle)
         let time = APITime(timeZone: recorder.configuration.timeZone)
         let api = ApiRoutes(recorder: recorder, time: time, site: site)

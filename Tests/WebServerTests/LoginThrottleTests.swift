@@ -80,4 +80,36 @@ import Testing
             }
         }
     }
+
+    /// Guessing through the API counts the same: wrong bearer tokens (or cookies) from one
+    /// address are answered 429 with Retry-After after three, the right one too until the wait
+    /// is over; a wrong cookie is cleared in the answer, so a browser's old one counts once.
+    @Test func wrongBearersAndCookiesCountAsWrongLogins() async throws {
+        let recording = try await Recording.start(segments: 0)
+        defer { recording.remove() }
+        let clock = Clock()
+        var server = recording.server(AuthTests.settings(listen: "0.0.0.0:0"))
+        server.loginThrottle = LoginThrottle(now: { clock.now })
+        try await recording.stopping {
+            try await server.application().test(.router) { client in
+                let page: HTTPFields = [.referer: "http://localhost/"]
+                try await client.execute(uri: "/api/v1/cameras", method: .get, headers: page + [.cookie: "vigil_session=old-token"]) { response in
+                    #expect(response.status == .unauthorized)
+                    #expect(response.headers[.setCookie]?.contains("Max-Age=0") == true, "a wrong cookie is cleared")
+                }
+                for _ in 0..<3 {
+                    try await client.execute(uri: "/api/v1/cameras", method: .get, headers: [.authorization: "Bearer guess"]) { #expect($0.status == .unauthorized) }
+                }
+                for token in ["guess", AuthTests.token] {
+                    try await client.execute(uri: "/api/v1/cameras", method: .get, headers: [.authorization: "Bearer \(token)"]) { response in
+                        #expect(response.status == .tooManyRequests)
+                        #expect(response.headers[.retryAfter] == "1")
+                        #expect(response.errorMessage?.contains("try again in 1 s") == true)
+                    }
+                }
+                clock.advance(seconds: 1)
+                try await client.execute(uri: "/api/v1/cameras", method: .get, headers: [.authorization: "Bearer \(AuthTests.token)"]) { #expect($0.status == .ok) }
+            }
+        }
+    }
 }
