@@ -17,23 +17,26 @@ struct ApiRoutes: Sendable {
     /// Reads of the cluster's catalogue (`[cluster]`), which wait up to `SiteView.deadline` for
     /// PostgreSQL: on threads of their own, so a slow database never delays this node's files.
     static let siteIO = BlockingIO("vigil.http.site", width: 2)
+    /// Writes to the index (the reviewed flag): one lane, so two marks of one event land in the
+    /// order they came.
+    static let writeIO = BlockingIO("vigil.http.write")
     private static let logger = Logger(label: "vigil.http")
 
-    /// `work` on the index, on the I/O thread. An index that cannot be read is a 500 and a log
+    /// `work` on the index, on the I/O lanes. An index that cannot be read is a 500 and a log
     /// line, never a 404 or an empty list: the recordings may well be there.
     static func reading<T: Sendable>(_ index: RecordingIndex, _ work: @escaping @Sendable (RecordingIndex) throws -> T) async throws(APIError) -> T {
-        try await using(index, failing: "read", work)
+        try await using(index, on: io, failing: "read", work)
     }
 
     /// `work` that writes to the index (the reviewed flag), the same way; its failure says so.
     static func writing<T: Sendable>(_ index: RecordingIndex, _ work: @escaping @Sendable (RecordingIndex) throws -> T) async throws(APIError) -> T {
-        try await using(index, failing: "written", work)
+        try await using(index, on: writeIO, failing: "written", work)
     }
 
     private static func using<T: Sendable>(
-        _ index: RecordingIndex, failing verb: String, _ work: @escaping @Sendable (RecordingIndex) throws -> T
+        _ index: RecordingIndex, on lanes: BlockingIO, failing verb: String, _ work: @escaping @Sendable (RecordingIndex) throws -> T
     ) async throws(APIError) -> T {
-        switch await io.run({ Result { try work(index) } }) {
+        switch await lanes.run({ Result { try work(index) } }) {
         case .success(let value): return value
         case .failure(let error):
             logger.error("the recordings index cannot be \(verb): \(error)")
