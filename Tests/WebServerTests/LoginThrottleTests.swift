@@ -51,33 +51,27 @@ import Testing
     /// with Retry-After, the right token too (the wait is the address's, whatever it sends); once
     /// the wait is over (the test's clock moves), the right token logs in.
     @Test func theFormAnswers429WithRetryAfter() async throws {
-        let recording = try await Recording.start(segments: 0)
-        defer { recording.remove() }
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         let clock = Clock()
-        var server = recording.server(AuthTests.settings(listen: "0.0.0.0:0"))
-        server.loginThrottle = LoginThrottle(now: { clock.now })
-        try await recording.stopping {
-            try await server.application().test(.live) { client in
-                func login(_ token: String) async throws -> (code: String, headers: String) {
-                    let code = try await curl(["-s", "-X", "POST", "-w", "%{http_code}", "--max-time", "5", "-D", dir.path + "/headers", "-d", "token=\(token)",
-                                               "http://127.0.0.1:\(client.port!)/login"], output: dir.path + "/body").written
-                    return (code, (try? String(contentsOfFile: dir.path + "/headers", encoding: .utf8)) ?? "")
-                }
-                var codes: [String] = []
-                for _ in 0..<4 { codes.append(try await login("wrong-guess").code) }
-                #expect(codes == ["401", "401", "401", "401"], "\(codes)")
-                for token in ["wrong-guess", AuthTests.token] {
-                    let answer = try await login(token)
-                    #expect(answer.code == "429", "\(answer)")
-                    #expect(answer.headers.lowercased().contains("retry-after: 1\r\n"), "\(answer.headers)")
-                    let body = try String(contentsOfFile: dir.path + "/body", encoding: .utf8)
-                    #expect(body.contains("try again in 1 s"), "\(body)")
-                }
-                clock.advance(seconds: 1)
-                #expect(try await login(AuthTests.token).code == "303")
+        try await withTokenServer(clock, .live) { client in
+            func login(_ token: String) async throws -> (code: String, headers: String) {
+                let code = try await curl(["-s", "-X", "POST", "-w", "%{http_code}", "--max-time", "5", "-D", dir.path + "/headers", "-d", "token=\(token)",
+                                           "http://127.0.0.1:\(client.port!)/login"], output: dir.path + "/body").written
+                return (code, (try? String(contentsOfFile: dir.path + "/headers", encoding: .utf8)) ?? "")
             }
+            var codes: [String] = []
+            for _ in 0..<4 { codes.append(try await login("wrong-guess").code) }
+            #expect(codes == ["401", "401", "401", "401"], "\(codes)")
+            for token in ["wrong-guess", AuthTests.token] {
+                let answer = try await login(token)
+                #expect(answer.code == "429", "\(answer)")
+                #expect(answer.headers.lowercased().contains("retry-after: 1\r\n"), "\(answer.headers)")
+                let body = try String(contentsOfFile: dir.path + "/body", encoding: .utf8)
+                #expect(body.contains("try again in 1 s"), "\(body)")
+            }
+            clock.advance(seconds: 1)
+            #expect(try await login(AuthTests.token).code == "303")
         }
     }
 
@@ -85,31 +79,34 @@ import Testing
     /// address are answered 429 with Retry-After after three, the right one too until the wait
     /// is over; a wrong cookie is cleared in the answer, so a browser's old one counts once.
     @Test func wrongBearersAndCookiesCountAsWrongLogins() async throws {
+        let clock = Clock()
+        try await withTokenServer(clock, .router) { client in
+            let page: HTTPFields = [.referer: "http://localhost/"]
+            try await client.execute(uri: "/api/v1/cameras", method: .get, headers: page + [.cookie: "vigil_session=old-token"]) { response in
+                #expect(response.status == .unauthorized)
+                #expect(response.headers[.setCookie]?.contains("Max-Age=0") == true, "a wrong cookie is cleared")
+            }
+            for _ in 0..<3 {
+                try await client.execute(uri: "/api/v1/cameras", method: .get, headers: [.authorization: "Bearer guess"]) { #expect($0.status == .unauthorized) }
+            }
+            for token in ["guess", AuthTests.token] {
+                try await client.execute(uri: "/api/v1/cameras", method: .get, headers: [.authorization: "Bearer \(token)"]) { response in
+                    #expect(response.status == .tooManyRequests)
+                    #expect(response.headers[.retryAfter] == "1")
+                    #expect(response.errorMessage?.contains("try again in 1 s") == true)
+                }
+            }
+            clock.advance(seconds: 1)
+            try await client.execute(uri: "/api/v1/cameras", method: .get, headers: [.authorization: "Bearer \(AuthTests.token)"]) { #expect($0.status == .ok) }
+        }
+    }
+
+    /// A server that asks for `AuthTests.token`, its login throttle on `clock`, tested through `mode`.
+    private func withTokenServer(_ clock: Clock, _ mode: TestingSetup, _ body: @escaping @Sendable (any TestClientProtocol) async throws -> Void) async throws {
         let recording = try await Recording.start(segments: 0)
         defer { recording.remove() }
-        let clock = Clock()
         var server = recording.server(AuthTests.settings(listen: "0.0.0.0:0"))
         server.loginThrottle = LoginThrottle(now: { clock.now })
-        try await recording.stopping {
-            try await server.application().test(.router) { client in
-                let page: HTTPFields = [.referer: "http://localhost/"]
-                try await client.execute(uri: "/api/v1/cameras", method: .get, headers: page + [.cookie: "vigil_session=old-token"]) { response in
-                    #expect(response.status == .unauthorized)
-                    #expect(response.headers[.setCookie]?.contains("Max-Age=0") == true, "a wrong cookie is cleared")
-                }
-                for _ in 0..<3 {
-                    try await client.execute(uri: "/api/v1/cameras", method: .get, headers: [.authorization: "Bearer guess"]) { #expect($0.status == .unauthorized) }
-                }
-                for token in ["guess", AuthTests.token] {
-                    try await client.execute(uri: "/api/v1/cameras", method: .get, headers: [.authorization: "Bearer \(token)"]) { response in
-                        #expect(response.status == .tooManyRequests)
-                        #expect(response.headers[.retryAfter] == "1")
-                        #expect(response.errorMessage?.contains("try again in 1 s") == true)
-                    }
-                }
-                clock.advance(seconds: 1)
-                try await client.execute(uri: "/api/v1/cameras", method: .get, headers: [.authorization: "Bearer \(AuthTests.token)"]) { #expect($0.status == .ok) }
-            }
-        }
+        try await recording.stopping { try await server.application().test(mode, body) }
     }
 }
