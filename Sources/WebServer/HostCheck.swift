@@ -26,30 +26,7 @@ struct AllowedHosts: Sendable {
     /// The host of a `Host` value or of an origin's authority (`[::1]:8080` → `::1`), lower-case,
     /// without a trailing dot; nil when it is not a host.
     static func host(ofAuthority authority: String) -> String? {
-        split(authority: authority)?.host
-    }
-
-    /// The host and port (nil: none given) of a `Host` value or an origin's authority.
-    static func split(authority: String) -> (host: String, port: Int?)? {
-        var text = Substring(authority.lowercased())
-        var port: Substring?
-        if text.hasPrefix("[") {
-            guard let end = text.firstIndex(of: "]") else { return nil }
-            let rest = text[text.index(after: end)...]
-            guard rest.isEmpty || (rest.hasPrefix(":") && rest.dropFirst().allSatisfy(\.isNumber)) else { return nil }
-            port = rest.isEmpty ? nil : rest.dropFirst()
-            text = text[text.index(after: text.startIndex)..<end]
-        } else if let colon = text.firstIndex(of: ":") {
-            guard text[text.index(after: colon)...].allSatisfy(\.isNumber) else { return nil }
-            port = text[text.index(after: colon)...]
-            text = text[..<colon]
-        }
-        if text.hasSuffix(".") { text = text.dropLast() }
-        guard let host = HTTPSettings.hostName(String(text)) else { return nil }
-        guard let port else { return (host, nil) }
-        // Digits only (checked above), at most 5 of them, 1...65535: read before any arithmetic.
-        guard (1...5).contains(port.count), let number = Int(port), (1...65535).contains(number) else { return nil }
-        return (host, number)
+        WebAuthority.split(authority)?.host
     }
 
     func isAllowed(host: String) -> Bool {
@@ -81,37 +58,12 @@ struct AllowedHosts: Sendable {
         let scheme = origin.prefix { $0 != ":" }.lowercased()
         if scheme == "ws" || scheme == "wss" { return true }
         guard let origin = WebOrigin(origin) else { return false }
-        if let authority = request.head.authority, let server = Self.split(authority: authority),
+        if let authority = request.head.authority, let server = WebAuthority.split(authority),
            server.host == origin.host, (server.port ?? origin.defaultPort) == origin.port {
             return true
         }
         return names.contains(origin.host) && (origin.port == origin.defaultPort || origin.port == listenPort)
     }
-}
-
-/// An origin as a browser sends it in `Origin` or `Referer`: scheme, host and port (the
-/// scheme's own port when none is written).
-struct WebOrigin: Equatable {
-    let scheme: String
-    let host: String
-    let port: Int
-
-    /// nil for anything but an http(s) URL with a host (`null`, `file:`, garbage). Only the
-    /// scheme and authority are read (a `Referer`'s path and query may be long), by the same
-    /// rules as `Host` (`AllowedHosts.split`): a port is 1...65535 in at most 5 digits.
-    init?(_ text: String) {
-        let schemeText = text.prefix { $0 != ":" }
-        guard schemeText.count <= 8, text.dropFirst(schemeText.count).hasPrefix("://"),
-              let defaultPort = Self.defaultPorts[schemeText.lowercased()] else { return nil }
-        let authority = text.dropFirst(schemeText.count + 3).prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        // User information ("user@host") is no part of an origin.
-        guard authority.utf8.count <= 300, !authority.contains("@"), let (host, port) = AllowedHosts.split(authority: String(authority)) else { return nil }
-        (scheme, self.host, self.port) = (schemeText.lowercased(), host, port ?? defaultPort)
-    }
-
-    var defaultPort: Int { Self.defaultPorts[scheme] ?? 80 }
-
-    static let defaultPorts = ["http": 80, "https": 443]
 }
 
 /// Refuses a request whose `Host` is not one this server answers to (see `AllowedHosts`), with

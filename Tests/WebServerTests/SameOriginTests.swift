@@ -93,10 +93,10 @@ import Testing
                     String(repeating: "a", count: 5000)] {
             #expect(WebOrigin(bad) == nil, "\(bad)")
         }
-        #expect(AllowedHosts.split(authority: "127.0.0.1:8080")! == ("127.0.0.1", 8080))
-        #expect(AllowedHosts.split(authority: "localhost")! == ("localhost", nil))
+        #expect(WebAuthority.split("127.0.0.1:8080")! == ("127.0.0.1", 8080))
+        #expect(WebAuthority.split("localhost")! == ("localhost", nil))
         for bad in ["host:0", "host:65536", "host:000080", "host:99999999999999999999", "[::1]:70000"] {
-            #expect(AllowedHosts.split(authority: bad) == nil, "\(bad)")
+            #expect(WebAuthority.split(bad) == nil, "\(bad)")
         }
     }
 }

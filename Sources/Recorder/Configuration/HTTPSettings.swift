@@ -32,18 +32,6 @@ public struct HTTPSettings: Sendable, Equatable {
     static let keys = ["listen", "token_file", "max_live_clients", "max_clips", "allowed_hosts", "max_connections",
                        "max_connections_per_client", "idle_timeout_seconds", "header_timeout_seconds"]
 
-    /// A host name or address as `Host` carries it, lower-cased, without brackets; nil when
-    /// `text` holds anything else (a scheme, a port, a path, spaces).
-    public static func hostName(_ text: String) -> String? {
-        var host = text.lowercased()
-        let bracketed = host.hasPrefix("[") && host.hasSuffix("]")
-        if bracketed { host = String(host.dropFirst().dropLast()) }
-        let colons = host.filter { $0 == ":" }.count
-        // An IPv6 address has at least two colons; one colon is HOST:PORT, which is not a host.
-        guard !host.isEmpty, host.count <= 253, colons == 0 ? !bracketed : colons >= 2,
-              host.allSatisfy({ ($0.isASCII && ($0.isLetter || $0.isNumber)) || $0 == "." || $0 == "-" || $0 == ":" }) else { return nil }
-        return host
-    }
     public static let tokenRecipe = "head -c 32 /dev/urandom | base64 > /etc/vigil/token && chmod 600 /etc/vigil/token"
 
     public init() {}
@@ -164,7 +152,7 @@ extension ConfigurationDecoder {
                 report(item.line, "\(key) must hold host names in quotes, got \(item.typeName)", fix: fix)
                 continue
             }
-            guard let host = HTTPSettings.hostName(text) else {
+            guard let host = WebAuthority.hostName(text) else {
                 report(item.line, "\(key): \"\(ConfigurationDecoder.shortened(text))\" is not a host name", fix: fix)
                 continue
             }
