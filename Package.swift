@@ -72,7 +72,7 @@ let package = Package(
         ]),
         // The HTTP server of `vigil run`/`demo`: API, files, clips, metrics (and live view, the page).
         .target(name: "WebServer", dependencies: [
-            "Recorder", "Capture", "Media", "CheckedMath", "Archive", "S3",
+            "Recorder", "Capture", "Media", "CheckedMath", "Archive", "S3", "Access",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "Hummingbird", package: "hummingbird"),
@@ -106,6 +106,14 @@ let package = Package(
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
+        // Who may use the web server (issue 39): users and roles, API tokens, sessions, the audit
+        // trail; scrypt from CryptoExtras (already built for postgres-nio's SCRAM).
+        .target(name: "Access", dependencies: [
+            "Recorder",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "CryptoExtras", package: "swift-crypto"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         // `[cluster]` (issue 30): the recordings catalogue in PostgreSQL, shared by several nodes.
         // Recorder stays free of PostgresNIO; this target adapts it.
         .target(name: "Cluster", dependencies: [
@@ -115,7 +123,7 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .executableTarget(name: "vigil", dependencies: [
-            "Recorder", "Capture", "Media", "WebServer", "Archive", "Cluster", "CheckedMath",
+            "Recorder", "Capture", "Media", "WebServer", "Archive", "Cluster", "CheckedMath", "Access",
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "Prometheus", package: "swift-prometheus"),
@@ -152,7 +160,7 @@ let package = Package(
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         .testTarget(name: "WebServerTests", dependencies: [
-            "WebServer", "Recorder", "Capture", "CaptureTesting", "Media",
+            "WebServer", "Access", "Recorder", "Capture", "CaptureTesting", "Media",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdTesting", package: "hummingbird"),
             .product(name: "HummingbirdWSTesting", package: "hummingbird-websocket"),

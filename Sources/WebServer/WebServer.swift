@@ -1,4 +1,6 @@
+import Access
 import Archive
+import Capture
 import Foundation
 import Hummingbird
 import HummingbirdCore
@@ -17,9 +19,16 @@ public struct WebRequestContext: RequestContext, WebSocketRequestContext {
     public let webSocket = WebSocketHandlerReference<Self>()
     /// The request's connection (live view sizes its send buffer; a refused upgrade is answered on it).
     public let channel: any Channel
+    /// Who sent the request (`AuthMiddleware`): everyone is an admin on a server that asks for nothing.
+    public var identity = Identity.anyone
+    /// The client's address: the peer's, or a trusted proxy's `X-Forwarded-For` (`ClientAddressMiddleware`).
+    public var clientAddress: String
+    /// True when a trusted proxy says the browser reached it over https (the cookie gets `Secure`).
+    public var viaHTTPS = false
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         channel = source.channel
+        clientAddress = source.channel.remoteAddress?.ipAddress ?? "unknown"
     }
 }
 
@@ -44,6 +53,10 @@ public struct WebServer: Service {
     let site: (any SiteCatalog)?
     /// Wrong tokens at the login form, per address (tests set one with their own clock).
     var loginThrottle = LoginThrottle()
+    /// The users, API tokens and sessions of the index, and token_file's token.
+    let access: AccessBook
+    /// Who watched, downloaded, marked or logged in (the index's `audit` table).
+    let audit: AuditLog
     private let logger = Logger(label: "vigil.http")
 
     /// `metrics`: the registry the executable bootstrapped swift-metrics with, served at
@@ -59,6 +72,12 @@ public struct WebServer: Service {
         self.metrics = metrics.map { RecorderMetrics(registry: $0, recorder: recorder, archiving: archive != nil) }
         liveClients = Places(limit: settings.maxLiveClients, gauge: "vigil_live_clients")
         clips = ClipBudget(limit: settings.maxClips)
+        let now: @Sendable () -> Int64 = { SystemClocks.wallNanos() }
+        access = AccessBook(
+            index: recorder.index, tokenFile: settings.token,
+            limits: .init(idleNanos: Int64(settings.sessionIdleHours) * 3_600_000_000_000, lifetimeNanos: Int64(settings.sessionDays) * 86_400_000_000_000),
+            reads: ApiRoutes.io, writes: ApiRoutes.writeIO, now: now)
+        audit = AuditLog(index: recorder.index, writes: ApiRoutes.writeIO, retentionNanos: Int64(settings.auditDays) * 86_400_000_000_000, now: now)
     }
 
     /// Asks the cluster's peers at `addresses` when they last reached the database (the lease
@@ -98,12 +117,13 @@ public struct WebServer: Service {
     }
 
     /// The server with every route group. Each concern adds its routes in its own function:
-    /// `LoginRoutes` (the session), `ApiRoutes` (cameras, recordings, stills, a camera's events),
+    /// `LoginRoutes` (the session), `AuditRoutes` (the trail), `ApiRoutes` (cameras, recordings, stills, a camera's events),
     /// `EventRoutes` (event review), `FileRoutes` (files by id), `ClusterRoutes` (other nodes'
     /// files and pictures, `[cluster]`), `ClipRoutes`,
     /// `RecorderMetrics` (`/metrics`); live view (`LiveRoutes`) and the page (`PageRoutes`, `/` and `/static`)
     /// are added here the same way. In front of the routes: the request count, a refused
-    /// WebSocket's answer, JSON errors, the Host check, the same-origin check, the token.
+    /// WebSocket's answer, JSON errors, the Host check, the same-origin check, the client's
+    /// address, who it is (token, session, role), the audit trail.
     func application(page: PageFiles = .load()) -> some ApplicationProtocol {
         let router = Router(context: WebRequestContext.self)
         if metrics != nil { router.add(middleware: RequestCountingMiddleware()) }
@@ -112,9 +132,12 @@ public struct WebServer: Service {
         let hosts = AllowedHosts(settings: settings)
         router.add(middleware: HostCheckMiddleware(hosts: hosts))
         router.add(middleware: SameOriginMiddleware(hosts: hosts))
-        if let token = settings.token { router.add(middleware: AuthMiddleware(token: token, throttle: loginThrottle)) }
-        LoginRoutes.add(to: router, token: settings.token, throttle: loginThrottle)
+        router.add(middleware: ClientAddressMiddleware(trustedProxies: settings.trustedProxies))
+        router.add(middleware: AuthMiddleware(access: access, throttle: loginThrottle, audit: audit))
+        router.add(middleware: AuditMiddleware(audit: audit))
+        LoginRoutes(access: access, throttle: loginThrottle, audit: audit, sessionDays: settings.sessionDays).add(to: router)
         let time = APITime(timeZone: recorder.configuration.timeZone)
+        AuditRoutes(audit: audit, time: time).add(to: router)
         let api = ApiRoutes(recorder: recorder, time: time, site: site)
         api.add(to: router)
         EventRoutes(api: api).add(to: router)

@@ -18,7 +18,7 @@ struct Vigil: AsyncParsableCommand {
             (see etc/vigil.example.toml); `vigil recordings` and `vigil export` read what was recorded, \
             and `vigil verify` checks that the index and the files agree.
             """,
-        subcommands: [Run.self, CheckConfig.self, Recordings.self, Events.self, Export.self, Verify.self, Timelapse.self, Motion.self, Demo.self, Devices.self, RecordFile.self, ArchiveCommand.self, ClusterCommand.self]
+        subcommands: [Run.self, CheckConfig.self, Recordings.self, Events.self, Export.self, Verify.self, Timelapse.self, Motion.self, Demo.self, Devices.self, RecordFile.self, ArchiveCommand.self, ClusterCommand.self, UserCommand.self, TokenCommand.self, SessionCommand.self, AuditCommand.self]
     )
 }
 

@@ -62,7 +62,7 @@ func sha256(_ path: String) throws -> String {
         #expect(try RecordingInspector.decode(clip).sequences.count >= first.frames + 1)
 
         // The web page plays a recording kept only in the bucket (headless Chromium).
-        let report = try BrowserCheck.run("archive_check.py", url: "http://127.0.0.1:\(run.port)", size: "desktop", arguments: ["cam"])
+        let report = try await BrowserCheck.run("archive_check.py", url: "http://127.0.0.1:\(run.port)", size: "desktop", arguments: ["cam"])
         BrowserCheck.expect(report, required: ["archive-plays", "archive-no-error", "archive-console"], size: "desktop")
         let played = report.checks.first { $0.name == "archive-plays" }?.detail ?? ""
         let parts = played.split(separator: "/")

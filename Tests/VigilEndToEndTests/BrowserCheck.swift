@@ -142,8 +142,16 @@ enum BrowserCheck {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../.build/screenshots").standardizedFileURL.path
     }
 
+    /// Chromium runs for a minute or more: on threads of their own, never on Swift's
+    /// cooperative pool (two threads here), which the servers under test need meanwhile.
+    private static let lane = BlockingIO("vigil.tests.browser", width: 2)
+
     /// Runs `script` on `url` at `size` ("desktop" or "phone") and returns its report.
-    static func run(_ script: String, url: String, size: String, arguments: [String] = []) throws -> Report {
+    static func run(_ script: String, url: String, size: String, arguments: [String] = []) async throws -> Report {
+        try await lane.run { try runWaiting(script, url: url, size: size, arguments: arguments) }
+    }
+
+    private static func runWaiting(_ script: String, url: String, size: String, arguments: [String]) throws -> Report {
         guard FileManager.default.isExecutableFile(atPath: python) else {
             throw Failure("\(python) is missing: run Scripts/setup --tests (it makes the browser tests' Python environment)")
         }

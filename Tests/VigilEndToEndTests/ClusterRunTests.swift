@@ -166,7 +166,7 @@ import Testing
         // of the site, says which node records it, and plays its recording from that node.
         let page = try #require(site.nodes.keys.sorted().first { $0 != holder && site.recordings(of: $0, camera: camera).isEmpty },
                                 "every node recorded \(camera) at some time")
-        let report = try BrowserCheck.run(
+        let report = try await BrowserCheck.run(
             "cluster_check.py", url: "http://127.0.0.1:\(site.ports[page]!)", size: "desktop",
             arguments: [site.all.sorted().joined(separator: ","), camera, holder])
         BrowserCheck.expect(

@@ -17,7 +17,7 @@ import Testing
         let page = try await ServedPage.start()
         try await page.stopping {
             for size in ["desktop", "phone"] {
-                let report = try BrowserCheck.run("day_check.py", url: page.url, size: size)
+                let report = try await BrowserCheck.run("day_check.py", url: page.url, size: size)
                 let gestures = size == "desktop" ? ["wheel-zoom-in", "wheel-zoom-out"] : ["pinch-zoom-in", "pinch-zoom-out"]
                 BrowserCheck.expect(report, required: Self.dayChecks + gestures, size: size)
                 // The clip the page downloaded, decoded here too: the range's frames, in order.
@@ -46,7 +46,7 @@ import Testing
         try await page.stopping {
             try await page.addFinishedEvents()
             for size in ["desktop", "phone"] {
-                let report = try BrowserCheck.run("review_check.py", url: page.url, size: size)
+                let report = try await BrowserCheck.run("review_check.py", url: page.url, size: size)
                 BrowserCheck.expect(report, required: Self.reviewChecks, size: size)
             }
         }
@@ -61,7 +61,7 @@ import Testing
             try await page.addFinishedEvents()
             let events = try RecordingIndex(root: page.root).motionEvents().filter { $0.camera == "yard" }.map(\.id).sorted()
             try #require(events.count == 2)
-            let report = try BrowserCheck.run("attack_check.py", url: page.url, size: "desktop", arguments: events.map(String.init))
+            let report = try await BrowserCheck.run("attack_check.py", url: page.url, size: "desktop", arguments: events.map(String.init))
             BrowserCheck.expect(report, required: Self.attackChecks, size: "desktop")
         }
     }
@@ -85,7 +85,7 @@ import Testing
         let page = try await ServedPage.start()
         try await page.stopping {
             for (size, dark) in [("desktop", false), ("phone", false), ("desktop", true), ("phone", true)] {
-                let report = try BrowserCheck.run("live_check.py", url: page.url, size: size, arguments: dark ? ["dark"] : [])
+                let report = try await BrowserCheck.run("live_check.py", url: page.url, size: size, arguments: dark ? ["dark"] : [])
                 BrowserCheck.expect(report, required: Self.liveChecks, size: dark ? size + " dark" : size)
                 for check in report.checks where ["live-latency", "live-fps", "together-in-step"].contains(check.name) {
                     print("\(size)\(dark ? " dark" : ""): \(check.name): \(check.detail)")
@@ -111,7 +111,7 @@ import Testing
         let page = try await ServedPage.start(token: token)
         try await page.stopping {
             for size in ["desktop", "phone"] {
-                let report = try BrowserCheck.run("tidy_check.py", url: page.url, size: size, arguments: [token])
+                let report = try await BrowserCheck.run("tidy_check.py", url: page.url, size: size, arguments: [token])
                 BrowserCheck.expect(report, required: Self.tidyChecks, size: size)
                 for check in report.checks where check.name == "page-size" { print("\(size): \(check.name): \(check.detail)") }
             }

@@ -16,7 +16,7 @@ import Testing
 
     /// Events of two cameras, one that began at the same instant on both (the tie the cursor's
     /// id breaks) and one under way; returns the index's ids newest first, as the listing must be.
-    private static func addEvents(_ index: RecordingIndex) throws -> [Int64] {
+    static func addEvents(_ index: RecordingIndex) throws -> [Int64] {
         for (camera, offset) in [(Recording.camera, 0), ("porch", 10), (Recording.camera, 20), ("porch", 20), (Recording.camera, 30), ("porch", 40)] {
             let start = base + Int64(offset) * second
             try index.endMotionEvent(camera: camera, startNanos: start, endNanos: start + 12_340_000_000, peakPercent: 4.56, picture: nil)
@@ -208,7 +208,7 @@ import Testing
                 #expect(response.status == .ok)
                 #expect(response.json()["reviewed"] as? Bool == true)
             }
-            let cookie = "vigil_session=\(AuthTests.token)"
+            let cookie = try await AuthTests.login(client)
             try await client.execute(uri: uri, method: .post, headers: [.cookie: cookie, .origin: "http://localhost"], body: ByteBuffer(string: #"{"reviewed":false}"#)) { response in
                 #expect(response.status == .ok)
                 #expect(response.json()["reviewed"] as? Bool == false)
@@ -249,8 +249,12 @@ import Testing
         defer { dir.remove() }
         try await recording.server(AuthTests.settings(listen: "0.0.0.0:0")).application().test(.live) { client in
             let port = client.port!
+            _ = try await curl(["-s", "-D", dir.path + "/login", "--max-time", "5", "-H", "Origin: http://127.0.0.1:\(port)", "-d", "token=\(AuthTests.token)",
+                                "http://127.0.0.1:\(port)/login"], output: "/dev/null")
+            let headers = try String(contentsOfFile: dir.path + "/login", encoding: .utf8)
+            let cookie = try #require(headers.split(separator: "\r\n").first { $0.hasPrefix("Set-Cookie: ") }?.dropFirst(12).split(separator: ";").first)
             func post(origin: String) async throws -> String {
-                try await curl(["-s", "-X", "POST", "-w", "%{http_code}", "--max-time", "5", "-H", "Cookie: vigil_session=\(AuthTests.token)",
+                try await curl(["-s", "-X", "POST", "-w", "%{http_code}", "--max-time", "5", "-H", "Cookie: \(cookie)",
                                 "-H", "Host: vigil.lan:\(port)", "-H", "Origin: \(origin)", "http://127.0.0.1:\(port)/api/v1/events/\(ids[0])/reviewed"],
                                output: dir.path + "/body").written
             }
@@ -278,7 +282,7 @@ import Testing
                     #expect(response.status == .forbidden)
                     #expect(response.headers[.setCookie] == nil)
                 }
-                let auth: HTTPFields = tokenRequired ? [.cookie: "vigil_session=\(AuthTests.token)", .referer: "http://localhost/"] : [:]
+                let auth: HTTPFields = tokenRequired ? [.authorization: "Bearer \(AuthTests.token)"] : [:]
                 try await client.execute(uri: "/api/v1/session", method: .get, headers: auth) { response in
                     #expect(response.status == .ok)
                     #expect(response.json()["token_required"] as? Bool == tokenRequired)

@@ -26,11 +26,22 @@ public struct HTTPSettings: Sendable, Equatable {
     /// A new connection's first request head, and every request's body, must have arrived
     /// this long after they began.
     public var headerTimeoutSeconds = 10
+    /// A browser session ends after this long without a request…
+    public var sessionIdleHours = 24
+    /// …and this long after it logged in, whichever comes first.
+    public var sessionDays = 30
+    /// How long the audit trail (who watched, downloaded, marked or logged in) is kept.
+    public var auditDays = 365
+    /// Addresses of reverse proxies whose `X-Forwarded-For` (the client's address, for the
+    /// login throttle and the audit trail) and `X-Forwarded-Proto: https` (the session cookie
+    /// gets `Secure`) are believed. Nobody else's are.
+    public var trustedProxies: [String] = []
 
     public static let defaultListen = "127.0.0.1:8080"
     /// The keys of `[http]`.
     static let keys = ["listen", "token_file", "max_live_clients", "max_clips", "allowed_hosts", "max_connections",
-                       "max_connections_per_client", "idle_timeout_seconds", "header_timeout_seconds"]
+                       "max_connections_per_client", "idle_timeout_seconds", "header_timeout_seconds", "session_idle_hours",
+                       "session_days", "audit_days", "trusted_proxies"]
 
     public static let tokenRecipe = "head -c 32 /dev/urandom | base64 > /etc/vigil/token && chmod 600 /etc/vigil/token"
 
@@ -129,6 +140,10 @@ extension ConfigurationDecoder {
         if let n = integer(&http, "idle_timeout_seconds", in: 1...3600) { settings.idleTimeoutSeconds = n }
         if let n = integer(&http, "header_timeout_seconds", in: 1...600) { settings.headerTimeoutSeconds = n }
         if let hosts = hostList(&http, "allowed_hosts") { settings.allowedHosts = hosts }
+        if let n = integer(&http, "session_idle_hours", in: 1...8760) { settings.sessionIdleHours = n }
+        if let n = integer(&http, "session_days", in: 1...3650) { settings.sessionDays = n }
+        if let n = integer(&http, "audit_days", in: 1...36500) { settings.auditDays = n }
+        if let proxies = hostList(&http, "trusted_proxies") { settings.trustedProxies = proxies }
         if let address = settings.address, !HTTPSettings.isLoopback(address.host), settings.tokenFile == nil {
             report(listen?.line ?? http.line,
                    "listen \"\(settings.listen)\" is reachable from other machines, and without a token anyone there could watch every camera and download every recording",

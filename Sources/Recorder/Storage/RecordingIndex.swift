@@ -14,7 +14,7 @@ import SystemPackage
 /// thread or Swift's cooperative pool. The files are the truth: an index that is
 /// lost or damaged is rebuilt from them (`StorageKeeper.open`).
 public final class RecordingIndex: Sendable {
-    public static let schemaVersion: Int32 = 6
+    public static let schemaVersion: Int32 = 7
 
     public let root: String
     /// The file, or nil for an index kept in memory (when the file cannot be used).
@@ -113,7 +113,8 @@ public final class RecordingIndex: Sendable {
     /// 88 ms for 100,000 events, 0.1 ms with it; `migrations[3]` the archive's queue;
     /// `migrations[4]` the longest recording of each camera and kind, which bounds a listing's
     /// walk (`entries`); `migrations[5]` when each finished file was last modified, as it was
-    /// indexed, so recovery finds a file changed since by its size or its time).
+    /// indexed, so recovery finds a file changed since by its size or its time); `migrations[6]`
+    /// the web's users, API tokens, sessions and audit trail (`RecordingIndex+Access`).
     private static let migrations: [[Migration]] = [
         [.sql("""
         CREATE TABLE IF NOT EXISTS recordings (
@@ -200,6 +201,7 @@ public final class RecordingIndex: Sendable {
         // The file's modification time when its row was written (NULL while it is being written,
         // and for rows from before): recovery reads a file again when it differs.
         [.addColumn(table: "recordings", column: "modified_ns", definition: "INTEGER")],
+        [.sql(accessTables)],
     ]
 
     /// The length of `row`'s recording for `recording_spans`: exact when both times are integers

@@ -29,7 +29,7 @@ def main():
         try:
             # Not logged in: the login form, nothing else.
             driver.get(url)
-            form = browser.wait(lambda: driver.find_element(By.CSS_SELECTOR, "input[name=token]"), 10)
+            form = browser.wait(lambda: driver.find_element(By.CSS_SELECTOR, "input[name=password]"), 10)
             check(f"login-form-{mode}", form, "the login form is shown" if form else driver.page_source[:300])
             screenshots.append(browser.screenshot(driver, shots, f"login-{size}-{mode}"))
             check(f"axe-login-{mode}", not browser.accessibility(driver), browser.accessibility(driver) or "no serious or critical violation")
@@ -80,7 +80,7 @@ def main():
             logout.click()
             # The server's login form (the page's own hidden one does not count).
             again = browser.wait(lambda: not driver.find_elements(By.ID, "grid")
-                                 and driver.find_element(By.CSS_SELECTOR, "input[name=token]").is_displayed(), 10)
+                                 and driver.find_element(By.CSS_SELECTOR, "input[name=password]").is_displayed(), 10)
             status = driver.execute_script("return fetch('/api/v1/cameras').then(r => r.status)")
             check(f"logout-{mode}", again and status == 401, f"login form again: {bool(again)}; the API answers {status}")
             errors = browser.console_errors(driver)
