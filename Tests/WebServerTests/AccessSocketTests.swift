@@ -83,4 +83,16 @@ import Testing
             #expect(trail, "\((try? index.audit(since: 0, user: nil, limit: 10)) ?? [])")
         }
     }
+
+    /// What a trusted proxy says is read strictly: the last address of X-Forwarded-For, an
+    /// address and nothing else (a NUL inside once passed, as inet_pton stops at it).
+    @Test func forwardedHeadersAreReadStrictly() {
+        #expect(ForwardedFor.client("203.0.113.50, 198.51.100.7") == "198.51.100.7")
+        #expect(ForwardedFor.client(" [2001:db8::1] ") == "2001:db8::1")
+        for refused in ["", "unknown", "10.0.0.1:443", "10.0.0.1,", "evil.example", "2001::\u{0}v22  1", "127.0.0.1\u{0}.evil.example"] {
+            #expect(ForwardedFor.client(refused) == nil, "\(refused)")
+        }
+        #expect(ForwardedFor.isHTTPS("http, HTTPS") && !ForwardedFor.isHTTPS("https, http"))
+        #expect(!HTTPSettings.isLoopback("127.0.0.1\u{0}.evil.example") && HTTPSettings.isLoopback("127.0.0.1"))
+    }
 }
