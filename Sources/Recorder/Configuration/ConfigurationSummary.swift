@@ -49,7 +49,7 @@ extension Configuration {
         }
         for hook in hooks { lines.append("hook \(hook.event): \(hook.command)") }
         if http.isEnabled {
-            lines.append("http: \(http.pageAddress), " + (http.tokenFile.map { "token from \($0)" } ?? "no token (loopback only)")
+            lines.append("http: \(http.pageAddress), " + (http.tokenFile.map { "token from \($0)" } ?? "no token_file (loopback only; users of vigil user add log in)")
                 + ", at most \(http.maxLiveClients) live viewer(s), \(http.maxClips) clip(s) at once, \(http.maxConnections) connection(s)"
                 + " (\(http.maxConnectionsPerClient) per client)" + (http.allowedHosts.isEmpty ? "" : ", also answers to \(http.allowedHosts.joined(separator: ", "))"))
         } else {
