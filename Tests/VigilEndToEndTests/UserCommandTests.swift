@@ -57,4 +57,22 @@ import Testing
         #expect(await waitUntil(seconds: 10) { get(served, []) == "200" }, "with the last user gone, loopback asks for nothing again")
         #expect(await served.stop() == 0, "\(served.errors())")
     }
+
+    /// Without --password-file the password is asked twice on the terminal (here a pseudo-terminal
+    /// made by `script`); two that differ change nothing; with no terminal at all, it says what to pass.
+    @Test func thePasswordIsAskedTwiceOnTheTerminal() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        func typed(_ lines: String, _ name: String) -> (status: Int32, output: String, errorOutput: String) {
+            RecordingInspector.run("/bin/sh", ["-c", "printf '\(lines)' | script -qec '\(VigilBinary.path) user add \(name) --role viewer --data \(dir.path)' /dev/null"])
+        }
+        let same = typed("a typed password\\na typed password\\n", "typed")
+        #expect(same.status == 0 && same.output.contains("Password:") && same.output.contains("Again:") && same.output.contains("Added viewer typed"), "\(same)")
+        let differ = typed("a typed password\\nanother password\\n", "other")
+        #expect(differ.status != 0 && differ.output.contains("the two passwords differ"), "\(differ)")
+        let list = VigilBinary.run(["user", "list", "--data", dir.path]).output
+        #expect(list.contains("typed  viewer") && !list.contains("other"), "\(list)")
+        let noTerminal = RecordingInspector.run("/bin/sh", ["-c", "\(VigilBinary.path) user add piped --role viewer --data \(dir.path) < /dev/null"])
+        #expect(noTerminal.status != 0 && noTerminal.errorOutput.contains("pass --password-file FILE"), "\(noTerminal)")
+    }
 }

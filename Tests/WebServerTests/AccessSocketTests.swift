@@ -24,10 +24,10 @@ import Testing
     }
 
     private func withUsers(
-        _ http: HTTPSettings, clock: LoginThrottleTests.Clock = .init(),
+        _ http: HTTPSettings, clock: LoginThrottleTests.Clock = .init(), segments: Int = 0,
         _ body: @escaping @Sendable (Int, RecordingIndex, TemporaryDirectory) async throws -> Void
     ) async throws {
-        let recording = try await Recording.start(segments: 0)
+        let recording = try await Recording.start(segments: segments)
         defer { recording.remove() }
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
@@ -94,5 +94,27 @@ import Testing
         }
         #expect(ForwardedFor.isHTTPS("http, HTTPS") && !ForwardedFor.isHTTPS("https, http"))
         #expect(!HTTPSettings.isLoopback("127.0.0.1\u{0}.evil.example") && HTTPSettings.isLoopback("127.0.0.1"))
+    }
+
+    /// Watching is in the trail: live video (here MJPEG) and a recording played, once per user,
+    /// thing and 10 minutes however many requests a player makes.
+    @Test func watchingLiveAndPlayingAreWrittenOnce() async throws {
+        var http = HTTPSettings()
+        http.listen = "127.0.0.1:0"
+        try await withUsers(http, segments: 1) { port, index, dir in
+            let login = try await Self.login(port: port, from: "127.0.0.1", "user=door&password=door-password", dir: dir)
+            let cookie = try #require(login.headers.split(separator: "\r\n").first { $0.hasPrefix("Set-Cookie: ") }?.dropFirst(12).split(separator: ";").first)
+            let segment = try #require(try index.entries(kind: .segment, states: [.complete]).first)
+            let page = ["-H", "Cookie: \(cookie)", "-H", "Referer: http://127.0.0.1:\(port)/"]
+            for _ in 0..<2 {
+                _ = try await curl(["-s", "--max-time", "2"] + page + ["http://127.0.0.1:\(port)/api/v1/cameras/\(Recording.camera)/live.mjpeg"], output: "/dev/null")
+                let played = try await curl(["-s", "-w", "%{http_code}", "-r", "0-99"] + page + ["http://127.0.0.1:\(port)/api/v1/recordings/\(segment.id)/file"],
+                                            output: "/dev/null")
+                #expect(played.written == "206")
+            }
+            let written = try await waitUntil(seconds: 10) { try index.audit(since: 0, user: "door", limit: 10).count >= 3 }
+            let trail = try index.audit(since: 0, user: "door", limit: 10).map { "\($0.action) \($0.subject) \($0.outcome)" }
+            #expect(written && trail.sorted() == ["live \(Recording.camera) ok", "login  ok", "play recording \(segment.id) ok"], "\(trail)")
+        }
     }
 }
