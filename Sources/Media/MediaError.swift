@@ -67,8 +67,3 @@ func progress(_ status: Int32, _ operation: @autoclosure () -> String) throws(Me
     if status == cffmpeg_error_eof() { return .endOfStream }
     throw MediaError(operation: operation(), code: status)
 }
-
-/// Quiets FFmpeg's own logging to errors only; Vigil reports failures itself.
-public enum MediaLibrary {
-    public static func setQuiet() { av_log_set_level(AV_LOG_ERROR) }
-}

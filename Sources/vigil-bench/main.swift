@@ -1,5 +1,6 @@
 import Foundation
 import Media
+import Recorder
 
 // Benchmarks (the first two need the emulated V4L2 device):
 //   vigil-bench passthrough [SECONDS=60] [CAMERAS=1] [yuyv]   (Scripts/bench-v4l2)
@@ -10,7 +11,7 @@ import Media
 //   vigil-bench slow-site [--rounds 20] [--vigil PATH]  (Scripts/bench-http --slow-site)
 //   vigil-bench chaos-check ROOT LOG OPERATIONS FPS      (Scripts/chaos)
 
-MediaLibrary.setQuiet()
+FFmpegLogRoute.install(level: .notice)
 let arguments = Array(CommandLine.arguments.dropFirst())
 do {
     switch arguments.first {

@@ -31,7 +31,7 @@ struct GlobalOptions: ParsableArguments {
         Console.ignoreBrokenPipes()
         let level = logLevel
         LoggingSystem.bootstrap { label in VigilLogHandler(label: label, level: level) }
-        MediaLibrary.setQuiet()
+        FFmpegLogRoute.install(level: level)
     }
 }
 

@@ -34,7 +34,7 @@ import Testing
     @Test func aWorkersQueueDropsPastItsByteBudget() {
         let pool = FramePool()
         let gate = DispatchSemaphore(value: 0), started = DispatchSemaphore(value: 0)
-        let worker = OutputWorker(name: "bytes", budget: .init(frames: 100, bytes: 10_000), dropsLateFrames: true) { _, _ in
+        let worker = OutputWorker(name: "bytes", camera: nil, budget: .init(frames: 100, bytes: 10_000), dropsLateFrames: true) { _, _ in
             started.signal()
             gate.wait()
         }

@@ -153,6 +153,11 @@ import Testing
         #expect(sessions.count >= Self.sessionsWanted, "\(sessions.count) hostile sessions in \(Int(stopped.timeIntervalSince(began))) s")
         #expect(peakKiB <= Self.memoryBoundMiB * 1024, "vigil's peak memory (VmHWM) was \(peakKiB / 1024) MiB, over \(Self.memoryBoundMiB) MiB")
         #expect(!log.contains(Self.password) && !contents(dir.path + "/stdout.txt").contains(Self.password), "the password was logged")
+        // FFmpeg speaks through Vigil's logger (whole lines, naming the camera), never with its
+        // own "[h264 @ 0x…]" writes glued into Vigil's lines.
+        let ffmpeg = reader.lines.filter { $0.text.contains("vigil.ffmpeg:") }
+        print("hostile cameras: \(ffmpeg.count) lines of FFmpeg's, \(ffmpeg.filter { $0.text.contains("camera h") }.count) naming their camera")
+        #expect(!log.contains(" @ 0x"), "libav wrote past Vigil's logger: \(log.split(separator: "\n").filter { $0.contains(" @ 0x") }.prefix(3))")
         #expect(RecordingInspector.files(under: root, endingWith: ".partial").isEmpty, "segments left unfinished")
 
         if diedOnItsOwn {

@@ -67,7 +67,7 @@ public class CaptureOutput: @unchecked Sendable, CustomStringConvertible {
                     frameRate: context.frameRate, frameBytes: context.rawFrameBytes, interFrameCoded: context.interFrameCoded,
                     absorbsBursts: absorbsBursts)
                 state.worker = OutputWorker(
-                    name: "vigil-\(context.cameraID)-\(name)", budget: state.capacity,
+                    name: "vigil-\(context.cameraID)-\(name)", camera: context.cameraID, budget: state.capacity,
                     dropsLateFrames: dropsLateFrames
                 ) { [unowned self] frame, settings in
                     if frame.marksStreamLoss {

@@ -1,4 +1,5 @@
 import Foundation
+import Media
 import Synchronization
 
 /// A dedicated thread with a bounded queue in front of it, bounded in frames and in bytes. The
@@ -24,12 +25,16 @@ final class OutputWorker: @unchecked Sendable {
     private let finished = DispatchSemaphore(value: 0)
     private let handle: (CapturedFrame, ConnectionSettings) -> Void
 
-    init(name: String, budget: QueueSizing.Budget, dropsLateFrames: Bool, handle: @escaping (CapturedFrame, ConnectionSettings) -> Void) {
+    /// `camera`: FFmpeg's lines from this worker's thread (the encoder's, the muxer's) name it.
+    init(name: String, camera: String?, budget: QueueSizing.Budget, dropsLateFrames: Bool, handle: @escaping (CapturedFrame, ConnectionSettings) -> Void) {
         ring = Array(repeating: nil, count: max(1, budget.frames))
         byteBudget = budget.bytes
         self.dropsLateFrames = dropsLateFrames
         self.handle = handle
-        let thread = Thread { [self] in run() }
+        let thread = Thread { [self] in
+            FFmpegLog.tagThread(camera: camera)
+            run()
+        }
         thread.name = name
         thread.start()
     }

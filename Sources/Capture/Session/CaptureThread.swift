@@ -1,5 +1,6 @@
 import CheckedMath
 import Foundation
+import Media
 import Logging
 import Synchronization
 import SystemPackage
@@ -110,7 +111,10 @@ final class CaptureThread: @unchecked Sendable {
     var hasEnded: Bool { endedFlag.load(ordering: .acquiring) }
 
     func start() {
-        let thread = Thread { [self] in run() }
+        let thread = Thread { [self] in
+            FFmpegLog.tagThread(camera: device.id)
+            run()
+        }
         thread.name = "vigil-capture-\(device.id)"
         thread.qualityOfService = .userInteractive
         thread.start()
