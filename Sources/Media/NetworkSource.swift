@@ -7,7 +7,9 @@ public enum NetworkFailure: Error, Sendable, Equatable, CustomStringConvertible 
     case refused
     case timeout
     case unreachable
-    case unauthorized
+    /// 401. `credentialsGiven`: the address held a user or password (then they are wrong;
+    /// without, the camera wants some).
+    case unauthorized(credentialsGiven: Bool)
     case forbidden
     case notFound
     case ended
@@ -24,7 +26,9 @@ public enum NetworkFailure: Error, Sendable, Equatable, CustomStringConvertible 
         case .refused: return "connection refused"
         case .timeout: return "timed out"
         case .unreachable: return "host unreachable"
-        case .unauthorized: return "401 unauthorized (wrong user or password)"
+        case .unauthorized(let given):
+            return given ? "401 unauthorized (wrong user or password)"
+                : "401 unauthorized (the camera asks for a user and password, and the address has none: rtsp://USER:PASSWORD@host/…)"
         case .forbidden: return "403 forbidden"
         case .notFound: return "404 not found (wrong path)"
         case .ended: return "stream ended"
@@ -99,6 +103,8 @@ public final class NetworkSource {
     private let interrupt: NetworkInterrupt
     /// Redacted address for messages.
     public let address: String
+    /// The address held a user, password or secret parameter (a 401 then means they are wrong).
+    private let credentialsGiven: Bool
     /// The video stream's codec parameters (SPS/PPS in `extradata` when the SDP carries them).
     public let stream: StreamDescription
     /// What the camera sends, or nil for a codec Vigil cannot record without decoding.
@@ -116,6 +122,7 @@ public final class NetworkSource {
     /// Connects and reads the stream's description; gives up after `timeoutNanos` or on `interrupt.abort()`.
     public init(url: String, transport: Transport = .tcp, timeoutNanos: Int64, interrupt: NetworkInterrupt) throws(NetworkError) {
         address = redactedAddress(url)
+        credentialsGiven = address != url
         self.interrupt = interrupt
         let target: ResolvedURL
         do throws(NetworkFailure) {
@@ -144,14 +151,14 @@ public final class NetworkSource {
         var status = avformat_open_input(&opened, target.url, nil, &options)
         guard status >= 0, let opened else {
             // avformat_open_input frees the context on failure.
-            throw NetworkError(address: address, failure: Self.failure(status, interrupt))
+            throw NetworkError(address: address, failure: Self.failure(status, interrupt, credentialsGiven: credentialsGiven))
         }
         context = opened
         status = avformat_find_stream_info(opened, nil)
         let index = status >= 0 ? av_find_best_stream(opened, AVMEDIA_TYPE_VIDEO, -1, -1, nil, 0) : status
         guard index >= 0 else {
             avformat_close_input(&context)
-            throw NetworkError(address: address, failure: status < 0 ? Self.failure(status, interrupt) : .other("no video stream"))
+            throw NetworkError(address: address, failure: status < 0 ? Self.failure(status, interrupt, credentialsGiven: credentialsGiven) : .other("no video stream"))
         }
         streamIndex = index
         let st = opened.pointee.streams[Int(index)]!
@@ -181,10 +188,10 @@ public final class NetworkSource {
         while true {
             packet.unref()
             let status = av_read_frame(ctx, packet.packet)
-            if status < 0 { throw NetworkError(address: address, failure: Self.failure(status, interrupt)) }
+            if status < 0 { throw NetworkError(address: address, failure: Self.failure(status, interrupt, credentialsGiven: credentialsGiven)) }
             // A read cut off by a stop or a deadline returns what it had, flagged corrupt (an
             // MJPEG frame larger than one socket read): that is the stop or the stall, not a frame.
-            if interrupt.shouldStop { throw NetworkError(address: address, failure: Self.failure(cffmpeg_error_exit(), interrupt)) }
+            if interrupt.shouldStop { throw NetworkError(address: address, failure: Self.failure(cffmpeg_error_exit(), interrupt, credentialsGiven: credentialsGiven)) }
             let p = packet.packet
             guard p.pointee.stream_index == streamIndex else { continue }
             guard carriesTimestamps else { return (nil, nil) }
@@ -202,13 +209,14 @@ public final class NetworkSource {
     }
 
     /// Maps FFmpeg's answer to a cause a user can act on.
-    static func failure(_ status: Int32, _ interrupt: NetworkInterrupt) -> NetworkFailure {
+    /// `credentialsGiven`: the address held a user, password or secret parameter (its redacted form differs).
+    static func failure(_ status: Int32, _ interrupt: NetworkInterrupt, credentialsGiven: Bool) -> NetworkFailure {
         if status == cffmpeg_error_exit() || interrupt.isAborted || interrupt.hasExpired {
             return interrupt.isAborted ? .aborted : .timeout
         }
         switch status {
         case cffmpeg_error_eof(): return .ended
-        case cffmpeg_error_http_unauthorized(): return .unauthorized
+        case cffmpeg_error_http_unauthorized(): return .unauthorized(credentialsGiven: credentialsGiven)
         case cffmpeg_error_http_forbidden(): return .forbidden
         case cffmpeg_error_http_not_found(): return .notFound
         case cffmpeg_error_from_errno(ECONNREFUSED): return .refused

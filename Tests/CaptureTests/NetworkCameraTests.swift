@@ -226,7 +226,7 @@ import Testing
                 _ = try NetworkProbe(url: server.url(user: "viewer", password: "wrong-secret"), timeoutNanos: Self.probeTimeout)
                 Issue.record("a wrong password was accepted")
             } catch {
-                #expect(error.failure == .unauthorized && !error.description.contains("secret"))
+                #expect(error.failure == .unauthorized(credentialsGiven: true) && !error.description.contains("secret"))
             }
         }
         let dir = try TemporaryDirectory()
@@ -329,7 +329,16 @@ import Testing
             _ = try NetworkProbe(url: server.url(user: "viewer", password: "wrong-secret"), timeoutNanos: Self.probeTimeout)
             Issue.record("a wrong password was accepted")
         } catch {
-            #expect(error.failure == .unauthorized && !error.description.contains("secret"))
+            #expect(error.failure == .unauthorized(credentialsGiven: true) && !error.description.contains("secret"))
+            #expect(error.description.contains("wrong user or password"), "\(error)")
+        }
+        // No user in the address: the camera wants one, which is not "wrong user or password".
+        do {
+            _ = try NetworkProbe(url: server.url(), timeoutNanos: Self.probeTimeout)
+            Issue.record("an address without a user was accepted")
+        } catch {
+            #expect(error.failure == .unauthorized(credentialsGiven: false), "\(error)")
+            #expect(error.description.contains("the address has none") && !error.description.contains("wrong user"), "\(error)")
         }
         do {
             _ = try NetworkProbe(url: "rtsp://127.0.0.1:\(server.port)/nothing-here", timeoutNanos: Self.probeTimeout)

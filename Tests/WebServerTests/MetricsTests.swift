@@ -79,7 +79,7 @@ import Testing
 
     @Test func everyNetworkFailureHasItsKindOfLoss() {
         let kinds: [(NetworkFailure, LossCause)] = [
-            (.refused, .unreachable), (.timeout, .unreachable), (.unreachable, .unreachable), (.unauthorized, .denied),
+            (.refused, .unreachable), (.timeout, .unreachable), (.unreachable, .unreachable), (.unauthorized(credentialsGiven: true), .denied),
             (.forbidden, .denied), (.notFound, .denied), (.ended, .disconnected), (.stalled(seconds: 3), .stalled),
             (.badStream("a 9 MB header"), .badStream), (.other("EIO"), .failed),
         ]

@@ -115,13 +115,13 @@ extension RTSPClient {
     }
 
     /// An answer other than 2xx, as the failure a user can act on.
-    static func check(_ response: RTSPResponse) throws(NetworkFailure) {
+    func check(_ response: RTSPResponse) throws(NetworkFailure) {
         switch response.status {
         case 200..<300: return
         case 300..<400:
             let location = response.header("location").map { CameraText.quoted(redactedAddress($0)) } ?? "nowhere (no Location)"
             throw .badStream(RTSPViolation.redirected(status: response.status, location: location).description)
-        case 401: throw .unauthorized
+        case 401: throw .unauthorized(credentialsGiven: target.user != nil)
         case 403: throw .forbidden
         case 404: throw .notFound
         default: throw .other("the camera answered \(response.status) \(CameraText.quoted(response.reason, limit: 60))")

@@ -86,10 +86,10 @@ final class RTSPClient: PictureConnection {
         let describeBase: String
         do throws(NetworkFailure) {
             let options = try request("OPTIONS", target.requestURL)
-            if options.status == 401 { throw NetworkFailure.unauthorized }
+            if options.status == 401 { throw NetworkFailure.unauthorized(credentialsGiven: target.user != nil) }
             if let methods = options.header("public"), methods.uppercased().contains("GET_PARAMETER") { keepaliveMethod = "GET_PARAMETER" }
             let describe = try request("DESCRIBE", target.requestURL, headers: ["Accept: application/sdp"])
-            try Self.check(describe)
+            try check(describe)
             description = SessionDescription(describe.body)
             // Made absolute: some cameras send a relative or scheme-less base.
             describeBase = RTSPAddress.resolve(describe.header("content-base") ?? describe.header("content-location") ?? "", against: target.requestURL)
@@ -110,7 +110,7 @@ final class RTSPClient: PictureConnection {
         do throws(NetworkFailure) {
             let setup = try request("SETUP", RTSPAddress.resolve(video.control, against: describeBase),
                                     headers: ["Transport: RTP/AVP/TCP;unicast;interleaved=0-1"])
-            try Self.check(setup)
+            try check(setup)
             try Self.parsed { () throws(RTSPViolation) in
                 if let value = setup.header("session") {
                     let header = try SessionHeader(value)
@@ -124,7 +124,7 @@ final class RTSPClient: PictureConnection {
                 rtpChannel = try interleavedChannel(transport: setup.header("transport"))
             }
             playURL = RTSPAddress.resolve(description.sessionControl ?? "", against: describeBase)
-            try Self.check(try request("PLAY", playURL, headers: ["Range: npt=0.000-"]))
+            try check(try request("PLAY", playURL, headers: ["Range: npt=0.000-"]))
             nextKeepalive = SystemClocks.monotonicNanos() + keepaliveIntervalNanos
             step = "the first keyframe"
             try readFirstKeyframe(parameterSets: video.parameterSets, deadlineNanos: deadline)
