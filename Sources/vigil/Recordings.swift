@@ -57,11 +57,24 @@ struct IndexListingOptions: ParsableArguments {
         if let to { _ = try timeOption("--to", to, end: true) }
     }
 
+    /// Why there is no index to read, and what to do: a root that does not exist is the wrong
+    /// place (another --data or --config); a root without its index was never recorded into, or
+    /// lost the index, which `vigil run` rebuilds from the files (asking for --config then, when
+    /// --config was given, sent the user in a circle).
+    static func missingIndex(root: String) -> String {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: root, isDirectory: &isDirectory), isDirectory.boolValue else {
+            return "the recordings directory \(root) does not exist; pass the one to read with --data DIR or --config FILE"
+        }
+        return "no recordings index in \(root) (\(StorageLayout.indexFileName)): nothing was recorded there yet, or the index was deleted; "
+            + "vigil run rebuilds it from the files when it starts (vigil verify then compares them)"
+    }
+
     /// Opens the index under `root` and prints what `list` makes of it for the range; a missing
     /// index or a failure is said on standard error and exits 1.
     func print(root: String, _ list: (RecordingIndex, (from: Int64?, to: Int64?)) throws -> String) throws {
         guard FileManager.default.fileExists(atPath: StorageLayout(root: root).indexPath) else {
-            Console.error("vigil: no recordings index in \(root) (\(StorageLayout.indexFileName)); pass the recordings directory with --data DIR or --config FILE\n")
+            Console.error("vigil: \(Self.missingIndex(root: root))\n")
             throw ExitCode.failure
         }
         do {

@@ -36,5 +36,13 @@ import Testing
         defer { dir.remove() }
         let result = VigilBinary.run(["recordings", "--data", dir.path])
         #expect(result.status == 1 && result.errorOutput.contains("no recordings index in \(dir.path)"))
+        // `verify --config` whose index was deleted: not sent back to pass --config.
+        let file = dir.path + "/vigil.toml"
+        try "[storage]\nroot = \"\(dir.path)\"\n\n[cameras.test]\ndevice = \"synthetic-0\"\n\n[[record]]\ncamera = \"test\"\n"
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let verify = VigilBinary.run(["verify", "--config", file])
+        #expect(verify.status == 1 && verify.errorOutput.contains("the index was deleted") && !verify.errorOutput.contains("--config FILE"), "\(verify)")
+        let nowhere = VigilBinary.run(["events", "--data", dir.path + "/nowhere"])
+        #expect(nowhere.status == 1 && nowhere.errorOutput.contains("does not exist; pass the one to read with --data DIR or --config FILE"), "\(nowhere)")
     }
 }

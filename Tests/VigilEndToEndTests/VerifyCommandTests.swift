@@ -99,7 +99,7 @@ func verifyProblems(_ root: String) -> [String] {
         #expect(VigilBinary.run(["verify", "--data", root, "--from", "yesterday-ish"]).status == 64)
         #expect(VigilBinary.run(["verify", "--data", root, "--from", "2026-11-22", "--to", "2026-11-21"]).status == 64)
         let empty = VigilBinary.run(["verify", "--data", dir.path + "/nothing"])
-        #expect(empty.status == 1 && empty.errorOutput.contains("no recordings index"), "\(empty.errorOutput)")
+        #expect(empty.status == 1 && empty.errorOutput.contains("\(dir.path)/nothing does not exist"), "\(empty.errorOutput)")
     }
 
     @Test func helpDescribesVerify() {
