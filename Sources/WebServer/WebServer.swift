@@ -126,7 +126,13 @@ public struct WebServer: Service {
     /// address, who it is (token, session, role), the audit trail.
     func application(page: PageFiles = .load()) -> some ApplicationProtocol {
         let router = Router(context: WebRequestContext.self)
-        if metrics != nil { router.add(middleware: RequestCountingMiddleware()) }
+        if metrics != nil {
+            router.add(middleware: RequestCountingMiddleware())
+            // Per route (its pattern, so the labels stay few), method and status: a histogram of
+            // durations (`http_server_request_duration`, until the answer's last byte), counts
+            // and errors, and requests under way by method.
+            router.add(middleware: MetricsMiddleware<WebRequestContext>())
+        }
         router.add(middleware: UpgradeRefusalMiddleware())
         router.add(middleware: JSONErrorMiddleware())
         let hosts = AllowedHosts(settings: settings)

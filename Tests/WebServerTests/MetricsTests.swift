@@ -32,6 +32,7 @@ import Testing
         try await server.application().test(.router) { client in
             try await client.execute(uri: "/api/v1/cameras", method: .get) { #expect($0.status == .ok) }
             try await client.execute(uri: "/api/v1/nothing", method: .get) { #expect($0.status == .notFound) }
+            try await client.execute(uri: "/api/v1/cameras/\(Recording.camera)/recordings", method: .get) { #expect($0.status == .ok) }
             var page = ""
             // The counters take the events from a stream: scrape until both segments are counted.
             let counted = try await waitUntil(seconds: 30) {
@@ -55,6 +56,10 @@ import Testing
             #expect((value(page, "vigil_storage_free_bytes") ?? 0) > 0)
             #expect((value(page, #"vigil_http_requests_total{code="200"}"#) ?? 0) >= 1)
             #expect((value(page, #"vigil_http_requests_total{code="404"}"#) ?? 0) >= 1)
+            // Durations per route pattern (not per path: an id or camera name makes no new series).
+            #expect(page.contains(#"http_server_request_duration_bucket{http_route="/api/v1/cameras""#), "\(page.prefix(3000))")
+            #expect(page.contains(#"http_route="/api/v1/cameras/{name}/recordings""#), "the route's pattern")
+            #expect(!page.contains("http_route=\"/api/v1/cameras/\(Recording.camera)/"), "paths are not labels")
             #expect(page.contains("# TYPE vigil_segments_total counter"))
         }
     }
