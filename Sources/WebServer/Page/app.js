@@ -210,9 +210,9 @@ views[""] = { section: "grid", show: showGrid, hide: stopLive };
 
 // "Log out" only where there is something to log out of (a server with a token or users), with
 // who is logged in; a viewer is not offered what only an admin may do (clips, marking events).
+const session = {};
 async function showSession() {
-  let session = {};
-  try { session = await getJSON(`${api}/session`); } catch { /* the page still works as far as the server lets it */ }
+  try { Object.assign(session, await getJSON(`${api}/session`)); } catch { /* the page still works as far as the server lets it */ }
   $("logout").hidden = !session.token_required;
   if (session.user) $("logout").querySelector("button").textContent = `Log out ${session.user}`;
   for (const id of ["clip", "review-toggle"]) $(id).hidden = session.role === "viewer";

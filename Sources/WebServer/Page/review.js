@@ -106,7 +106,7 @@ async function openEvent(e) {
   $("review-mark").style.left = `${(start - from) / (to - from) * 100}%`;
   $("review-mark").style.width = `${Math.max(0.5, (end - start) / (to - from) * 100)}%`;
   $("review-now").style.left = "0%";
-  $("review-toggle").hidden = false;
+  $("review-toggle").hidden = session.role === "viewer";
   $("review-toggle").setAttribute("aria-pressed", String(e.reviewed));
   const what = `${e.camera}, motion at ${clock(new Date(start))}`;
   $("review-info").textContent = `${what}: loading…`;
@@ -115,7 +115,7 @@ async function openEvent(e) {
     if (review.events[review.selected] !== e) return;
     review.player.recordings = asRecordings(recordings);
     const playing = review.player.play(from);
-    $("review-info").textContent = playing ? `${what} (from ${clock(new Date(Math.max(from, playing.from)))}, ${PRE_ROLL / 1000} s before)` : `${what}: no recording of it`;
+    $("review-info").textContent = playing ? `${what} (${leadIn(Math.max(from, playing.from), start)})` : `${what}: no recording of it`;
   } catch (error) { showError(error); }
 }
 
@@ -178,3 +178,12 @@ function setFilter() {
 }
 
 views.review = { section: "review", show: showReview, hide: () => $("review-video").pause() };
+
+// Where playing begins, said against the motion: the pre-roll's seconds when the recording has
+// them, "as it began" when the recording starts with the motion, or how far into it otherwise.
+function leadIn(begins, motion) {
+  const seconds = Math.round((motion - begins) / 1000);
+  const at = `from ${clock(new Date(begins))}`;
+  if (seconds > 0) return `${at}, ${seconds} s before`;
+  return seconds === 0 ? `${at}, as it began` : `${at}, ${-seconds} s into it`;
+}
