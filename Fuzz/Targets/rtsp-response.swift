@@ -9,6 +9,11 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         precondition((2...30).contains(header.keepaliveSeconds))
     }
     _ = try? interleavedChannel(transport: response.header("transport"))
+    if let rtpInfo = response.header("rtp-info") {
+        let info = RTPInfo(rtpInfo)
+        precondition(info.entries.count <= RTPInfo.maxEntries)
+        _ = info.firstSequence(control: "rtsp://camera/track1")
+    }
     _ = CameraText.quoted(response.reason)
     return 0
 }

@@ -4,6 +4,8 @@ package struct RTPPacket {
     package var payloadType: Int
     package var sequence: UInt16
     package var timestamp: UInt32
+    /// Which stream the packet belongs to (RFC 3550 §5.1): a stale packet of an earlier session has another.
+    package var ssrc: UInt32
     /// The payload, without CSRCs, header extension and padding.
     package var payload: Range<Int>
 
@@ -14,6 +16,7 @@ package struct RTPPacket {
         payloadType = Int(bytes[1] & 0x7F)
         sequence = UInt16(bytes[2]) << 8 | UInt16(bytes[3])
         timestamp = UInt32(bytes[4]) << 24 | UInt32(bytes[5]) << 16 | UInt32(bytes[6]) << 8 | UInt32(bytes[7])
+        ssrc = UInt32(bytes[8]) << 24 | UInt32(bytes[9]) << 16 | UInt32(bytes[10]) << 8 | UInt32(bytes[11])
         var start = 12 + 4 * Int(bytes[0] & 0x0F)
         if bytes[0] & 0x10 != 0 {
             guard bytes.count >= start + 4 else { return nil }

@@ -872,6 +872,22 @@ def sequence_wrap(s):
     good(s)
 
 
+@behaviour("stale-session", "never", r"earlier session",
+           "before this session's video, packets of an earlier one: another SSRC, and sequence numbers "
+           "before the first that the PLAY answer's RTP-Info announces (some Reolink and live555 cameras)")
+def stale_session(s):
+    first_seq, first_ts = s.seq, s.ts
+    s.serve_until("PLAY", lambda request: s.answer(request, headers=[
+        f"Session: {s.session_id}", "Range: npt=0.000-", f"RTP-Info: url={s.base}/trackID=0;seq={first_seq};rtptime={first_ts}"]))
+    stale = []
+    for i in range(20):
+        packet = rtp(b"\x41\x9a" + bytes(40), (first_seq - 500 + i) & 0xFFFF, (first_ts - 90000 + (i // 5) * TICKS) & 0xFFFFFFFF, i % 5 == 4)
+        stale.append(interleaved(packet[:8] + struct.pack(">I", 0x0BADCAFE) + packet[12:], s.channel))
+    s.send(b"".join(stale))
+    s.play(seconds=3 if s.scheduled else None)
+    s.end()
+
+
 @behaviour("good", "never", r"connected",
            "a camera that behaves: 3 s of video, then an orderly close (streams on under /behaviour/good)")
 def good(s):

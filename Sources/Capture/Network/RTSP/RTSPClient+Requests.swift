@@ -84,6 +84,27 @@ extension RTSPClient {
         }
     }
 
+    /// True when the packet is this session's stream (`RTPStreamPin`); a stale one is said.
+    func admitted(_ rtp: RTPPacket) -> Bool {
+        guard pin.admit(ssrc: rtp.ssrc, sequence: rtp.sequence) else {
+            noteProblem("stale", staleProblem(rtp))
+            return false
+        }
+        if pin.gaveUpOnRTPInfo && problemsSaid["rtp-info"] == nil {
+            noteProblem("rtp-info", "the camera's PLAY answer announced RTP sequence \(pin.firstSequence.map(String.init) ?? "?"), which never came; its stream is taken as it is")
+        }
+        return true
+    }
+
+    /// Why a packet was not taken as this session's (`RTPStreamPin`).
+    private func staleProblem(_ rtp: RTPPacket) -> String {
+        let ssrc = String(rtp.ssrc, radix: 16)
+        if let pinned = pin.ssrc {
+            return "the camera sent RTP packets of another stream (SSRC \(ssrc), where this session's is \(String(pinned, radix: 16))): dropped as stale"
+        }
+        return "the camera sent RTP packets of an earlier session (sequence \(rtp.sequence), where its PLAY answer's RTP-Info begins at \(pin.firstSequence.map(String.init) ?? "?"); SSRC \(ssrc)): dropped as stale"
+    }
+
     /// A connection that closed or went silent while connecting, said with the step it was at
     /// (a camera that hangs up after SETUP is a different fault from one that never answers).
     func during(_ failure: NetworkFailure) -> NetworkFailure {

@@ -43,6 +43,8 @@ final class RTSPClient: PictureConnection {
     private var timestamps = RTPTimestampUnwrapper()
     private var decodeTimes = DecodeTimeline(depth: 0, frameTicks: 3000)
     private var expectedSequence: UInt16?
+    /// This session's stream among the packets that arrive (`RTPStreamPin`): set from PLAY's RTP-Info.
+    var pin = RTPStreamPin(firstSequence: nil)
     private var pictureRate = PictureRateLimit()
     /// The request being answered while connecting, to say where a connection failed.
     var step = "connecting"
@@ -108,7 +110,8 @@ final class RTSPClient: PictureConnection {
         frameRate = video.frameRate
         depacketizer = NALDepacketizer(isHEVC: format == .hevc)
         do throws(NetworkFailure) {
-            let setup = try request("SETUP", RTSPAddress.resolve(video.control, against: describeBase),
+            let videoControl = RTSPAddress.resolve(video.control, against: describeBase)
+            let setup = try request("SETUP", videoControl,
                                     headers: ["Transport: RTP/AVP/TCP;unicast;interleaved=0-1"])
             try check(setup)
             try Self.parsed { () throws(RTSPViolation) in
@@ -124,7 +127,9 @@ final class RTSPClient: PictureConnection {
                 rtpChannel = try interleavedChannel(transport: setup.header("transport"))
             }
             playURL = RTSPAddress.resolve(description.sessionControl ?? "", against: describeBase)
-            try check(try request("PLAY", playURL, headers: ["Range: npt=0.000-"]))
+            let play = try request("PLAY", playURL, headers: ["Range: npt=0.000-"])
+            try check(play)
+            pin = RTPStreamPin(firstSequence: play.header("rtp-info").flatMap { RTPInfo($0).firstSequence(control: videoControl) })
             nextKeepalive = SystemClocks.monotonicNanos() + keepaliveIntervalNanos
             step = "the first keyframe"
             try readFirstKeyframe(parameterSets: video.parameterSets, deadlineNanos: deadline)
@@ -135,6 +140,7 @@ final class RTSPClient: PictureConnection {
     }
 
     deinit {
+        if pin.stale > 1 { logger.notice("\(address): \(pin.stale) stale RTP packets were dropped on this connection") }
         // Courtesy only: the server frees the session when the connection closes anyway.
         if session != nil {
             try? socket.send(requestText("TEARDOWN", playURL, headers: []), until: SystemClocks.monotonicNanos() + 100_000_000)
@@ -221,6 +227,10 @@ final class RTSPClient: PictureConnection {
             }
             guard rtp.payloadType == payloadType else {
                 noteProblem("payload-type", "the camera sent RTP packets of payload type \(rtp.payloadType), where the SDP said \(payloadType) (ignored)")
+                socket.consume(length)
+                continue
+            }
+            guard admitted(rtp) else {
                 socket.consume(length)
                 continue
             }
@@ -332,7 +342,7 @@ final class RTSPClient: PictureConnection {
             if scanned < bytes.count && bytes[scanned] != UInt8(ascii: "$") { break }
             if case let .packet(channel, data, length)? = try? InterleavedFraming.next(bytes, at: scanned) {
                 if channel == rtpChannel, let rtp = RTPPacket(UnsafeRawBufferPointer(rebasing: bytes[data])),
-                   rtp.payloadType == payloadType, rtp.timestamp != lastTimestamp {
+                   rtp.payloadType == payloadType, pin.wouldAdmit(ssrc: rtp.ssrc), rtp.timestamp != lastTimestamp {
                     lastTimestamp = rtp.timestamp
                     times.append(previous.extend(rtp.timestamp))
                 }
