@@ -214,7 +214,8 @@ const session = {};
 async function showSession() {
   try { Object.assign(session, await getJSON(`${api}/session`)); } catch { /* the page still works as far as the server lets it */ }
   $("logout").hidden = !session.token_required;
-  if (session.user) $("logout").querySelector("button").textContent = `Log out ${session.user}`;
+  // A person's name; the token of token_file (user "token_file") is nobody's.
+  if (session.user && session.user !== "token_file") $("logout").querySelector("button").textContent = `Log out ${session.user}`;
   for (const id of ["clip", "review-toggle"]) $(id).hidden = session.role === "viewer";
 }
 
