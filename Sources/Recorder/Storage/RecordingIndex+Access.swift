@@ -1,12 +1,17 @@
 internal import CSQLite
 import Foundation
+import Synchronization
 
 /// Who may use the web server, kept in the index beside what they watch: users with a role and
 /// a password hash, API tokens and browser sessions (each stored as the SHA-256 of its secret,
 /// never the secret), and the audit trail of who watched, downloaded or changed what. The
 /// hashing and the rules are the `Access` target's; this file only stores rows.
+///
+/// The tables are made when something is first written to them, not by a schema migration: an
+/// index that never serves the web (a small card, a recorder without users) keeps its size. On a
+/// 256 KiB disk five more tables were enough for a finished segment's row to lose the room the
+/// sweep had freed (`IndexOnDiskTests`). Until they exist, every read is empty.
 extension RecordingIndex {
-    /// Schema version 7.
     static let accessTables = """
         CREATE TABLE IF NOT EXISTS users (
             name TEXT PRIMARY KEY, role TEXT NOT NULL, password TEXT NOT NULL, created_ns INTEGER NOT NULL
@@ -81,10 +86,26 @@ extension RecordingIndex {
         }
     }
 
+    /// Makes the tables, once, before a write.
+    private func makeAccessTables() throws {
+        guard !accessTablesExist.load(ordering: .acquiring) else { return }
+        try transaction { try execute(Self.accessTables) }
+        accessTablesExist.store(true, ordering: .releasing)
+    }
+
+    /// True once the tables exist (made here or by another process, `vigil user add`).
+    private func hasAccessTables() throws -> Bool {
+        if accessTablesExist.load(ordering: .acquiring) { return true }
+        let found = try read("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'audit'", []) { sqlite3_column_int64($0, 0) }.first == 1
+        if found { accessTablesExist.store(true, ordering: .releasing) }
+        return found
+    }
+
     // MARK: - Users
 
     /// Adds `user`, or replaces the role and password of the one of that name.
     public func putUser(_ user: UserRow) throws {
+        try makeAccessTables()
         try run("""
             INSERT INTO users (name, role, password, created_ns) VALUES (?1, ?2, ?3, ?4)
             ON CONFLICT(name) DO UPDATE SET role = ?2, password = ?3
@@ -93,7 +114,8 @@ extension RecordingIndex {
 
     /// Removes a user with its tokens and sessions; false when there was none of that name.
     public func removeUser(named name: String) throws -> Bool {
-        try transaction {
+        guard try hasAccessTables() else { return false }
+        return try transaction {
             try run("DELETE FROM api_tokens WHERE user = ?1", [.text(name)])
             try run("DELETE FROM sessions WHERE user = ?1", [.text(name)])
             try run("DELETE FROM users WHERE name = ?1", [.text(name)])
@@ -102,7 +124,8 @@ extension RecordingIndex {
     }
 
     public func users() throws -> [UserRow] {
-        try read("SELECT name, role, password, created_ns FROM users ORDER BY name", []) {
+        guard try hasAccessTables() else { return [] }
+        return try read("SELECT name, role, password, created_ns FROM users ORDER BY name", []) {
             UserRow(name: Self.text($0, 0), role: Self.text($0, 1), password: Self.text($0, 2), createdNanos: sqlite3_column_int64($0, 3))
         }
     }
@@ -110,20 +133,23 @@ extension RecordingIndex {
     // MARK: - API tokens
 
     public func putToken(_ token: TokenRow) throws {
+        try makeAccessTables()
         try run("INSERT INTO api_tokens (name, user, hash, created_ns) VALUES (?1, ?2, ?3, ?4)",
                 [.text(token.name), .text(token.user), .text(token.hash), .integer(token.createdNanos)])
     }
 
     /// False when there was no token of that name.
     public func removeToken(named name: String) throws -> Bool {
-        try transaction {
+        guard try hasAccessTables() else { return false }
+        return try transaction {
             try run("DELETE FROM api_tokens WHERE name = ?1", [.text(name)])
             return try changes() > 0
         }
     }
 
     public func tokens() throws -> [TokenRow] {
-        try read("SELECT name, user, hash, created_ns FROM api_tokens ORDER BY name", []) {
+        guard try hasAccessTables() else { return [] }
+        return try read("SELECT name, user, hash, created_ns FROM api_tokens ORDER BY name", []) {
             TokenRow(name: Self.text($0, 0), user: Self.text($0, 1), hash: Self.text($0, 2), createdNanos: sqlite3_column_int64($0, 3))
         }
     }
@@ -131,6 +157,7 @@ extension RecordingIndex {
     // MARK: - Sessions
 
     public func putSession(_ session: SessionRow) throws {
+        try makeAccessTables()
         try run("""
             INSERT INTO sessions (hash, user, created_ns, last_used_ns, address, user_agent) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
             ON CONFLICT(hash) DO UPDATE SET last_used_ns = MAX(last_used_ns, ?4)
@@ -140,7 +167,7 @@ extension RecordingIndex {
 
     /// Moves sessions' last use on (never back), in one transaction.
     public func touchSessions(_ lastUse: [String: Int64]) throws {
-        guard !lastUse.isEmpty else { return }
+        guard !lastUse.isEmpty, try hasAccessTables() else { return }
         try transaction {
             for (hash, nanos) in lastUse {
                 try run("UPDATE sessions SET last_used_ns = MAX(last_used_ns, ?2) WHERE hash = ?1", [.text(hash), .integer(nanos)])
@@ -151,7 +178,7 @@ extension RecordingIndex {
     /// Removes the sessions whose hash begins with `prefix` (a whole hash, or the short id
     /// `vigil session list` shows); returns how many.
     public func removeSessions(hashPrefix prefix: String) throws -> Int {
-        guard !prefix.isEmpty, prefix.allSatisfy(\.isHexDigit) else { return 0 }
+        guard !prefix.isEmpty, prefix.allSatisfy(\.isHexDigit), try hasAccessTables() else { return 0 }
         return try transaction {
             try run("DELETE FROM sessions WHERE substr(hash, 1, ?2) = ?1", [.text(prefix.lowercased()), .integer(Int64(prefix.count))])
             return try changes()
@@ -160,14 +187,16 @@ extension RecordingIndex {
 
     /// Removes sessions idle since before `idleBefore` or created before `createdBefore`.
     public func removeSessions(idleBefore: Int64, createdBefore: Int64) throws -> Int {
-        try transaction {
+        guard try hasAccessTables() else { return 0 }
+        return try transaction {
             try run("DELETE FROM sessions WHERE last_used_ns < ?1 OR created_ns < ?2", [.integer(idleBefore), .integer(createdBefore)])
             return try changes()
         }
     }
 
     public func sessions() throws -> [SessionRow] {
-        try read("SELECT hash, user, created_ns, last_used_ns, address, user_agent FROM sessions ORDER BY created_ns", []) {
+        guard try hasAccessTables() else { return [] }
+        return try read("SELECT hash, user, created_ns, last_used_ns, address, user_agent FROM sessions ORDER BY created_ns", []) {
             SessionRow(hash: Self.text($0, 0), user: Self.text($0, 1), createdNanos: sqlite3_column_int64($0, 2),
                        lastUsedNanos: sqlite3_column_int64($0, 3), address: Self.text($0, 4), userAgent: Self.text($0, 5))
         }
@@ -177,6 +206,7 @@ extension RecordingIndex {
 
     public func appendAudit(_ rows: [AuditRow]) throws {
         guard !rows.isEmpty else { return }
+        try makeAccessTables()
         try transaction {
             for r in rows {
                 try run("""
@@ -188,7 +218,8 @@ extension RecordingIndex {
 
     /// The trail from `since` on, oldest first, at most `limit` rows (of `user` only when given).
     public func audit(since: Int64, user: String?, limit: Int) throws -> [AuditRow] {
-        try read("""
+        guard try hasAccessTables() else { return [] }
+        return try read("""
             SELECT id, at_ns, user, credential, address, action, subject, outcome FROM audit
             WHERE at_ns >= ?1 AND (?2 IS NULL OR user = ?2) ORDER BY at_ns, id LIMIT ?3
             """, [.integer(since), user.map { .text($0) } ?? .null, .integer(Int64(max(0, limit)))]) {
@@ -199,7 +230,8 @@ extension RecordingIndex {
 
     /// Removes the trail older than `before` (its retention); returns how many rows.
     public func pruneAudit(before: Int64) throws -> Int {
-        try transaction {
+        guard try hasAccessTables() else { return 0 }
+        return try transaction {
             try run("DELETE FROM audit WHERE at_ns < ?1", [.integer(before)])
             return try changes()
         }

@@ -14,7 +14,7 @@ import SystemPackage
 /// thread or Swift's cooperative pool. The files are the truth: an index that is
 /// lost or damaged is rebuilt from them (`StorageKeeper.open`).
 public final class RecordingIndex: Sendable {
-    public static let schemaVersion: Int32 = 7
+    public static let schemaVersion: Int32 = 6
 
     public let root: String
     /// The file, or nil for an index kept in memory (when the file cannot be used).
@@ -29,6 +29,9 @@ public final class RecordingIndex: Sendable {
     /// Idle read-only connections kept open at most: as many reads at once find one open (the
     /// web server reads with as many threads).
     public static let idleReaders = 4
+    /// The access tables exist (`RecordingIndex+Access`): known once seen or made, so they are
+    /// looked for at most until then.
+    let accessTablesExist = Atomic<Bool>(false)
 
     /// Opens (or creates) the index file of `root`, migrating it to `schemaVersion`. Throws an
     /// `RecorderError.index` whose code says whether the file is damaged, newer than this code, or
@@ -113,8 +116,9 @@ public final class RecordingIndex: Sendable {
     /// 88 ms for 100,000 events, 0.1 ms with it; `migrations[3]` the archive's queue;
     /// `migrations[4]` the longest recording of each camera and kind, which bounds a listing's
     /// walk (`entries`); `migrations[5]` when each finished file was last modified, as it was
-    /// indexed, so recovery finds a file changed since by its size or its time); `migrations[6]`
-    /// the web's users, API tokens, sessions and audit trail (`RecordingIndex+Access`).
+    /// indexed, so recovery finds a file changed since by its size or its time). The web's users,
+    /// tokens, sessions and audit trail are not a version: their tables are made when first
+    /// written (`RecordingIndex+Access`).
     private static let migrations: [[Migration]] = [
         [.sql("""
         CREATE TABLE IF NOT EXISTS recordings (
@@ -201,7 +205,6 @@ public final class RecordingIndex: Sendable {
         // The file's modification time when its row was written (NULL while it is being written,
         // and for rows from before): recovery reads a file again when it differs.
         [.addColumn(table: "recordings", column: "modified_ns", definition: "INTEGER")],
-        [.sql(accessTables)],
     ]
 
     /// The length of `row`'s recording for `recording_spans`: exact when both times are integers
