@@ -6,9 +6,9 @@ import Foundation
 /// time), with a 16-byte random salt, kept as `PasswordForm` says, so that a later cost still
 /// reads the hashes made with this one.
 ///
-/// The cost, N = 2^15, r = 8, p = 1: 32 MiB and about 0.1 s per hash on one core of a small
-/// machine (the web server checks one password at a time, so logins never take more memory
-/// than that). It is RFC 7914's interactive-login setting and OWASP's floor for scrypt at
+/// The cost, N = 2^15, r = 8, p = 1: 32 MiB and 0.38 s per hash (a debug build on one core of
+/// a 2-core machine; the web server checks one password at a time, so logins never take more
+/// memory than that). It is RFC 7914's interactive-login setting and OWASP's floor for scrypt at
 /// p = 1 with 32 MiB; `vigil user passwd` re-hashes with whatever this file says then.
 public struct PasswordHash: Sendable, Equatable {
     public var log2N: Int

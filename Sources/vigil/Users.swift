@@ -16,7 +16,7 @@ struct UserCommand: ParsableCommand {
             one user exists, the web page asks everyone to log in, even on loopback. A viewer \
             watches live and plays recordings; an admin also marks events, downloads clips, reads \
             the audit trail (vigil audit) and uses /metrics and the cluster's routes. Passwords \
-            are stored as scrypt hashes (N=2^15, r=8, p=1: 32 MiB and about 0.1 s each) and never \
+            are stored as scrypt hashes (N=2^15, r=8, p=1: 32 MiB and under half a second each) and never \
             printed. The token of [http] token_file stays an admin's token.
 
             Examples:
