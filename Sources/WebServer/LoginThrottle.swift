@@ -1,4 +1,5 @@
 import Capture
+import Glibc
 import Synchronization
 
 /// Wrong tokens at `POST /login`, per client address: three are free, then each failure makes
@@ -6,7 +7,9 @@ import Synchronization
 /// `longestWait`), answered 429 with `Retry-After` meanwhile. A right token resets the address;
 /// a quiet `forgetAfter` forgets it, so no one is locked out for good, and guessing a 16-character
 /// token at this pace takes longer than the universe has. At most `maxAddresses` are kept (the
-/// oldest forgotten first), so a flood of addresses cannot grow it without bound.
+/// oldest forgotten first), so a flood of addresses cannot grow it without bound. An IPv6
+/// address counts by its /64 (`key`): one machine is given a whole /64 and could otherwise try
+/// from a new address each time.
 final class LoginThrottle: Sendable {
     struct Entry {
         var failures: Int
@@ -29,6 +32,7 @@ final class LoginThrottle: Sendable {
 
     /// Whole seconds `address` must still wait before its next try; nil: it may try now.
     func wait(for address: String) -> Int64? {
+        let address = Self.key(address)
         let now = now()
         return entries.withLock { entries in
             guard let entry = entries[address], entry.blockedUntil > now else { return nil }
@@ -38,6 +42,7 @@ final class LoginThrottle: Sendable {
 
     /// A wrong token from `address`.
     func failed(_ address: String) {
+        let address = Self.key(address)
         let now = now()
         entries.withLock { entries in
             if entries[address] == nil && entries.count >= Self.maxAddresses { Self.forgetOldest(&entries, now: now) }
@@ -55,7 +60,17 @@ final class LoginThrottle: Sendable {
 
     /// The right token from `address`: its count starts again.
     func succeeded(_ address: String) {
-        _ = entries.withLock { $0.removeValue(forKey: address) }
+        _ = entries.withLock { $0.removeValue(forKey: Self.key(address)) }
+    }
+
+    /// What an address counts as: an IPv6 address its /64 ("2001:db8:1:2::/64"), anything
+    /// else itself (an IPv4 address, a "user NAME" key).
+    static func key(_ address: String) -> String {
+        var v6 = in6_addr()
+        guard address.contains(":"), !address.utf8.contains(0), inet_pton(AF_INET6, address, &v6) == 1 else { return address }
+        let bytes = withUnsafeBytes(of: &v6) { Array($0.prefix(8)) }
+        let groups = stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
+        return groups.joined(separator: ":") + "::/64"
     }
 
     /// Forgets the addresses quiet for `forgetAfter`, or else the one whose last failure is oldest.

@@ -47,6 +47,17 @@ import Testing
         #expect(throttle.wait(for: "addr-\(LoginThrottle.maxAddresses + 49)") == nil)
     }
 
+    /// An IPv6 client counts by its /64: a new address of the same network each try is the same client.
+    @Test func anIPv6ClientCountsByItsSlash64() {
+        let clock = Clock()
+        let throttle = LoginThrottle(now: { clock.now })
+        for n in 1...4 { throttle.failed("2001:db8:1:2::\(n)") }
+        #expect(throttle.wait(for: "2001:db8:1:2:ffff::9") == 1)
+        #expect(throttle.wait(for: "2001:db8:1:3::1") == nil, "another /64")
+        #expect(LoginThrottle.key("2001:0db8:0001:0002:0000:0000:0000:0001") == "2001:db8:1:2::/64")
+        #expect(LoginThrottle.key("10.0.0.1") == "10.0.0.1" && LoginThrottle.key("user a:b") == "user a:b")
+    }
+
     /// Over HTTP: after the fourth wrong token from one address, its next try is answered 429
     /// with Retry-After, the right token too (the wait is the address's, whatever it sends); once
     /// the wait is over (the test's clock moves), the right token logs in.
