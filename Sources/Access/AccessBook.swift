@@ -52,6 +52,8 @@ public final class AccessBook: Sendable {
         }
 
         mutating func store(_ fresh: Snapshot) {
+            // Two reloads at once: the one that read later wins, whichever returns first.
+            if let current = snapshot, current.loadedAt > fresh.loadedAt { return }
             forgetOld(fresh.loadedAt)
             var fresh = fresh
             for (hash, change) in recent { fresh.sessions[hash] = change.row }
@@ -107,7 +109,7 @@ public final class AccessBook: Sendable {
         guard let snapshot = await snapshot(), let row = snapshot.sessions[digest] else { return nil }
         let now = now()
         let lastUse = state.withLock { max(row.lastUsedNanos, $0.touched[digest] ?? 0) }
-        guard now - lastUse < limits.idleNanos, now - row.createdNanos < limits.lifetimeNanos,
+        guard now - lastUse < limits.idleNanos, now - row.createdNanos < limits.lifetimeNanos, stands(row.credential, in: snapshot),
               let role = role(of: row.user, in: snapshot) else { return nil }
         state.withLock { $0.touched[digest] = now }
         return Identity(user: row.user, role: role, credential: "session \(Identity.sessionID(hash: digest))", sessionHash: digest)
@@ -119,13 +121,13 @@ public final class AccessBook: Sendable {
         let stored = user?.password ?? PasswordHash.decoy
         let matches = await passwords.run { PasswordHash.verify(password, against: stored) }
         guard matches, let user, Role(rawValue: user.role) != nil else { return nil }
-        return await startSession(for: user.name, address: address, userAgent: userAgent)
+        return await startSession(for: user.name, credential: "password", address: address, userAgent: userAgent)
     }
 
     /// An API token typed into the form (token_file's, as before users existed): a new session for its user.
     public func login(token: String, address: String, userAgent: String) async -> (id: String, identity: Identity)? {
         guard let identity = await identity(bearer: token) else { return nil }
-        return await startSession(for: identity.user, address: address, userAgent: userAgent)
+        return await startSession(for: identity.user, credential: "token " + AccessSecret.digest(token), address: address, userAgent: userAgent)
     }
 
     /// Ends the session `identity` came with (logging out).
@@ -136,14 +138,24 @@ public final class AccessBook: Sendable {
         state.withLock { $0.note(hash, nil, at: now) }
     }
 
-    private func startSession(for user: String, address: String, userAgent: String) async -> (id: String, identity: Identity)? {
+    private func startSession(for user: String, credential: String, address: String, userAgent: String) async -> (id: String, identity: Identity)? {
         let id = AccessSecret.make()
         let now = now()
         let row = RecordingIndex.SessionRow(
-            hash: AccessSecret.digest(id), user: user, createdNanos: now, lastUsedNanos: now, address: address, userAgent: String(userAgent.prefix(200)))
+            hash: AccessSecret.digest(id), user: user, createdNanos: now, lastUsedNanos: now, address: address, userAgent: String(userAgent.prefix(200)),
+            credential: credential)
         guard await writing({ try $0.putSession(row) }) != nil else { return nil }
         state.withLock { $0.note(row.hash, row, at: now) }
         return await identity(session: id).map { (id, $0) }
+    }
+
+    /// A session begun with a token lasts only while the token does: revoked, or token_file
+    /// changed (a leaked token's sessions end with it). One begun with a password lasts while its
+    /// user does (`role(of:)`; `vigil user passwd` ends them).
+    private func stands(_ credential: String, in snapshot: Snapshot) -> Bool {
+        guard credential.hasPrefix("token ") else { return credential == "password" }
+        let digest = String(credential.dropFirst(6))
+        return digest == tokenFileDigest || snapshot.tokens[digest] != nil
     }
 
     private func role(of user: String, in snapshot: Snapshot) -> Role? {

@@ -51,7 +51,9 @@ package struct RTPInfo: Equatable, Sendable {
 /// up to `window` after it when the first were lost), and its SSRC is then pinned. Packets
 /// before it, and later packets of another SSRC, are stale (an earlier session's that some
 /// cameras still send, or another stream's) and are dropped and counted. A camera whose RTP-Info
-/// is wrong is not left without video: after `patience` stale packets the next one is taken.
+/// is wrong is not left without video: after `patience` stale packets, or `patienceNanos` since
+/// the first (a camera sending 25 packets a second would take 10 s to send 256, past its
+/// connect deadline), the next one is taken.
 package struct RTPStreamPin: Sendable {
     package private(set) var ssrc: UInt32?
     package let firstSequence: UInt16?
@@ -61,13 +63,17 @@ package struct RTPStreamPin: Sendable {
 
     package static let window: UInt16 = 64
     package static let patience = 256
+    package static let patienceNanos: Int64 = 1_000_000_000
+    /// When the first stale packet came (monotonic nanoseconds), before one was taken.
+    private var firstStaleNanos: Int64?
 
     package init(firstSequence: UInt16?) {
         self.firstSequence = firstSequence
     }
 
-    /// True when the packet is this stream's; counts it as stale otherwise.
-    package mutating func admit(ssrc packetSSRC: UInt32, sequence: UInt16) -> Bool {
+    /// True when the packet is this stream's; counts it as stale otherwise. `nowNanos`: a
+    /// monotonic clock's reading (read only until a packet was taken).
+    package mutating func admit(ssrc packetSSRC: UInt32, sequence: UInt16, nowNanos: @autoclosure () -> Int64) -> Bool {
         if let ssrc {
             guard packetSSRC == ssrc else {
                 stale &+= 1
@@ -76,7 +82,10 @@ package struct RTPStreamPin: Sendable {
             return true
         }
         if let first = firstSequence, sequence &- first >= Self.window {
-            guard stale >= Self.patience else {
+            let now = nowNanos()
+            let since = firstStaleNanos ?? now
+            guard stale >= Self.patience || now - since >= Self.patienceNanos else {
+                firstStaleNanos = since
                 stale &+= 1
                 return false
             }

@@ -14,7 +14,7 @@ struct AuditMiddleware: RouterMiddleware {
     let audit: AuditLog
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard let (action, subject) = Self.action(request) else { return try await next(request, context) }
+        guard let (action, subject) = Self.action(request, context: context) else { return try await next(request, context) }
         do {
             let response = try await next(request, context)
             let status = response.status.code
@@ -27,20 +27,19 @@ struct AuditMiddleware: RouterMiddleware {
         }
     }
 
-    /// What a request does for the trail, and on what; nil: it is not written.
-    static func action(_ request: Request) -> (AuditLog.Action, String)? {
-        let parts = request.uri.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
-        guard parts.count >= 3, parts.prefix(2).elementsEqual(["api", "v1"]) else { return nil }
-        let rest = Array(parts.dropFirst(2))
-        let name = rest.count > 1 ? String(rest[1]).removingPercentEncoding ?? String(rest[1]) : ""
-        switch (request.method, rest.first, rest.count, rest.last) {
-        case (.get, "cameras", 3, "live"), (.get, "cameras", 3, "live.mjpeg"): return (.live, name)
-        case (.get, "cameras", 3, "clip.mp4"):
+    /// What a request does for the trail, and on what; nil: it is not written. Decided by the
+    /// route the router matched, so `/api/v1/recordings/5/file/` is written like `…/file`.
+    static func action(_ request: Request, context: Context) -> (AuditLog.Action, String)? {
+        let name = context.parameters.get("name").map { $0.removingPercentEncoding ?? $0 } ?? ""
+        let id = context.parameters.get("id") ?? ""
+        switch (request.method, context.endpointPath) {
+        case (.get, "/api/v1/cameras/{name}/live"), (.get, "/api/v1/cameras/{name}/live.mjpeg"): return (.live, name)
+        case (.get, "/api/v1/cameras/{name}/clip.mp4"):
             let query = request.uri.queryParameters
             return (.clip, "\(name) from \(query["from"].map(String.init) ?? "?") to \(query["to"].map(String.init) ?? "?")")
-        case (.get, "recordings", 3, "file"): return (.play, "recording \(name)")
-        case (.post, "events", 3, "reviewed"): return (.mark, "event \(name)")
-        case (.get, "audit", 1, _): return (.audit, request.uri.query ?? "")
+        case (.get, "/api/v1/recordings/{id}/file"): return (.play, "recording \(id)")
+        case (.post, "/api/v1/events/{id}/reviewed"): return (.mark, "event \(id)")
+        case (.get, "/api/v1/audit"): return (.audit, request.uri.query ?? "")
         default: return nil
         }
     }

@@ -11,9 +11,11 @@ import Hummingbird
 /// cookie `POST /login` sets; others get 401 JSON, and a browser asking for the page gets the
 /// login form. A viewer asking for what only an admin may do (`needsAdmin`) gets 403.
 ///
-/// A wrong token or session, sent as a bearer or a cookie, counts against its address like a
-/// wrong password at the form (`LoginThrottle`): the API is no way around the form's waits. A
-/// wrong cookie is cleared in the answer, so a browser that kept an old one counts once.
+/// A wrong bearer token counts against its address like a wrong password at the form
+/// (`LoginThrottle`): the API is no way around the form's waits. A session cookie does not: its
+/// id is 256 random bits, nothing to guess, and a page whose session expired sends a dozen
+/// requests at once, which would have made its user wait minutes to log in again. A wrong
+/// cookie is cleared in the answer.
 struct AuthMiddleware: RouterMiddleware {
     typealias Context = WebRequestContext
     let access: AccessBook
@@ -33,24 +35,24 @@ struct AuthMiddleware: RouterMiddleware {
         let bearer = Self.bearer(request.headers[.authorization])
         let cookie = request.cookies[Self.cookieName]?.value
         if let given = bearer ?? cookie {
-            if let seconds = throttle.wait(for: context.clientAddress) {
+            if bearer != nil, let seconds = throttle.wait(for: context.clientAddress) {
                 var refusal = APIError(.tooManyRequests, "too many wrong tokens from this address: try again in \(seconds) s")
                 refusal.retryAfterSeconds = seconds
                 throw refusal
             }
             let identity = bearer != nil ? await access.identity(bearer: given) : await access.identity(session: given)
             if let identity {
-                guard identity.role == .admin || !Self.needsAdmin(request) else {
-                    if let (action, subject) = AuditMiddleware.action(request) {
+                guard identity.role == .admin || !Self.needsAdmin(request, route: context.endpointPath) else {
+                    if let (action, subject) = AuditMiddleware.action(request, context: context) {
                         audit.record(identity, address: context.clientAddress, action, subject: subject, outcome: "403 viewer")
                     }
-                    throw APIError(.forbidden, "\(identity.user) is a viewer: only an admin may \(Self.adminAction(request))")
+                    throw APIError(.forbidden, "\(identity.user) is a viewer: only an admin may \(Self.adminAction(request, route: context.endpointPath))")
                 }
                 var context = context
                 context.identity = identity
                 return try await next(request, context)
             }
-            throttle.failed(context.clientAddress)
+            if bearer != nil { throttle.failed(context.clientAddress) }
         }
         let clear = bearer == nil && cookie != nil
         if request.method == .post && path == "/logout" {
@@ -66,20 +68,27 @@ struct AuthMiddleware: RouterMiddleware {
         throw refusal
     }
 
+    /// The routes only an admin may use (by their pattern), besides every method but GET and
+    /// HEAD: clips, the audit trail, `/metrics`, and the peers' question of when a node last
+    /// reached the database. Decided by the route the router matched (`route`), never by the
+    /// path as written: `/api/v1/audit/` and `//metrics` reach the same routes.
+    static let adminRoutes: Set<String> = ["/api/v1/cameras/{name}/clip.mp4", "/api/v1/audit", "/metrics", "/api/v1/cluster/witness"]
+
     /// What only an admin may do: change anything (every method but GET and HEAD, logging in
-    /// and out aside), download a clip, read the audit trail, and speak for the site (the
-    /// cluster's peer routes, `/metrics`).
-    static func needsAdmin(_ request: Request) -> Bool {
-        let path = request.uri.path
-        if request.method != .get && request.method != .head { return path != "/logout" }
-        return path.hasSuffix("/clip.mp4") || path == "/api/v1/audit" || path.hasPrefix("/api/v1/cluster/") || path == "/metrics"
+    /// and out aside) and use `adminRoutes`. A path no route matched (`route` nil) is a 404
+    /// whoever asks.
+    static func needsAdmin(_ request: Request, route: String?) -> Bool {
+        if request.method != .get && request.method != .head { return route != "/logout" }
+        return route.map(adminRoutes.contains) ?? false
     }
 
-    private static func adminAction(_ request: Request) -> String {
-        let path = request.uri.path
-        if request.method != .get && request.method != .head { return "change anything (\(request.method) \(path.prefix(100)))" }
-        if path.hasSuffix("/clip.mp4") { return "download clips" }
-        return path == "/api/v1/audit" ? "read the audit trail" : "read \(path.prefix(100))"
+    private static func adminAction(_ request: Request, route: String?) -> String {
+        if request.method != .get && request.method != .head { return "change anything (\(request.method) \((route ?? request.uri.path).prefix(100)))" }
+        switch route {
+        case "/api/v1/cameras/{name}/clip.mp4": return "download clips"
+        case "/api/v1/audit": return "read the audit trail"
+        default: return "read \((route ?? "").prefix(100))"
+        }
     }
 
     /// The app's manifest and icons: a browser fetches them without the session cookie (to

@@ -24,6 +24,9 @@ struct LoginRoutes {
     let throttle: LoginThrottle
     let audit: AuditLog
     let sessionDays: Int
+    /// Logins being checked at once (each a scrypt hash on one lane): more are answered 503
+    /// at once instead of queueing minutes of hashing.
+    let checking = Places(limit: 8)
 
     /// The session cookie removed (logging out, or an old session's cookie refused).
     static let clearedCookie = "\(AuthMiddleware.cookieName)=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict"
@@ -61,12 +64,20 @@ struct LoginRoutes {
             refusal.headers[.retryAfter] = String(seconds)
             return refusal
         }
+        // Counted before the check, not after: logins sent at once would all pass the wait
+        // above while the first were still being hashed. The right password clears it.
+        keys.forEach(throttle.failed)
+        guard let place = checking.take() else {
+            var busy = LoginPage.response(status: .serviceUnavailable, failed: true, waitSeconds: 1)
+            busy.headers[.retryAfter] = "1"
+            return busy
+        }
         let agent = request.headers[.userAgent] ?? ""
         let session = user.isEmpty
             ? await access.login(token: secret, address: address, userAgent: agent)
             : await access.login(user: user, password: secret, address: address, userAgent: agent)
+        withExtendedLifetime(place) {}
         guard let session else {
-            keys.forEach(throttle.failed)
             let tried = Identity(user: user.isEmpty ? "-" : user, role: .viewer, credential: user.isEmpty ? "token" : "password")
             audit.record(tried, address: address, .loginFailed, subject: "", outcome: "wrong \(user.isEmpty ? "token" : "name or password")")
             return LoginPage.response(status: .unauthorized, failed: true)

@@ -63,9 +63,12 @@ final class LoginThrottle: Sendable {
         _ = entries.withLock { $0.removeValue(forKey: Self.key(address)) }
     }
 
-    /// What an address counts as: an IPv6 address its /64 ("2001:db8:1:2::/64"), anything
-    /// else itself (an IPv4 address, a "user NAME" key).
+    /// What an address counts as: an IPv6 address its /64 ("2001:db8:1:2::/64"), an
+    /// IPv4-mapped one its IPv4 address, anything else itself (an IPv4 address, a "user NAME" key).
     static func key(_ address: String) -> String {
+        // An IPv4 client of a dual-stack listener ("::ffff:192.0.2.7") is its IPv4 address, not
+        // the /64 every IPv4 client would share.
+        if address.lowercased().hasPrefix("::ffff:"), address.dropFirst(7).contains(".") { return String(address.dropFirst(7)) }
         var v6 = in6_addr()
         guard address.contains(":"), !address.utf8.contains(0), inet_pton(AF_INET6, address, &v6) == 1 else { return address }
         let bytes = withUnsafeBytes(of: &v6) { Array($0.prefix(8)) }

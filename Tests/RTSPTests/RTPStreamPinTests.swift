@@ -19,7 +19,7 @@ import Testing
 
     @Test func packetsBeforeRTPInfosSequenceOrOfAnotherSSRCAreStale() {
         var pin = RTPStreamPin(firstSequence: 1000)
-        func admit(_ ssrc: UInt32, _ sequence: UInt16) -> Bool { pin.admit(ssrc: ssrc, sequence: sequence) }
+        func admit(_ ssrc: UInt32, _ sequence: UInt16) -> Bool { pin.admit(ssrc: ssrc, sequence: sequence, nowNanos: 0) }
         #expect(!admit(0xBAD, 500), "an earlier session's sequence")
         #expect(!admit(0xBAD, 999))
         #expect(admit(0x5EED, 1002), "within the window: the first were lost")
@@ -30,20 +30,25 @@ import Testing
         #expect(pin.wouldAdmit(ssrc: 0x5EED) && !pin.wouldAdmit(ssrc: 0xBAD))
         // Wrapping past 65535 is not "before".
         var wrapping = RTPStreamPin(firstSequence: 65530)
-        let wrapped = wrapping.admit(ssrc: 1, sequence: 3)
+        let wrapped = wrapping.admit(ssrc: 1, sequence: 3, nowNanos: 0)
         #expect(wrapped)
     }
 
-    /// A camera whose RTP-Info is wrong still gets recorded: after `patience` stale packets.
+    /// A camera whose RTP-Info is wrong still gets recorded: after `patience` stale packets,
+    /// or a second after the first (a slow camera's 256 packets outlast its connect deadline).
     @Test func aWrongRTPInfoIsGivenUpOn() {
         var pin = RTPStreamPin(firstSequence: 1000)
         var refused = 0
-        for n in 0..<RTPStreamPin.patience where !pin.admit(ssrc: 7, sequence: UInt16(20_000 + n)) { refused += 1 }
+        for n in 0..<RTPStreamPin.patience where !pin.admit(ssrc: 7, sequence: UInt16(20_000 + n), nowNanos: 5) { refused += 1 }
         #expect(refused == RTPStreamPin.patience)
-        let taken = pin.admit(ssrc: 7, sequence: 30_000)
+        let taken = pin.admit(ssrc: 7, sequence: 30_000, nowNanos: 5)
         #expect(taken && pin.gaveUpOnRTPInfo && pin.ssrc == 7)
+        var slow = RTPStreamPin(firstSequence: 1000)
+        let early = [slow.admit(ssrc: 7, sequence: 20_000, nowNanos: 10), slow.admit(ssrc: 7, sequence: 20_001, nowNanos: 10 + RTPStreamPin.patienceNanos - 1)]
+        let late = slow.admit(ssrc: 7, sequence: 20_002, nowNanos: 10 + RTPStreamPin.patienceNanos)
+        #expect(early == [false, false] && late && slow.gaveUpOnRTPInfo)
         var none = RTPStreamPin(firstSequence: nil)
-        let first = none.admit(ssrc: 9, sequence: 1)
+        let first = none.admit(ssrc: 9, sequence: 1, nowNanos: 0)
         #expect(first && none.ssrc == 9 && none.stale == 0)
     }
 }

@@ -40,6 +40,28 @@ import Testing
         #expect(await book.login(token: "not-the-token-0123456789", address: "10.0.0.1", userAgent: "test") == nil)
     }
 
+    /// A session begun with a token ends with it: token_file changed (a leaked token's
+    /// sessions once outlived it for 30 days), or an API token revoked.
+    @Test func aSessionBegunWithATokenEndsWithIt() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let index = try RecordingIndex(root: dir.path)
+        try AccessTests.addUsers(index)
+        let clock = LoginThrottleTests.Clock()
+        let before = book(index, clock, tokenFile: AuthTests.token)
+        let leaked = try #require(await before.login(token: AuthTests.token, address: "a", userAgent: ""))
+        let after = book(index, clock, tokenFile: "a-new-token-0123456789abcdef")
+        #expect(await after.identity(session: leaked.id) == nil, "token_file changed: its sessions end")
+        let token = AccessSecret.make()
+        try index.putToken(.init(name: "script", user: "ana", hash: AccessSecret.digest(token), createdNanos: 1))
+        clock.advance(seconds: 3)
+        let viaToken = try #require(await after.login(token: token, address: "a", userAgent: ""))
+        #expect(await after.identity(session: viaToken.id)?.user == "ana")
+        #expect(try index.removeToken(named: "script"))
+        clock.advance(seconds: 5)
+        #expect(await after.identity(session: viaToken.id) == nil, "the token revoked: its sessions end")
+    }
+
     /// Passwords are checked against scrypt hashes; a removed user's sessions and tokens go with them.
     @Test func passwordsAndRemovedUsers() async throws {
         let dir = try TemporaryDirectory()

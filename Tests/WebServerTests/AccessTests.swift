@@ -71,6 +71,10 @@ import Testing
                     #expect(response.errorMessage?.contains("door is a viewer") == true, "\(response.errorMessage ?? "")")
                 }
             }
+            // The role is decided by the route matched, not the path as written.
+            for uri in ["/api/v1/audit/", "//api/v1/audit", "/api//v1/audit", "/api/v1/cameras/\(Recording.camera)/clip.mp4/"] {
+                try await client.execute(uri: uri, method: .get, headers: Self.page + [.cookie: viewer]) { #expect($0.status == .forbidden, "\(uri)") }
+            }
             try await client.execute(uri: mark, method: .post, headers: Self.form + [.cookie: admin]) { #expect($0.status == .ok) }
             try await client.execute(uri: "/api/v1/audit", method: .get, headers: Self.page + [.cookie: admin]) { #expect($0.status == .ok) }
         }

@@ -108,6 +108,18 @@ import Testing
         }
     }
 
+    /// The session and trail limits, and a proxy without a token: behind a reverse proxy a
+    /// loopback listener serves other machines, and asks nothing once no user is left.
+    @Test func sessionLimitsAndProxiesAreReadAndAProxyNeedsAToken() throws {
+        let c = try parse("[http]\nsession_idle_hours = 2\nsession_days = 7\naudit_days = 90\n")
+        #expect(c.http.sessionIdleHours == 2 && c.http.sessionDays == 7 && c.http.auditDays == 90 && c.http.trustedProxies.isEmpty)
+        let d = try parse("")
+        #expect(d.http.sessionIdleHours == 24 && d.http.sessionDays == 30 && d.http.auditDays == 365)
+        let proxied = errors("[http]\ntrusted_proxies = [\"127.0.0.1\"]")
+        #expect(proxied.contains("trusted_proxies is set but token_file is not") && proxied.contains("token_file = "), "\(proxied)")
+        #expect(errors("[http]\nsession_days = 0").contains("out of range"))
+    }
+
     @Test func aListenThatIsNotHostColonPortOrAnUnknownKeyIsAnError() {
         #expect(errors("[http]\nlisten = \"8080\"").contains("is not HOST:PORT"))
         #expect(errors("[http]\nlisten = \"localhost:99999\"").contains("is not HOST:PORT"))

@@ -143,7 +143,16 @@ extension ConfigurationDecoder {
         if let n = integer(&http, "session_idle_hours", in: 1...8760) { settings.sessionIdleHours = n }
         if let n = integer(&http, "session_days", in: 1...3650) { settings.sessionDays = n }
         if let n = integer(&http, "audit_days", in: 1...36500) { settings.auditDays = n }
-        if let proxies = hostList(&http, "trusted_proxies") { settings.trustedProxies = proxies }
+        if let proxies = hostList(&http, "trusted_proxies") {
+            settings.trustedProxies = proxies
+            // Behind a proxy even a loopback listener serves other machines, and without
+            // token_file it would ask nobody anything the moment no user is left (all removed,
+            // or an index rebuilt from the files).
+            if !proxies.isEmpty && settings.tokenFile == nil {
+                report(http.line, "trusted_proxies is set but token_file is not: behind a reverse proxy the page is reachable from other machines",
+                       fix: "add token_file = \"/etc/vigil/token\" to [http] and make the token: \(HTTPSettings.tokenRecipe)")
+            }
+        }
         if let address = settings.address, !HTTPSettings.isLoopback(address.host), settings.tokenFile == nil {
             report(listen?.line ?? http.line,
                    "listen \"\(settings.listen)\" is reachable from other machines, and without a token anyone there could watch every camera and download every recording",

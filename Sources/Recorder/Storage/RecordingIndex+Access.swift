@@ -21,7 +21,7 @@ extension RecordingIndex {
         );
         CREATE TABLE IF NOT EXISTS sessions (
             hash TEXT PRIMARY KEY, user TEXT NOT NULL, created_ns INTEGER NOT NULL, last_used_ns INTEGER NOT NULL,
-            address TEXT NOT NULL, user_agent TEXT NOT NULL
+            address TEXT NOT NULL, user_agent TEXT NOT NULL, credential TEXT NOT NULL
         );
         CREATE TABLE IF NOT EXISTS audit (
             id INTEGER PRIMARY KEY, at_ns INTEGER NOT NULL, user TEXT NOT NULL, credential TEXT NOT NULL,
@@ -61,9 +61,12 @@ extension RecordingIndex {
         public var lastUsedNanos: Int64
         public var address: String
         public var userAgent: String
-        public init(hash: String, user: String, createdNanos: Int64, lastUsedNanos: Int64, address: String, userAgent: String) {
+        /// What the session was begun with: "password", or "token " and the token's SHA-256 (the
+        /// session ends with the token: revoked, or token_file changed).
+        public var credential: String
+        public init(hash: String, user: String, createdNanos: Int64, lastUsedNanos: Int64, address: String, userAgent: String, credential: String) {
             self.hash = hash; self.user = user; self.createdNanos = createdNanos; self.lastUsedNanos = lastUsedNanos
-            self.address = address; self.userAgent = userAgent
+            self.address = address; self.userAgent = userAgent; self.credential = credential
         }
     }
 
@@ -159,10 +162,10 @@ extension RecordingIndex {
     public func putSession(_ session: SessionRow) throws {
         try makeAccessTables()
         try run("""
-            INSERT INTO sessions (hash, user, created_ns, last_used_ns, address, user_agent) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+            INSERT INTO sessions (hash, user, created_ns, last_used_ns, address, user_agent, credential) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
             ON CONFLICT(hash) DO UPDATE SET last_used_ns = MAX(last_used_ns, ?4)
             """, [.text(session.hash), .text(session.user), .integer(session.createdNanos), .integer(session.lastUsedNanos),
-                  .text(session.address), .text(session.userAgent)])
+                  .text(session.address), .text(session.userAgent), .text(session.credential)])
     }
 
     /// Moves sessions' last use on (never back), in one transaction.
@@ -196,9 +199,9 @@ extension RecordingIndex {
 
     public func sessions() throws -> [SessionRow] {
         guard try hasAccessTables() else { return [] }
-        return try read("SELECT hash, user, created_ns, last_used_ns, address, user_agent FROM sessions ORDER BY created_ns", []) {
+        return try read("SELECT hash, user, created_ns, last_used_ns, address, user_agent, credential FROM sessions ORDER BY created_ns", []) {
             SessionRow(hash: Self.text($0, 0), user: Self.text($0, 1), createdNanos: sqlite3_column_int64($0, 2),
-                       lastUsedNanos: sqlite3_column_int64($0, 3), address: Self.text($0, 4), userAgent: Self.text($0, 5))
+                       lastUsedNanos: sqlite3_column_int64($0, 3), address: Self.text($0, 4), userAgent: Self.text($0, 5), credential: Self.text($0, 6))
         }
     }
 

@@ -22,6 +22,11 @@ public final class RecordingIndex: Sendable {
     /// The one connection that writes (the storage thread's indexing, recovery), with its
     /// statements, reachable only under this lock.
     private let writer: Mutex<SQLiteConnection>
+    /// Held by the thread running a transaction for all of it, and by every statement on the
+    /// writing connection: another thread's statement never lands inside someone else's
+    /// transaction, to be committed or rolled back with it (the web's audit batches run beside
+    /// the storage thread's writes). Recursive, as the transaction's own statements take it again.
+    private let writeTurn = NSRecursiveLock()
     /// Read-only connections for listings (the web server's, the commands'), taken one per
     /// query: with the write-ahead log a slow listing and indexing never wait for each other.
     /// Empty and unused for an index in memory, which only its one connection can see.
@@ -286,6 +291,8 @@ public final class RecordingIndex: Sendable {
 
     /// Runs `body` in one transaction (much faster for many writes; all or nothing).
     public func transaction<T>(_ body: () throws -> T) throws -> T {
+        writeTurn.lock()
+        defer { writeTurn.unlock() }
         try execute("BEGIN IMMEDIATE")
         do {
             let result = try body()
@@ -301,6 +308,8 @@ public final class RecordingIndex: Sendable {
 
 
     func execute(_ sql: String) throws {
+        writeTurn.lock()
+        defer { writeTurn.unlock() }
         try writer.withLock { c in
             var error: UnsafeMutablePointer<CChar>?
             let status = sqlite3_exec(c.db, sql, nil, nil, &error)
@@ -318,7 +327,9 @@ public final class RecordingIndex: Sendable {
 
     /// A statement on the writing connection (writes, and reads inside a transaction).
     func query<T: Sendable>(_ sql: String, _ values: [SQLiteValue], _ row: @Sendable (OpaquePointer) -> T) throws -> [T] {
-        try writer.withLock { try $0.rows(sql, values, row) }
+        writeTurn.lock()
+        defer { writeTurn.unlock() }
+        return try writer.withLock { try $0.rows(sql, values, row) }
     }
 
     /// A listing, on a read-only connection of its own: it sees what was committed when it began.

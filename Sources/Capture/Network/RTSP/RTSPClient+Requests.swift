@@ -86,7 +86,7 @@ extension RTSPClient {
 
     /// True when the packet is this session's stream (`RTPStreamPin`); a stale one is said.
     func admitted(_ rtp: RTPPacket) -> Bool {
-        guard pin.admit(ssrc: rtp.ssrc, sequence: rtp.sequence) else {
+        guard pin.admit(ssrc: rtp.ssrc, sequence: rtp.sequence, nowNanos: SystemClocks.monotonicNanos()) else {
             noteProblem("stale", staleProblem(rtp))
             return false
         }
