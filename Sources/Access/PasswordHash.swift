@@ -25,8 +25,7 @@ public struct PasswordHash: Sendable, Equatable {
 
     /// `password` hashed with a new salt, in the stored form.
     public func hash(_ password: String) throws -> String {
-        var generator = SystemRandomNumberGenerator()
-        let salt = Data((0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+        let salt = AccessSecret.randomBytes(16)
         guard let form = PasswordForm(log2N: log2N, r: r, p: p, salt: salt, hash: Data(count: 32)) else { throw CostError() }
         var hashed = form
         hashed.hash = try Self.derive(password, form)

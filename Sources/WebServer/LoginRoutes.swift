@@ -76,7 +76,7 @@ struct LoginRoutes {
         let session = user.isEmpty
             ? await access.login(token: secret, address: address, userAgent: agent)
             : await access.login(user: user, password: secret, address: address, userAgent: agent)
-        withExtendedLifetime(place) {}
+        withExtendedLifetime(place) {}  // the place is held until the check is over, not to its last mention
         guard let session else {
             let tried = Identity(user: user.isEmpty ? "-" : user, role: .viewer, credential: user.isEmpty ? "token" : "password")
             audit.record(tried, address: address, .loginFailed, subject: "", outcome: "wrong \(user.isEmpty ? "token" : "name or password")")
