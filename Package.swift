@@ -109,7 +109,7 @@ let package = Package(
         // Who may use the web server (issue 39): users and roles, API tokens, sessions, the audit
         // trail; scrypt from CryptoExtras (already built for postgres-nio's SCRAM).
         .target(name: "Access", dependencies: [
-            "Recorder",
+            "Recorder", "CheckedMath",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "CryptoExtras", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),

@@ -1,3 +1,4 @@
+import CheckedMath
 import Foundation
 import Logging
 import Recorder
@@ -108,8 +109,11 @@ public final class AccessBook: Sendable {
         let digest = AccessSecret.digest(id)
         guard let snapshot = await snapshot(), let row = snapshot.sessions[digest] else { return nil }
         let now = now()
-        let lastUse = state.withLock { max(row.lastUsedNanos, $0.touched[digest] ?? 0) }
-        guard now - lastUse < limits.idleNanos, now - row.createdNanos < limits.lifetimeNanos, stands(row.credential, in: snapshot),
+        let lastUse = state.withLock { $0.touched[digest].map { max(row.lastUsedNanos, $0) } ?? row.lastUsedNanos }
+        // Times from a row of the index file: subtracted with a check (a row holding Int64.min would trap).
+        guard let idle = now.subtracting(lastUse), idle < limits.idleNanos,
+              let age = now.subtracting(row.createdNanos), age < limits.lifetimeNanos, age > -limits.lifetimeNanos,
+              stands(row.credential, in: snapshot),
               let role = role(of: row.user, in: snapshot) else { return nil }
         state.withLock { $0.touched[digest] = now }
         return Identity(user: row.user, role: role, credential: "session \(Identity.sessionID(hash: digest))", sessionHash: digest)

@@ -62,6 +62,24 @@ import Testing
         #expect(await after.identity(session: viaToken.id) == nil, "the token revoked: its sessions end")
     }
 
+    /// A session row's times are outside input (the index is a file): absurd ones end the
+    /// session, never trap.
+    @Test func absurdTimesInASessionRowEndItWithoutATrap() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let index = try RecordingIndex(root: dir.path)
+        let clock = LoginThrottleTests.Clock()
+        let book = book(index, clock, tokenFile: AuthTests.token)
+        var ids: [String] = []
+        for (created, used) in [(Int64.min, Int64.min), (Int64.max, Int64.max), (Int64.min, clock.now), (clock.now, Int64.min)] {
+            let id = AccessSecret.make()
+            ids.append(id)
+            try index.putSession(.init(hash: AccessSecret.digest(id), user: "token_file", createdNanos: created, lastUsedNanos: used,
+                                       address: "a", userAgent: "", credential: "token " + AccessSecret.digest(AuthTests.token)))
+        }
+        for (n, id) in ids.enumerated() { #expect(await book.identity(session: id) == nil, "row \(n)") }
+    }
+
     /// Passwords are checked against scrypt hashes; a removed user's sessions and tokens go with them.
     @Test func passwordsAndRemovedUsers() async throws {
         let dir = try TemporaryDirectory()
