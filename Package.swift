@@ -51,6 +51,9 @@ let package = Package(
         .target(name: "CSpawn"),
         // Arithmetic on outside values that returns nil instead of trapping; time-unit changes.
         .target(name: "CheckedMath"),
+        // The process's plumbing, below everything that runs: the system clocks, threads for
+        // blocking work (`BlockingIO`), how a service sleeps (`Wakeup`), the console's writer.
+        .target(name: "Plumbing", dependencies: [.product(name: "Logging", package: "swift-log")]),
         // Vigil's RTSP library: what a camera sends, parsed by pure, bounded, fuzzed functions
         // (answers, SDP, authentication, interleaved framing, RTP, depacketizing, decode times).
         // No C and no FFmpeg below it, so the fuzz targets (Fuzz/) compile it alone.
@@ -59,12 +62,12 @@ let package = Package(
             "CFFmpeg", .product(name: "SystemPackage", package: "swift-system"),
         ]),
         .target(name: "Capture", dependencies: [
-            "Media", "CV4L2", "RTSP", "CheckedMath",
+            "Media", "CV4L2", "RTSP", "CheckedMath", "Plumbing",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         .target(name: "Recorder", dependencies: [
-            "Capture", "Media", "CSQLite", "CSpawn", "CheckedMath",
+            "Capture", "Media", "CSQLite", "CSpawn", "CheckedMath", "Plumbing",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -72,7 +75,7 @@ let package = Package(
         ]),
         // The HTTP server of `vigil run`/`demo`: API, files, clips, metrics (and live view, the page).
         .target(name: "WebServer", dependencies: [
-            "Recorder", "Capture", "Media", "CheckedMath", "Archive", "S3", "Access",
+            "Recorder", "Capture", "Media", "CheckedMath", "Plumbing", "Archive", "S3", "Access", "Cluster",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "Hummingbird", package: "hummingbird"),
@@ -99,7 +102,7 @@ let package = Package(
         ]),
         // `[archive]`: the upload queue's worker, reading archived files back, rebuilding the index from the bucket.
         .target(name: "Archive", dependencies: [
-            "S3", "Recorder", "Capture", "CheckedMath",
+            "S3", "Recorder", "Capture", "CheckedMath", "Plumbing",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
@@ -109,7 +112,7 @@ let package = Package(
         // Who may use the web server (issue 39): users and roles, API tokens, sessions, the audit
         // trail; scrypt from CryptoExtras (already built for postgres-nio's SCRAM).
         .target(name: "Access", dependencies: [
-            "Recorder", "CheckedMath",
+            "Recorder", "CheckedMath", "Plumbing",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "CryptoExtras", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
@@ -117,13 +120,13 @@ let package = Package(
         // `[cluster]` (issue 30): the recordings catalogue in PostgreSQL, shared by several nodes.
         // Recorder stays free of PostgresNIO; this target adapts it.
         .target(name: "Cluster", dependencies: [
-            "Recorder",
+            "Recorder", "Plumbing",
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .executableTarget(name: "vigil", dependencies: [
-            "Recorder", "Capture", "Media", "WebServer", "Archive", "Cluster", "CheckedMath", "Access",
+            "Recorder", "Capture", "Media", "WebServer", "Archive", "Cluster", "S3", "CheckedMath", "Access", "Plumbing",
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "Prometheus", package: "swift-prometheus"),
@@ -132,9 +135,9 @@ let package = Package(
         ]),
         // Servers/: the RTSP, MJPEG, S3 fault-proxy and TCP proxy test servers, run by /usr/bin/python3 from their place here.
         // S3: S3TestServer hands out the S3Keys of the moto server it starts.
-        .target(name: "CaptureTesting", dependencies: ["Capture", "Media", "CV4L2", "S3"], exclude: ["Servers"]),
+        .target(name: "CaptureTesting", dependencies: ["Capture", "Media", "CV4L2", "S3", "Plumbing"], exclude: ["Servers"]),
         // Benchmarks that need the emulated V4L2 device (Scripts/bench-v4l2).
-        .executableTarget(name: "vigil-bench", dependencies: ["Capture", "CaptureTesting", "Media", "Recorder", "Cluster"]),
+        .executableTarget(name: "vigil-bench", dependencies: ["Capture", "CaptureTesting", "Media", "Recorder", "Cluster", "Plumbing"]),
         .testTarget(name: "ArchiveTests", dependencies: [
             "Archive", "S3", "Recorder", "CaptureTesting", .product(name: "Logging", package: "swift-log"),
             .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOCore", package: "swift-nio"),
@@ -148,19 +151,20 @@ let package = Package(
         ]),
         // The catalogue contract on both back ends (SQLite, and PostgreSQL started by TestPostgres).
         .testTarget(name: "ClusterTests", dependencies: [
-            "Cluster", "Recorder", "CaptureTesting", .product(name: "PostgresNIO", package: "postgres-nio"),
+            "Cluster", "Recorder", "Plumbing", "CaptureTesting", .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),
         .testTarget(name: "RTSPTests", dependencies: ["RTSP", "CheckedMath"]),
+        .testTarget(name: "PlumbingTests", dependencies: ["Plumbing", "CaptureTesting"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "CaptureTesting"]),
         .testTarget(name: "CaptureTests", dependencies: [
-            "Capture", "Media", "CaptureTesting", "CV4L2", "RTSP", .product(name: "SystemPackage", package: "swift-system"),
+            "Capture", "Media", "Plumbing", "CaptureTesting", "CV4L2", "RTSP", .product(name: "SystemPackage", package: "swift-system"),
         ]),
         .testTarget(name: "RecorderTests", dependencies: [
-            "Recorder", "Capture", "CaptureTesting", .product(name: "Logging", package: "swift-log"),
+            "Recorder", "Capture", "Plumbing", "CaptureTesting", .product(name: "Logging", package: "swift-log"),
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         .testTarget(name: "WebServerTests", dependencies: [
-            "WebServer", "Access", "Recorder", "Capture", "CaptureTesting", "Media",
+            "WebServer", "Access", "Recorder", "Capture", "Plumbing", "CaptureTesting", "Media",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdTesting", package: "hummingbird"),
             .product(name: "HummingbirdWSTesting", package: "hummingbird-websocket"),
@@ -169,7 +173,7 @@ let package = Package(
             .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
         // Browser/: the page's check in headless Chromium, run by /usr/bin/python3 from its place here.
-        .testTarget(name: "VigilEndToEndTests", dependencies: ["CaptureTesting", "Media", "Recorder", "vigil"], exclude: ["Browser"]),
+        .testTarget(name: "VigilEndToEndTests", dependencies: ["CaptureTesting", "Media", "Plumbing", "Recorder", "vigil"], exclude: ["Browser"]),
     ],
     swiftLanguageModes: [.v6]
 )

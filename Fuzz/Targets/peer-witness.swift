@@ -1,4 +1,4 @@
-// sources: Sources/Recorder/Service/PeerWitness.swift Sources/Recorder/Configuration/NodeName.swift
+// sources: Sources/Cluster/PeerWitness.swift Sources/Recorder/Configuration/NodeName.swift
 // A peer's answer to `GET /api/v1/cluster/witness`: refused, or a node name and two times in
 // range, which the lease keeper turns into durations without a trap.
 import Foundation

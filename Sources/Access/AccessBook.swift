@@ -1,6 +1,7 @@
 import CheckedMath
 import Foundation
 import Logging
+import Plumbing
 import Recorder
 import Synchronization
 

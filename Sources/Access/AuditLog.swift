@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Plumbing
 import Recorder
 import Synchronization
 

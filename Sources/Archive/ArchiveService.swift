@@ -1,4 +1,5 @@
 import CheckedMath
+import Plumbing
 import S3
 import Capture
 import Foundation

@@ -1,3 +1,4 @@
+import Plumbing
 import S3
 import Capture
 import Foundation

@@ -1,4 +1,5 @@
 import Capture
+import Plumbing
 
 /// The one way tests wait for something to happen: `condition` is looked at every 20 ms until
 /// it holds or `seconds` pass (a generous bound for a busy machine, not a duration under test).

@@ -1,3 +1,4 @@
+import Plumbing
 import PostgresNIO
 
 /// Why the PostgreSQL catalogue could not answer, in words a person can act on.

@@ -1,4 +1,5 @@
 import Dispatch
+import Plumbing
 import Synchronization
 
 /// Runs postgres-nio's async calls for a synchronous caller, with a deadline.

@@ -1,4 +1,5 @@
 import Logging
+import Plumbing
 import PostgresNIO
 import Recorder
 

@@ -3,6 +3,7 @@ import CheckedMath
 import Foundation
 import Hummingbird
 import Logging
+import Plumbing
 import Recorder
 
 /// `/healthz` and the JSON API about cameras and what they recorded.

@@ -5,6 +5,7 @@ import Dispatch
 import Foundation
 import Glibc
 import Hummingbird
+import Plumbing
 import Recorder
 import Synchronization
 

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Cluster
 import Foundation
 import HTTPTypes
 import Hummingbird

@@ -1,5 +1,6 @@
 import Capture
 import Glibc
+import Plumbing
 import Synchronization
 
 /// Wrong tokens at `POST /login`, per client address: three are free, then each failure makes

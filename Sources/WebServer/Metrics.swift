@@ -2,6 +2,7 @@ import Capture
 import Foundation
 import Hummingbird
 import Metrics
+import Plumbing
 import Prometheus
 import Recorder
 import ServiceLifecycle

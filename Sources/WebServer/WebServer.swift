@@ -1,12 +1,14 @@
 import Access
 import Archive
 import Capture
+import Cluster
 import Foundation
 import Hummingbird
 import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
 import NIOCore
+import Plumbing
 import Prometheus
 import Recorder
 import ServiceLifecycle

@@ -2,6 +2,7 @@ import Capture
 import CaptureTesting
 import Foundation
 import Glibc
+import Plumbing
 
 /// What `vigil-bench failover` is asked for: how many kills, and the lease.
 struct FailoverOptions: BenchOptions {

@@ -1,6 +1,7 @@
 import Capture
 import CaptureTesting
 import Foundation
+import Plumbing
 import Recorder
 
 /// The recordings index under load: the time to index one segment as production does (a

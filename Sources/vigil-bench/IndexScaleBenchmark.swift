@@ -1,6 +1,7 @@
 import Capture
 import CaptureTesting
 import Foundation
+import Plumbing
 import Recorder
 import Synchronization
 

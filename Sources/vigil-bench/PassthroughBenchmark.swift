@@ -3,6 +3,7 @@ import CaptureTesting
 import Foundation
 import Glibc
 import Media
+import Plumbing
 
 /// Measures what MJPEG passthrough from a V4L2 camera costs Vigil: an emulated 1920x1080 MJPEG
 /// camera at 30 fps is recorded by stream copy into MKV segments plus a timelapse still, and
@@ -24,28 +25,7 @@ let emulated = (0..<cameraCount).map { i -> EmulatedCamera in
 }
 let rssBeforeCameras = memoryStatus("VmRSS")
 let kernel = EmulatedV4L2(emulated)
-let devices = V4L2Discovery(system: kernel).devices()
-var sessions: [CaptureSession] = []
-var movies: [SegmentedMovieOutput] = []
-for device in devices {
-    let session = CaptureSession()
-    let movie = try SegmentedMovieOutput(.init(storageRoot: output, segmentSeconds: 60, encoding: .streamCopy))
-    let stills = try TimelapseOutput(.init(storageRoot: output, intervalSeconds: 10))
-    session.beginConfiguration()
-    try session.addInput(device)
-    if rawTimelapse {
-        try session.setFormat(.size(width: 1280, height: 720, pixelFormat: .yuyv422))
-    } else {
-        try session.setFormat(.size(width: 1920, height: 1080, pixelFormat: .mjpeg))
-    }
-    try session.setFrameRate(30)
-    if !rawTimelapse { try session.addOutput(movie) }
-    try session.addOutput(stills)
-    try session.commitConfiguration()
-    try session.startRunning()
-    sessions.append(session)
-    movies.append(movie)
-}
+let (sessions, movies) = try startPassthroughSessions(kernel, output: output, rawTimelapse: rawTimelapse)
 
 // Warm up: the emulator encodes its frames once; measure only once frames flow at full rate.
 while sessions.map(\.capturedFrameCount).min()! < 60 { Thread.sleep(forTimeInterval: 0.1) }
@@ -69,22 +49,7 @@ let perCameraMinute = vigil / Double(cameraCount) / (elapsed / 60)
 let bytes = RecordingInspector.files(under: output, endingWith: ".mkv").reduce(Int64(0)) {
     $0 + ((try? FileManager.default.attributesOfItem(atPath: $1)[.size] as? Int64) ?? 0)
 }
-// The floor: what the kernel charges any recorder for putting the same bytes on disk,
-// measured by writing them with plain write() calls of one frame each.
-let chunk = max(1, Int(bytes) / max(1, frames1))
-let floorPath = "\(output)/floor.bin"
-let floorFD = open(floorPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-let block = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 64)
-block.initializeMemory(as: UInt8.self, repeating: 0x5A)
-let floor0 = processCPU()
-var written: Int64 = 0
-while written < bytes {
-    written += Int64(write(floorFD, block.baseAddress!, chunk))
-}
-close(floorFD)
-let floor1 = processCPU()
-block.deallocate()
-let floorCPU = Double(floor1.user - floor0.user + floor1.system - floor0.system) / 1e9
+let floorCPU = diskWriteFloorCPU(bytes: bytes, frames: frames1, output: output)
 
 print(rawTimelapse
     ? "cameras: \(cameraCount) x 1280x720 YUYV @ 30 fps, a still every 10 s (nothing else)"
@@ -102,6 +67,55 @@ print(String(format: "peak RSS: %.1f MiB (%.1f MiB before the cameras); per came
 print(String(format: "writing the same bytes with plain write(): %.3f s (the disk's cost, paid by any recorder)", floorCPU))
 let beyond = (vigil - floorCPU) / Double(cameraCount) / (elapsed / 60)
 print(String(format: "Vigil beyond the disk write: %.3f s per camera-minute = %.2f %% of one core", beyond, beyond / 60 * 100))
+}
+
+/// One session per emulated camera: MJPEG 1080p copied into MKV with a still every 10 s, or
+/// (`rawTimelapse`) YUYV 720p with only the still.
+private func startPassthroughSessions(_ kernel: EmulatedV4L2, output: String, rawTimelapse: Bool) throws -> ([CaptureSession], [SegmentedMovieOutput]) {
+    let devices = V4L2Discovery(system: kernel).devices()
+    var sessions: [CaptureSession] = []
+    var movies: [SegmentedMovieOutput] = []
+    for device in devices {
+        let session = CaptureSession()
+        let movie = try SegmentedMovieOutput(.init(storageRoot: output, segmentSeconds: 60, encoding: .streamCopy))
+        let stills = try TimelapseOutput(.init(storageRoot: output, intervalSeconds: 10))
+        session.beginConfiguration()
+        try session.addInput(device)
+        if rawTimelapse {
+            try session.setFormat(.size(width: 1280, height: 720, pixelFormat: .yuyv422))
+        } else {
+            try session.setFormat(.size(width: 1920, height: 1080, pixelFormat: .mjpeg))
+        }
+        try session.setFrameRate(30)
+        if !rawTimelapse { try session.addOutput(movie) }
+        try session.addOutput(stills)
+        try session.commitConfiguration()
+        try session.startRunning()
+        sessions.append(session)
+        movies.append(movie)
+    }
+    return (sessions, movies)
+}
+
+/// The floor: what the kernel charges any recorder for putting the same bytes on disk,
+/// measured by writing them with plain write() calls of one frame each; CPU seconds.
+private func diskWriteFloorCPU(bytes: Int64, frames: Int, output: String) -> Double {
+    let chunk = max(1, Int(bytes) / max(1, frames))
+    let floorPath = "\(output)/floor.bin"
+    let floorFD = open(floorPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    let block = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 64)
+    block.initializeMemory(as: UInt8.self, repeating: 0x5A)
+    let floor0 = processCPU()
+    var written: Int64 = 0
+    while written < bytes {
+        let n = write(floorFD, block.baseAddress!, chunk)
+        guard n > 0 else { break }
+        written += Int64(n)
+    }
+    close(floorFD)
+    let floor1 = processCPU()
+    block.deallocate()
+    return Double(floor1.user - floor0.user + floor1.system - floor0.system) / 1e9
 }
 
 /// (user, system) CPU time of this process in nanoseconds.

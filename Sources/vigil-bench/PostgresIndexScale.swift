@@ -3,6 +3,7 @@ import CaptureTesting
 import Cluster
 import Dispatch
 import Foundation
+import Plumbing
 import Recorder
 import Synchronization
 

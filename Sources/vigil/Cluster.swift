@@ -2,6 +2,7 @@ import ArgumentParser
 import Cluster
 import Foundation
 import Logging
+import Plumbing
 import PostgresNIO
 import Recorder
 

@@ -1,6 +1,7 @@
 import Archive
 import ArgumentParser
 import Foundation
+import Plumbing
 import Recorder
 
 struct Export: AsyncParsableCommand {

@@ -2,6 +2,7 @@ import ArgumentParser
 import Capture
 import Foundation
 import Media
+import Plumbing
 import Recorder
 import Synchronization
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Capture
 import Foundation
 import Media
+import Plumbing
 import Recorder
 
 /// Records a raw video file through the same pipeline as a camera, as fast as possible.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Capture
 import Foundation
+import Plumbing
 import Recorder
 
 struct Recordings: ParsableCommand {

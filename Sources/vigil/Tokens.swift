@@ -2,6 +2,7 @@ import Access
 import ArgumentParser
 import Capture
 import Foundation
+import Plumbing
 import Recorder
 
 /// `vigil token`: API tokens, each a user's (with that user's role), revocable one by one.

@@ -3,6 +3,7 @@ import ArgumentParser
 import Capture
 import Foundation
 import Glibc
+import Plumbing
 import Recorder
 
 /// `vigil user`: the people who may log in to the web page, each an admin or a viewer.

@@ -3,6 +3,7 @@ import Capture
 import Foundation
 import Logging
 import Media
+import Plumbing
 import Recorder
 
 @main

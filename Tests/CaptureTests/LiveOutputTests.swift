@@ -2,6 +2,7 @@ import Capture
 import CaptureTesting
 import Foundation
 import Media
+import Plumbing
 import Testing
 
 /// Live view: snapshots from memory, one shared MJPEG stream, fMP4 from the recording's own

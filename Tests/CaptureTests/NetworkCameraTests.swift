@@ -2,6 +2,7 @@
 import CaptureTesting
 import Foundation
 import Media
+import Plumbing
 import RTSP
 import Testing
 

@@ -2,6 +2,7 @@
 import CaptureTesting
 import Foundation
 import Media
+import Plumbing
 import Testing
 
 /// Memory and threads sized by need: queues by frame rate and frame size, the frame pool by

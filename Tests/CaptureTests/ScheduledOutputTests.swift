@@ -1,6 +1,7 @@
 import Capture
 import CaptureTesting
 import Foundation
+import Plumbing
 import Testing
 
 /// Active in alternating windows of `windowNanos`, starting inactive at multiples of twice that.

@@ -1,5 +1,6 @@
 import CaptureTesting
 @testable import Cluster
+import Plumbing
 import PostgresNIO
 import Recorder
 

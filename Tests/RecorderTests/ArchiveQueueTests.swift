@@ -1,6 +1,7 @@
 import Capture
 import CaptureTesting
 import Foundation
+import Plumbing
 @testable import Recorder
 import Synchronization
 import Testing
@@ -29,28 +30,6 @@ import Testing
         return path
     }
 
-    /// With `[cluster]` each node's keys are in a folder of its own under the prefix.
-    @Test func withAClusterEachNodeHasAFolderOfItsOwn() throws {
-        let dir = try TemporaryDirectory("vigil-archive-config")
-        defer { dir.remove() }
-        let archive = "[archive]\nurl = \"s3://my-footage/site\"\ncredentials_file = \"\(try credentials(dir))\"\n"
-        let cluster = try #require(try parse(archive + "[cluster]\ndatabase = \"postgresql://vigil@127.0.0.1/vigil\"\nnode = \"node-b\"").archive)
-        #expect(cluster.prefix == "site/node-b" && cluster.sitePrefix == "site" && cluster.node == "node-b")
-        #expect(cluster.key(for: "porch/video/a.mp4") == "site/node-b/porch/video/a.mp4")
-        #expect(cluster.key(for: "porch/video/a.mp4", node: "node-c") == "site/node-c/porch/video/a.mp4")
-        #expect(cluster.url == "s3://my-footage/site/node-b")
-        let alone = try #require(try parse(archive).archive)
-        #expect(alone.prefix == "site" && alone.node == nil && alone.key(for: "porch/video/a.mp4") == "site/porch/video/a.mp4")
-        // No prefix: the node's folder is at the bucket's top.
-        let top = try #require(try parse(archive.replacingOccurrences(of: "/site", with: "") + "[cluster]\ndatabase = \"postgresql://vigil@127.0.0.1/vigil\"\nnode = \"node-b\"").archive)
-        #expect(top.key(for: "porch/video/a.mp4") == "node-b/porch/video/a.mp4" && top.keyBeforeCluster(for: "porch/video/a.mp4") == "porch/video/a.mp4")
-        // A path from outside names a file under the root, or nothing.
-        #expect(ArchiveSettings.isStoragePath("porch/video/a.mp4"))
-        for bad in ["", "/etc/passwd", "porch/../../node-a/x.mp4", "..", String(repeating: "a", count: 1025)] {
-            #expect(!ArchiveSettings.isStoragePath(bad), "\(bad.prefix(40))")
-        }
-    }
-
     @Test func aFullSectionIsReadWithItsDefaultsAndNeverShowsTheSecret() throws {
         let dir = try TemporaryDirectory("vigil-archive-config")
         defer { dir.remove() }
@@ -65,8 +44,6 @@ import Testing
             """)
         let a = try #require(c.archive)
         #expect(a.bucket == "my-footage" && a.prefix == "site/one")
-        #expect(a.key(for: "a/video/x.mp4") == "site/one/a/video/x.mp4" && a.path(for: "site/one/a/video/x.mp4") == "a/video/x.mp4")
-        #expect(a.path(for: "site/onex/a.mp4") == nil)
         #expect(a.credentials.accessKeyID == "AKIDTEST" && a.credentials.secretAccessKey == "very-secret-key")
         #expect(a.endpointParts == ("http", "127.0.0.1", 9000) && a.pathStyle, "an endpoint means path-style addressing")
         #expect(a.region == "us-east-1" && a.keepLocalDays == 7 && a.maxAgeDays == 365 && !a.redirect)

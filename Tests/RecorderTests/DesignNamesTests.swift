@@ -1,4 +1,5 @@
 import Foundation
+import Plumbing
 import Testing
 
 /// Every file and type that a note in `design/` names (in `backticks`) exists: a note that

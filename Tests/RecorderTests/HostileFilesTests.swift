@@ -2,6 +2,7 @@ import Capture
 import CaptureTesting
 import Foundation
 import Glibc
+import Plumbing
 @testable import Recorder
 import Testing
 

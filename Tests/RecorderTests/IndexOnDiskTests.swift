@@ -2,6 +2,7 @@ import Capture
 import CaptureTesting
 import Foundation
 import Media
+import Plumbing
 @testable import Recorder
 import Synchronization
 import Testing

@@ -1,6 +1,7 @@
 import CaptureTesting
 import Foundation
 import Glibc
+import Plumbing
 import Recorder
 import Testing
 

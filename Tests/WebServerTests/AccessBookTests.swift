@@ -1,6 +1,7 @@
 import Access
 import CaptureTesting
 import Foundation
+import Plumbing
 import Recorder
 import Synchronization
 import Testing

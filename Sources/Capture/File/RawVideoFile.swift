@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Media
+import Plumbing
 
 /// A "camera" that plays a file of raw frames (e.g. YUYV from `ffmpeg -f rawvideo`). Used to
 /// measure the recording pipeline's own cost on identical input.

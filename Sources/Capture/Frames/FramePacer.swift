@@ -1,4 +1,5 @@
 import Foundation
+import Plumbing
 
 /// Spaces a live camera's frames at its frame rate in real time (synthetic and file cameras):
 /// frame k is due at start + k·interval, so a late frame never shifts the ones after it.

@@ -1,5 +1,6 @@
 import CheckedMath
 import Media
+import Plumbing
 
 /// What a network camera sends, found by connecting and reading a few seconds of its stream
 /// (`vigil devices --url`, `check-config`): codec, size, measured frame rate, keyframe

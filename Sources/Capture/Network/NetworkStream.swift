@@ -1,6 +1,7 @@
 import CheckedMath
 import Logging
 import Media
+import Plumbing
 
 /// The capture side of a network camera, driven by its session's capture thread: connects,
 /// reads pictures as frames (no decoding; see `PictureConnections`), notices stalls, and

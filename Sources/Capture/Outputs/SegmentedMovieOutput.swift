@@ -2,6 +2,7 @@ import Foundation
 import CheckedMath
 import Logging
 import Media
+import Plumbing
 import Synchronization
 import SystemPackage
 

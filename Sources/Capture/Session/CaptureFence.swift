@@ -1,3 +1,4 @@
+import Plumbing
 import Synchronization
 
 /// A lease's fence on one camera's recording (`[cluster]`): from the instant it is closed at,

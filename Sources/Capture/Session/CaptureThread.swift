@@ -2,6 +2,7 @@ import CheckedMath
 import Foundation
 import Media
 import Logging
+import Plumbing
 import Synchronization
 import SystemPackage
 

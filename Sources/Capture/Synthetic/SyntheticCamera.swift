@@ -1,4 +1,5 @@
 import Media
+import Plumbing
 
 /// A test-pattern camera that behaves like a real one: it delivers frames at a real-time pace
 /// in YUYV or MJPEG, each carrying its sequence number as blocks (see `SequencePattern`), and

@@ -4,6 +4,7 @@ import Foundation
 import Glibc
 import Logging
 import Media
+import Plumbing
 import RTSP
 import SystemPackage
 

@@ -1,6 +1,7 @@
 import CV4L2
 import Capture
 import Glibc
+import Plumbing
 
 /// The emulated kernel's ioctls, as a UVC driver answers them: what the device is, its format,
 /// its buffers and stream, its controls. Each runs with `lock` held.
@@ -163,7 +164,7 @@ extension EmulatedV4L2 {
             file.streaming = true
             camera.streamStarts += 1
             file.sequence = 0
-            file.nextFrameDue = Capture.SystemClocks.monotonicNanos() + file.intervalNanos
+            file.nextFrameDue = Plumbing.SystemClocks.monotonicNanos() + file.intervalNanos
             lock.broadcast()
             return 0
         default: return -ENOTTY

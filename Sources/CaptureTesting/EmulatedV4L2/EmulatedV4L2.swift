@@ -3,6 +3,7 @@ import Capture
 import Foundation
 import Glibc
 import Media
+import Plumbing
 
 /// An in-process stand-in for the kernel's V4L2 layer, behind the same syscall seam the real
 /// backend uses. It honours the V4L2 structs and the buffer queue (REQBUFS/QUERYBUF/mmap/QBUF/
@@ -72,7 +73,7 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
         lock.withLock {
             camera.isWedged = on
             // A resumed camera restarts its clock instead of bursting the missed frames.
-            if !on { for f in files.values where f.camera === camera && f.streaming { f.nextFrameDue = Capture.SystemClocks.monotonicNanos() + f.intervalNanos } }
+            if !on { for f in files.values where f.camera === camera && f.streaming { f.nextFrameDue = Plumbing.SystemClocks.monotonicNanos() + f.intervalNanos } }
             lock.broadcast()
         }
     }
@@ -160,7 +161,7 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
             if now >= deadline { return (0, 0) }
             var wake = deadline
             if file.streaming, let due = file.nextFrameDue {
-                wake = min(wake, Date(timeIntervalSinceNow: Double(due - Capture.SystemClocks.monotonicNanos()) / 1e9))
+                wake = min(wake, Date(timeIntervalSinceNow: Double(due - Plumbing.SystemClocks.monotonicNanos()) / 1e9))
             }
             _ = lock.wait(until: max(wake, now.addingTimeInterval(0.0005)))
         }
@@ -189,7 +190,7 @@ public final class EmulatedV4L2: V4L2System, @unchecked Sendable {
     /// is queued are lost, as with a real driver.
     func produceDueFrames(_ file: OpenFile) {
         guard file.streaming, !file.camera.isWedged, var due = file.nextFrameDue else { return }
-        let now = Capture.SystemClocks.monotonicNanos()
+        let now = Plumbing.SystemClocks.monotonicNanos()
         // After a long stall start afresh instead of delivering a burst.
         if now - due > 1_000_000_000 { due = now }
         let started = Self.threadCPUNanos()

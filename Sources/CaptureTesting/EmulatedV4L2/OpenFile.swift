@@ -3,6 +3,7 @@ import Capture
 import Foundation
 import Glibc
 import Media
+import Plumbing
 
 /// The driver-side state of one open emulated node: negotiated format, buffers and their queue.
 final class OpenFile {
@@ -148,13 +149,13 @@ final class OpenFile {
         if pixelFormat == .h264 {
             _ = h264Frame(0)
         } else if pixelFormat == .mjpeg && camera.precomputedFrames > 0 && precomputed.isEmpty {
-            let wall = Capture.SystemClocks.wallNanos()
+            let wall = Plumbing.SystemClocks.wallNanos()
             precomputed = (0..<UInt64(camera.precomputedFrames)).map { encodeJPEG($0, wall: wall, noisy: true) }
         }
     }
 
     private func paint(_ number: UInt64, into target: UnsafeMutableRawPointer, capacity: Int) -> Int {
-        let wall = Capture.SystemClocks.wallNanos()
+        let wall = Plumbing.SystemClocks.wallNanos()
         if pixelFormat == .h264 {
             let packet = h264Frame(number)
             packet.withUnsafeBytes { target.copyMemory(from: $0.baseAddress!, byteCount: min($0.count, capacity)) }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Plumbing
 
 /// A progress line on standard error for long work: redrawn in place on a terminal, a plain
 /// line every few seconds otherwise (logs, pipes).

@@ -1,6 +1,7 @@
 import Capture
 import Foundation
 import Media
+import Plumbing
 
 /// How far a long assembly has come.
 public struct AssemblyProgress: Sendable {

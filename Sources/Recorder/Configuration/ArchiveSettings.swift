@@ -77,9 +77,6 @@ public struct ArchiveSettings: Sendable, Equatable {
         self.credentials = credentials
     }
 
-    /// The bucket's key for a path relative to the storage root.
-    public func key(for path: String) -> String { Self.join(prefix, path) }
-
     /// These settings for cluster node `node`: its keys in a folder of its own.
     public func placed(node: String) -> ArchiveSettings {
         var placed = self
@@ -88,30 +85,8 @@ public struct ArchiveSettings: Sendable, Equatable {
         return placed
     }
 
-    /// The key of `path` in `node`'s folder (another node's recording, read from the bucket when
-    /// that node does not answer); nil: this node's key.
-    public func key(for path: String, node: String?) -> String {
-        node.map { Self.join(Self.join(sitePrefix, $0), path) } ?? key(for: path)
-    }
-
-    /// The key `path` had before this node joined a cluster (the files it archived alone); nil
-    /// without `[cluster]`, where it is `key(for:)`.
-    public func keyBeforeCluster(for path: String) -> String? { node == nil ? nil : Self.join(sitePrefix, path) }
-
-    private static func join(_ prefix: String, _ rest: String) -> String { prefix.isEmpty ? rest : prefix + "/" + rest }
-
-    /// Whether `path`, read from outside (a bucket's listing, another node's catalogue row), can
-    /// name a file under the storage root: relative, no `..`, at most S3's 1,024-byte key.
-    public static func isStoragePath(_ path: String) -> Bool {
-        !path.isEmpty && path.utf8.count <= 1024 && !path.hasPrefix("/") && !path.split(separator: "/").contains("..")
-    }
-
-    /// The path relative to the storage root of a key under the prefix; nil for a key outside it.
-    public func path(for key: String) -> String? {
-        if prefix.isEmpty { return key }
-        guard key.hasPrefix(prefix + "/") else { return nil }
-        return String(key.dropFirst(prefix.count + 1))
-    }
+    /// Joins a prefix and what follows it with a slash; an empty prefix adds nothing.
+    package static func join(_ prefix: String, _ rest: String) -> String { prefix.isEmpty ? rest : prefix + "/" + rest }
 
     /// `s3://bucket/prefix`, for messages.
     public var url: String { "s3://\(bucket)" + (prefix.isEmpty ? "" : "/\(prefix)") }
@@ -234,30 +209,8 @@ extension ConfigurationDecoder {
         } else {
             report(archive.line, "[archive] needs url, the bucket to copy recordings to", fix: "add url = \"s3://BUCKET/PREFIX\"")
         }
-        if let endpoint {
-            if let parts = ArchiveSettings.parseEndpoint(endpoint.value) {
-                if parts.scheme == "http" && !HTTPSettings.isLoopback(parts.host) {
-                    report(endpoint.line, "endpoint \(endpoint.value) is plain http to another machine: the bucket's keys and every recording would cross the network unencrypted",
-                           fix: "use https://, or an endpoint on this machine (127.0.0.1)")
-                }
-            } else {
-                report(endpoint.line, "endpoint \"\(endpoint.value)\" is not http(s)://HOST[:PORT]", fix: "write e.g. endpoint = \"https://s3.example.net\" (no path, no bucket)")
-            }
-        }
-        var credentials: ArchiveSettings.Credentials?
-        if let file {
-            do {
-                credentials = try ArchiveSettings.readCredentials(file.value)
-            } catch {
-                report(file.line, error.description, fix: "chmod 600 \(file.value) (or 640 with the group vigil runs as); it holds [default] with aws_access_key_id = … and aws_secret_access_key = …")
-            }
-        } else if let id = environment["AWS_ACCESS_KEY_ID"], !id.isEmpty, let secret = environment["AWS_SECRET_ACCESS_KEY"], !secret.isEmpty {
-            credentials = ArchiveSettings.Credentials(accessKeyID: id, secretAccessKey: secret,
-                                                      sessionToken: environment["AWS_SESSION_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }, source: "the environment")
-        } else {
-            report(archive.line, "[archive] has no keys: neither credentials_file nor AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment",
-                   fix: "add credentials_file = \"/etc/vigil/s3\" (mode 600, [default] aws_access_key_id = …, aws_secret_access_key = …)")
-        }
+        if let endpoint { checkArchiveEndpoint(endpoint) }
+        let credentials = archiveCredentials(file: file, environment: environment, line: archive.line)
         let keepLocal = number(&archive, "keep_local_days", in: 0...36_500)
         let maxAge = number(&archive, "max_age_days", in: 0.0001...36_500)
         var rate: Int?
@@ -301,5 +254,36 @@ extension ConfigurationDecoder {
         if let timeout { settings.timeoutSeconds = timeout }
         if let drain { settings.drainSeconds = drain }
         return settings
+    }
+
+    /// An endpoint is http(s)://HOST[:PORT], and plain http only on this machine.
+    private mutating func checkArchiveEndpoint(_ endpoint: (value: String, line: Int)) {
+        if let parts = ArchiveSettings.parseEndpoint(endpoint.value) {
+            if parts.scheme == "http" && !HTTPSettings.isLoopback(parts.host) {
+                report(endpoint.line, "endpoint \(endpoint.value) is plain http to another machine: the bucket's keys and every recording would cross the network unencrypted",
+                       fix: "use https://, or an endpoint on this machine (127.0.0.1)")
+            }
+        } else {
+            report(endpoint.line, "endpoint \"\(endpoint.value)\" is not http(s)://HOST[:PORT]", fix: "write e.g. endpoint = \"https://s3.example.net\" (no path, no bucket)")
+        }
+    }
+
+    /// The bucket's keys: from `credentials_file` (read now, so a bad file is an error at
+    /// start), else from the environment as the AWS tools take them.
+    private mutating func archiveCredentials(file: (value: String, line: Int)?, environment: [String: String], line: Int) -> ArchiveSettings.Credentials? {
+        if let file {
+            do {
+                return try ArchiveSettings.readCredentials(file.value)
+            } catch {
+                report(file.line, error.description, fix: "chmod 600 \(file.value) (or 640 with the group vigil runs as); it holds [default] with aws_access_key_id = … and aws_secret_access_key = …")
+            }
+        } else if let id = environment["AWS_ACCESS_KEY_ID"], !id.isEmpty, let secret = environment["AWS_SECRET_ACCESS_KEY"], !secret.isEmpty {
+            return ArchiveSettings.Credentials(accessKeyID: id, secretAccessKey: secret,
+                                               sessionToken: environment["AWS_SESSION_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }, source: "the environment")
+        } else {
+            report(line, "[archive] has no keys: neither credentials_file nor AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment",
+                   fix: "add credentials_file = \"/etc/vigil/s3\" (mode 600, [default] aws_access_key_id = …, aws_secret_access_key = …)")
+        }
+        return nil
     }
 }

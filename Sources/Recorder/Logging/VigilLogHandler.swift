@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Logging
+import Plumbing
 
 /// Where log lines go, which decides their shape.
 public enum LogDestination: Sendable, Equatable {

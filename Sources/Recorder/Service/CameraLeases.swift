@@ -1,4 +1,5 @@
 import Capture
+import Plumbing
 
 /// What a cluster's lease keeper (`[cluster]`, in the Cluster target) may do with this node's
 /// cameras: list the network cameras nodes share by lease, start recording one whose lease

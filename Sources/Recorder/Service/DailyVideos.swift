@@ -1,6 +1,7 @@
 import Capture
 import Foundation
 import Logging
+import Plumbing
 import ServiceLifecycle
 import Synchronization
 

@@ -1,5 +1,6 @@
 import Capture
 import Foundation
+import Plumbing
 
 extension RecorderControl {
     // MARK: - Snapshots

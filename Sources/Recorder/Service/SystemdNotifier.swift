@@ -2,6 +2,7 @@ import Capture
 import Foundation
 import Glibc
 import Logging
+import Plumbing
 
 /// Speaks systemd's `sd_notify` protocol without libsystemd: one datagram per state change to
 /// the socket named by `$NOTIFY_SOCKET` (`READY=1`, `RELOADING=1`, `STOPPING=1`, `STATUS=…`,

@@ -1,5 +1,6 @@
 import Capture
 import Logging
+import Plumbing
 import ServiceLifecycle
 import Synchronization
 

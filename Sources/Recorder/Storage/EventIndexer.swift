@@ -1,6 +1,7 @@
 import Capture
 import Foundation
 import Glibc
+import Plumbing
 
 /// What each recorder event writes to the index: a segment being written or finished, a still,
 /// a motion event. Paths are stored relative to the storage root.

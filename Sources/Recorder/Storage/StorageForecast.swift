@@ -2,6 +2,7 @@ import Capture
 import CheckedMath
 import Foundation
 import Logging
+import Plumbing
 
 /// How many days of recordings the disk holds at the recent rate: said in the log ten minutes
 /// into recording, then hourly, and at start-up. Used only on `StorageKeeper.io`.

@@ -1,5 +1,6 @@
 import Capture
 import Logging
+import Plumbing
 
 /// The storage keeper's jobs, each its own type: indexing every file Vigil writes as it is
 /// written (`EventIndexer`, with `PendingIndexWrites` for writes the index refused), retention by

@@ -2,6 +2,7 @@ import Capture
 import Foundation
 import Glibc
 import Logging
+import Plumbing
 import Synchronization
 
 /// Keeps a storage root in order while the recorder runs: recovers it at start-up (`open`), then

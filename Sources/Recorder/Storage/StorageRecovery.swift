@@ -4,6 +4,7 @@ import Foundation
 import Glibc
 import Logging
 import Media
+import Plumbing
 
 /// What start-up recovery found and did.
 public struct RecoverySummary: Sendable, Equatable, CustomStringConvertible {

@@ -1,6 +1,7 @@
 internal import CSpawn
 import Capture
 import Foundation
+import Plumbing
 
 /// One running hook: `/bin/sh -c COMMAND` in its own process group, its output pipe (at most
 /// 4 KiB of it kept) and its pidfd. Used by one hook thread from spawn to `finish`.

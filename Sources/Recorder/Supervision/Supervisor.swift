@@ -1,6 +1,7 @@
 import Capture
 import Foundation
 import Logging
+import Plumbing
 import ServiceLifecycle
 
 /// Keeps every planned camera recording: one capture session per camera while it is present.

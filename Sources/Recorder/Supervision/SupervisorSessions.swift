@@ -1,5 +1,6 @@
 import Capture
 import Foundation
+import Plumbing
 
 /// Opening, losing and stopping one camera's session, and what its events mean.
 extension Supervisor {

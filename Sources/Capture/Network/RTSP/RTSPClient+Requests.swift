@@ -1,5 +1,6 @@
 import Logging
 import Media
+import Plumbing
 import RTSP
 
 /// RTSP requests and their answers: CSeq, session and authorization headers, a 401 challenge

@@ -1,6 +1,7 @@
 import CheckedMath
 import Logging
 import Media
+import Plumbing
 import RTSP
 
 /// Why Vigil's RTSP client did not connect: a failure to report, or a stream it does not

@@ -1,5 +1,6 @@
 import Glibc
 import Media
+import Plumbing
 
 /// A TCP connection to an RTSP server. Every wait has a deadline and ends within 100 ms of
 /// an abort, so no call can hang the capture thread or a stop. One receive buffer, allocated

@@ -1,4 +1,5 @@
 import Foundation
+import Plumbing
 import Synchronization
 
 /// What a live viewer receives next.

@@ -1,6 +1,7 @@
 import Capture
 import Foundation
 import Media
+import Plumbing
 
 /// Records a raw video file into segments through normal capture sessions (`vigil record-file`).
 ///

@@ -1,5 +1,6 @@
 import Capture
 import Foundation
+import Plumbing
 import Synchronization
 
 /// One short status line per camera: frame rate, frames, drops and the file being written (or

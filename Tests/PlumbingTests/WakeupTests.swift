@@ -1,6 +1,5 @@
-import Capture
 import CaptureTesting
-@testable import Recorder
+@testable import Plumbing
 import Testing
 
 /// `Wakeup` is how every service sleeps: news must never be lost between a look and a wait, a

@@ -1,6 +1,7 @@
 import Capture
 import Foundation
 import Media
+import Plumbing
 
 /// `vigil motion test --camera NAME`: a configured camera's motion detection for a while,
 /// without recording: the camera is opened as `vigil run` would open it (its format, rate,

@@ -1,4 +1,3 @@
-import Capture
 import Synchronization
 
 /// How a service waits: until someone has news for it (`signal()`), until the instant its next

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-@testable import Recorder
+@testable import Plumbing
 import Synchronization
 import Testing
 

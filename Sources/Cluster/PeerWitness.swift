@@ -1,4 +1,8 @@
 import Foundation
+// The fuzz target `peer-witness` compiles this file with `NodeName.swift` in one module.
+#if canImport(Recorder)
+import Recorder
+#endif
 
 /// What a peer of a cluster says of its own contact with the shared database, when it has one
 /// now (`GET /api/v1/cluster/witness`). A node whose requests go unanswered asks its peers, to
