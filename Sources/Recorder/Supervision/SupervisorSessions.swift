@@ -104,6 +104,7 @@ extension Supervisor {
         case .segmentDiscarded(let c, let path): events.emit(.segmentDiscarded(camera: c, path: path))
         case .stillSaved(let c, let info): events.emit(.stillSaved(camera: c, path: info.path, shotWallNanos: info.shotWallNanos))
         case .motionStarted(let c, let start): events.emit(.motionStarted(camera: c, startWallNanos: start))
+        case .motionUpdated(let c, let info): events.emit(.motionUpdated(camera: c, info))
         case .motionEnded(let c, let info): events.emit(.motionEnded(camera: c, info))
         case .droppedFrames(let c, let o, let n): events.emit(.framesDropped(camera: c, output: o, count: n))
         case .runtimeError(let c, let m, let code): events.emit(.error(camera: c, message: m, errno: code))
