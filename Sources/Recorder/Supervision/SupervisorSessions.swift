@@ -134,6 +134,15 @@ extension Supervisor {
         events.emit(.cameraFound(camera: camera.plan.cameraID, node: camera.node ?? "?", reattachSeconds: nil))
     }
 
+    /// When a camera that does not record is tried next: its stream's own ladder for a stream
+    /// that reconnects by itself, else the supervisor's (nil: when its device is connected).
+    func nextAttempt(of camera: Camera) -> Int64? {
+        if let session = camera.session, let device = session.device, device.reconnectsByItself {
+            return camera.isReceiving ? nil : device.nextAttemptMonotonicNanos
+        }
+        return camera.session == nil ? camera.nextAttempt : nil
+    }
+
     /// Marks a camera lost: its session is stopped (files finalized) and it waits to come back.
     /// A session that delivered frames worked, so the next attempt is on the ladder's first
     /// rung; one that delivered none was one more failed attempt.
