@@ -177,13 +177,19 @@ struct ApiRoutes: Sendable {
         let writing = try await Self.reading(recorder.index) {
             Dictionary(try $0.entries(kind: .segment, states: [.writing]).map { ($0.camera, $0.startNanos) }) { _, last in last }
         }
-        let now = SystemClocks.monotonicNanos()
+        let now = SystemClocks.monotonicNanos(), wallNow = SystemClocks.wallNanos()
+        // A monotonic instant as a time of day (a retry already due is due now).
+        func wall(_ monotonic: Int64) -> String { time.string(wallNow &- (now &- min(monotonic, now))) }
         let here = await recorder.supervisor.status().map { s in
             let name = s.cameraID
             let base = "/api/v1/cameras/\(Self.pathComponent(name))"
             let h264 = s.recordedCodec == "h264" || s.format?.pixelFormat == .h264
+            let down = s.state == .reconnecting || s.state == .waiting
             return CameraJSON(
-                name: name, state: s.state.rawValue, fps: s.frameRate, frames: s.frames, dropped: s.droppedFrames,
+                name: name, state: s.state.rawValue, reason: down ? s.lastProblem : nil,
+                since: down ? s.lostSinceMonotonicNanos.map(wall) : nil,
+                nextAttempt: down ? s.nextAttemptMonotonicNanos.map { wall(max($0, now)) } : nil,
+                fps: s.frameRate, frames: s.frames, dropped: s.droppedFrames,
                 lastFrameAgeSeconds: s.lastFrameMonotonicNanos.map { Double(max(0, now - $0)) / 1e9 },
                 codec: s.recordedCodec, width: s.frameSize?.width ?? s.format?.width, height: s.frameSize?.height ?? s.format?.height,
                 currentSegment: writing[name].map { CameraJSON.Segment(start: time.string($0)) },
@@ -200,7 +206,7 @@ struct ApiRoutes: Sendable {
         var seen = here
         return held.filter { $0.node != site.node && seen.insert($0.camera).inserted }.map { camera in
             CameraJSON(
-                name: camera.camera, state: "elsewhere", fps: 0, frames: 0, dropped: 0, lastFrameAgeSeconds: nil, codec: nil, width: nil,
+                name: camera.camera, state: "elsewhere", reason: nil, since: nil, nextAttempt: nil, fps: 0, frames: 0, dropped: 0, lastFrameAgeSeconds: nil, codec: nil, width: nil,
                 height: nil, currentSegment: nil, kind: kind(of: camera.camera).rawValue,
                 snapshot: "/api/v1/cluster/cameras/\(Self.pathComponent(camera.camera))/snapshot.jpg", liveMjpeg: nil, liveMp4: nil,
                 node: camera.node)
@@ -242,6 +248,10 @@ struct CameraJSON: Encodable {
     struct Segment: Encodable { let start: String }
     let name: String
     let state: String
+    /// Reconnecting or waiting: why (the last error), since when it was lost, when it is tried next.
+    let reason: String?
+    let since: String?
+    let nextAttempt: String?
     let fps: Double
     let frames: Int
     let dropped: Int
@@ -259,13 +269,16 @@ struct CameraJSON: Encodable {
     let node: String?
 
     enum CodingKeys: String, CodingKey {
-        case name, state, fps, frames, dropped, lastFrameAgeSeconds, codec, width, height, currentSegment, kind, snapshot, liveMjpeg, liveMp4, node
+        case name, state, reason, since, nextAttempt, fps, frames, dropped, lastFrameAgeSeconds, codec, width, height, currentSegment, kind, snapshot, liveMjpeg, liveMp4, node
     }
 
     func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(name, forKey: .name)
         try c.encode(state, forKey: .state)
+        try c.encode(reason, forKey: .reason)
+        try c.encode(since, forKey: .since)
+        try c.encode(nextAttempt, forKey: .nextAttempt)
         try c.encode(fps, forKey: .fps)
         try c.encode(frames, forKey: .frames)
         try c.encode(dropped, forKey: .dropped)

@@ -31,6 +31,42 @@ import Testing
         #expect(SegmentProbe.dimensions(picture) == "160x120")
     }
 
+    /// The ball never stops: the event under way is reported with its peak and picture long
+    /// before it ends, and cut at `max_seconds`, the next event beginning where it ended.
+    @Test func motionThatNeverStopsIsReportedWhileUnderWayAndCutAtItsMaximum() async throws {
+        let server = try LoopbackCameraServer.rtsp(codec: "h264")
+        defer { server.stop() }
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        var settings = MotionSettings()
+        settings.maxSeconds = 3
+        let motion = MotionOutput(.init(motion: settings, storageRoot: dir.path))
+        let device = NetworkCamera.device(id: "ball", url: server.url(), settings: NetworkCameraTests.fast)
+        let (session, log) = try startSession(device: device, format: .preset(.high), fps: 15, outputs: [(motion, .init())])
+        func updates() -> [MotionEventInfo] { log.all.compactMap { if case .motionUpdated(_, let info) = $0 { info } else { nil } } }
+        func ended() -> [MotionEventInfo] { log.all.compactMap { if case .motionEnded(_, let info) = $0 { info } else { nil } } }
+        // The first event's report, before it ended: its size and a picture on disk.
+        #expect(await waitUntil(seconds: 30) { !updates().isEmpty })
+        let first = try #require(updates().first)
+        #expect(first.peakPercent >= settings.minAreaPercent)
+        let picture = try #require(first.picturePath, "an event under way has its picture")
+        #expect(RecordingInspector.ffprobeProblem(picture) == nil)
+        // Cut at 3 s, while the ball still moves; the next event begins at the cut.
+        #expect(await waitUntil(seconds: 30) {
+            let cut = ended().first
+            return cut.map { c in log.all.contains { if case .motionStarted(_, c.endWallNanos) = $0 { true } else { false } } } ?? false
+        })
+        await stopAndDrain(session, log)
+        let events = ended()
+        try #require(events.count >= 2, "\(log.all)")
+        #expect(Double(events[0].endWallNanos - events[0].startWallNanos) / 1e9 >= settings.maxSeconds)
+        #expect(events[0].startWallNanos == first.startWallNanos && events[0].picturePath == picture, "the picture stays at one path")
+        #expect(events[1].startWallNanos == events[0].endWallNanos)
+        let reported = log.all.firstIndex { if case .motionUpdated = $0 { true } else { false } }
+        let firstEnd = log.all.firstIndex { if case .motionEnded = $0 { true } else { false } }
+        #expect(reported! < firstEnd!, "the event was reported while under way, not only at its end")
+    }
+
     /// Masks are drawn on the picture as recorded; the detector sees the camera's own picture.
     @Test func maskCornersAreTurnedBackIntoTheCamerasPicture() {
         let corner = MotionSettings.Point(x: 0.9, y: 0.1)  // top right, as shown

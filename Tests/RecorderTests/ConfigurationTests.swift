@@ -284,12 +284,14 @@ let exampleFile = URL(fileURLWithPath: #filePath).deletingLastPathComponent().de
             min_area_percent = 1.5
             min_seconds = 1
             gap_seconds = 20
+            max_seconds = 120
             mask = ["0,0 40%,0 40%,15% 0,15%", "600,0 640,0 640,40"]
             schedule = ["22:00-06:00"]
             """)
         let job = try #require(configuration.cameras[0].motion)
         #expect(job.settings.sensitivity == .high)
         #expect(job.settings.minAreaPercent == 1.5 && job.settings.minSeconds == 1 && job.settings.gapSeconds == 20)
+        #expect(job.settings.maxSeconds == 120)
         #expect(job.masks.count == 2 && job.schedule == ["22:00-06:00"])
         #expect(configuration.summary(present: []).contains("motion: high sensitivity, at least 1.5 % of the picture for 1 s"))
     }

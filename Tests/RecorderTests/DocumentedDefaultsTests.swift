@@ -15,6 +15,8 @@ import Testing
             [[timelapse]]
             camera = "a"
             daily_video = true
+            [[motion]]
+            camera = "a"
             """, path: "vigil.toml")
         let record = try #require(c.cameras.first?.record)
         #expect(record.segmentSeconds == 60)
@@ -31,6 +33,8 @@ import Testing
         #expect(c.retention.stills.maxAgeDays == nil && c.retention.stills.maxBytes == nil, "stills are kept as long as there is room")
         #expect(c.retention.minFreePercent == 5 && c.retention.minFreeBytes == 2_147_483_648)
         #expect(c.watchdogSeconds == 10 && c.hookTimeoutSeconds == 30)
+        let motion = try #require(c.cameras.first?.motion?.settings)
+        #expect(motion.gapSeconds == 10 && motion.maxSeconds == 300, "motion that never stops is cut every 5 minutes")
     }
 
     /// At least 5 % or 2 GiB free, whichever is larger, but never more than half the disk.

@@ -20,6 +20,23 @@ import Testing
         #expect(try keeper.index.motionEvents().map(\.endNanos) == [1_000, 9_000])
     }
 
+    /// A running event's row shows its size and picture; an update that comes after its end
+    /// (never expected, but rows are written in turn) leaves what the end wrote.
+    @Test func anEventUnderWayIsListedWithItsPeakAndPictureSoFar() throws {
+        let dir = try TemporaryDirectory("vigil-motion-update")
+        defer { dir.remove() }
+        let index = try RecordingIndex(root: dir.path)
+        try index.startMotionEvent(camera: "porch", startNanos: 1_000)
+        try index.updateMotionEvent(camera: "porch", startNanos: 1_000, peakPercent: 2.5, picture: "porch/events/a.jpg")
+        try index.updateMotionEvent(camera: "porch", startNanos: 1_000, peakPercent: 4, picture: nil)
+        let running = try #require(try index.motionEvents().first)
+        #expect(running.endNanos == nil && running.peakPercent == 4 && running.picture == "porch/events/a.jpg")
+        try index.endMotionEvent(camera: "porch", startNanos: 1_000, endNanos: 9_000, peakPercent: 5, picture: "porch/events/a.jpg")
+        try index.updateMotionEvent(camera: "porch", startNanos: 1_000, peakPercent: 1, picture: "porch/events/b.jpg")
+        let ended = try #require(try index.motionEvents().first)
+        #expect(ended.endNanos == 9_000 && ended.peakPercent == 5 && ended.picture == "porch/events/a.jpg")
+    }
+
     @Test func retentionDeletesEventsOlderThanTheVideosWithTheirPictures() throws {
         let dir = try TemporaryDirectory("vigil-motion-retention")
         defer { dir.remove() }

@@ -75,6 +75,60 @@ import Testing
             + String(format: "%.1f", event.peakPercent) + " \(path)", "\(lines)")
     }
 
+    /// A square that crosses the picture again and again: motion that never stops. While the
+    /// event goes on, its row in the running recorder's index has a real size and a picture (the
+    /// review list and the API read that row), and at `max_seconds` it is cut, the next event
+    /// beginning where it ended.
+    @Test func motionThatNeverStopsIsListedWithItsSizeAndPictureAndCutAtItsMaximum() async throws {
+        let dir = try TemporaryDirectory("vigil-motion-endless")
+        defer { dir.remove() }
+        let scene = SyntheticScene(objects: [.init(enters: 0, leaves: 2, top: 0.6)], repeatSeconds: 2)
+        let file = dir.path + "/vigil.toml"
+        try """
+            [storage]
+            root = "\(dir.path)/data"
+            [http]
+            listen = ""
+            [cameras.yard]
+            device = "synthetic-scene-0"
+            size = "320x240"
+            fps = 10
+            [[motion]]
+            camera = "yard"
+            max_seconds = 4
+            """.write(toFile: file, atomically: true, encoding: .utf8)
+        var options = RecorderService.Options(configurationPath: file)
+        options.deviceSource = SyntheticDeviceSource(count: 1, sizes: [(320, 240)], scene: scene)
+        let opened = LockedArray<RecorderService.Opened>()
+        options.extraServices = { opened.append($0); return RecorderService.ExtraServices() }
+        let service = try RecorderService(options: options)
+        let run = Task.detached { try await service.run() }
+        func events() -> [RecordingIndex.MotionEvent] { (try? opened.all.first?.index.motionEvents(camera: "yard")) ?? [] }
+        let running = LockedArray<RecordingIndex.MotionEvent>()
+        let listed = await waitUntil(seconds: 60) {
+            guard let event = events().first, event.endNanos == nil, event.peakPercent > 0, event.picture != nil else { return false }
+            running.append(event)
+            return true
+        }
+        #expect(listed, "the event under way was never listed with a size and a picture: \(events())")
+        let cut = await waitUntil(seconds: 60) {
+            let all = events()
+            return all.count >= 2 && all[0].endNanos != nil && all[1].startNanos == all[0].endNanos
+        }
+        #expect(cut, "the endless event was not cut: \(events())")
+        await service.stop()
+        try await run.value
+
+        let underWay = try #require(running.all.first)
+        let picture = try #require(underWay.picture)
+        #expect(picture.hasPrefix("yard/events/"))
+        #expect(RecordingInspector.ffprobeProblem(dir.path + "/data/" + picture) == nil, "the running event's picture decodes")
+        let all = try RecordingIndex(root: dir.path + "/data").motionEvents(camera: "yard")
+        try #require(all.count >= 2)
+        #expect(all[0].startNanos == underWay.startNanos && all[0].picture == picture, "the picture stays at one path")
+        #expect(Double(all[0].endNanos! - all[0].startNanos) / 1e9 >= 4, "cut at max_seconds, not before")
+    }
+
     /// `mode = "motion"`: a square crosses from 3 s to 5 s and another from 7 s to 9 s (closer
     /// than pre + post: one recording), a third from 19 s to 21 s (a second one). Each moves for
     /// 2 s, so that a detector that drops late frames under load (it analyses 5 pictures a second

@@ -1,3 +1,4 @@
+import Capture
 import CaptureTesting
 import Foundation
 import Hummingbird
@@ -45,6 +46,43 @@ import Testing
         } }
         let after = try #require(await recording.supervisor.status().first)
         #expect(after.state == .stopped)
+    }
+
+    /// A network camera nobody answers at: the API says it is reconnecting, why (the refused
+    /// connection), since when, and when it is tried next.
+    @Test func aCameraThatRefusesIsReconnectingWithTheReasonAndTheNextAttempt() async throws {
+        let dir = try TemporaryDirectory("vigil-web-refused")
+        defer { dir.remove() }
+        let url = "rtsp://127.0.0.1:\(LoopbackCameraServer.freePort())/cam"
+        let events = RecorderEvents()
+        let keeper = try StorageKeeper.open(root: dir.path, policy: RetentionPolicy(), events: events)
+        keeper.start()
+        let movie = try SegmentedMovieOutput(.init(storageRoot: dir.path, segmentSeconds: 1, encoding: .streamCopy))
+        let supervisor = Supervisor(
+            plans: [CameraPlan(cameraID: "door", matches: { $0.id == NetworkCamera.deviceID(for: url) }, format: .preset(.high), frameRate: 15,
+                               outputs: [(movie, .init())])],
+            source: NetworkDeviceSource(cameras: [(url, NetworkCamera.Settings())]), events: events)
+        let run = Task.detached { await supervisor.run() }
+        let reconnecting = await waitUntil(seconds: 30) { await supervisor.status().first?.state == .reconnecting }
+        #expect(reconnecting)
+        var configuration = Configuration.builtInDefault(storageRoot: dir.path)
+        configuration.http = HTTPSettings()
+        let server = WebServer(settings: configuration.http, recorder: RecorderService.Opened(
+            configuration: configuration, root: dir.path, supervisor: supervisor, index: keeper.index, events: events, liveFeeds: LiveFeeds()))
+        try await server.application().test(.router) { client in
+            try await client.execute(uri: "/api/v1/cameras", method: .get) { response in
+                let camera = try #require((response.json()["cameras"] as? [[String: Any]])?.first)
+                #expect(camera["state"] as? String == "reconnecting")
+                let reason = try #require(camera["reason"] as? String)
+                #expect(reason.contains("refused"), "\(reason)")
+                let since = try #require((camera["since"] as? String).flatMap { TimeArgument.parse($0, end: false) })
+                let next = try #require((camera["next_attempt"] as? String).flatMap { TimeArgument.parse($0, end: false) })
+                #expect(next >= since, "tried next after it was lost")
+            }
+        }
+        run.cancel()
+        await run.value
+        await keeper.stop()
     }
 
     @Test func unknownRoutesAnswer404JSON() async throws {

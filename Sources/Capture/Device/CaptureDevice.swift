@@ -30,6 +30,8 @@ public final class CaptureDevice: Sendable, CustomStringConvertible {
     public func opensTheSameStream(as other: CaptureDevice) -> Bool { backend.opensTheSameStream(as: other.backend) }
     /// See `CaptureDeviceBackend.reconnectsByItself` (network cameras).
     public var reconnectsByItself: Bool { backend.reconnectsByItself }
+    /// See `CaptureDeviceBackend.nextAttemptMonotonicNanos` (network cameras).
+    public var nextAttemptMonotonicNanos: Int64? { backend.nextAttemptMonotonicNanos }
 
     /// The same camera under another id (the name a configuration gives it), so that
     /// recordings, events and logs use that name.
@@ -84,12 +86,16 @@ public protocol CaptureDeviceBackend: Sendable {
     /// (`ReadResult.interrupted`, then `.resumed` once frames flow): its session lives through
     /// an outage, so whoever supervises it waits for `.resumed` instead of restarting it.
     var reconnectsByItself: Bool { get }
+    /// When a stream that reconnects by itself tries next after a failure (monotonic
+    /// nanoseconds; nil: it has not failed, or the supervisor retries this camera itself).
+    var nextAttemptMonotonicNanos: Int64? { get }
 }
 
 extension CaptureDeviceBackend {
     /// A device node is the device: the same node opens the same stream.
     public func opensTheSameStream(as other: any CaptureDeviceBackend) -> Bool { true }
     public var reconnectsByItself: Bool { false }
+    public var nextAttemptMonotonicNanos: Int64? { nil }
 }
 
 /// An open, streaming device. Used by exactly one capture thread.

@@ -1,15 +1,24 @@
 /// Turns the detector's samples into events: motion of at least `min_area_percent` for at least
 /// `min_seconds` starts one (dated from when the motion began), quiet for `gap_seconds` ends it
-/// (dated at the last motion), and its peak changed area is kept.
+/// (dated at the last motion), and its peak changed area is kept. Motion that never stops is cut
+/// every `max_seconds`: the event ends there and the next one is dated from that instant, so a
+/// tree in the wind makes reviewable pieces rather than one event that never ends.
 public struct MotionEventTracker: Sendable {
     public enum Change: Sendable, Equatable {
         case started(seconds: Double)
         case ended(start: Double, end: Double, peakPercent: Double)
     }
 
+    /// An event under way: when its motion began, its last motion, its peak changed area (percent).
+    public struct OpenEvent: Sendable, Equatable {
+        public var start: Double
+        public var lastMotion: Double
+        public var peak: Double
+    }
+
     public let settings: MotionSettings
     private var candidateStart: Double?
-    private var open: (start: Double, lastMotion: Double, peak: Double)?
+    public private(set) var open: OpenEvent?
 
     public init(settings: MotionSettings) { self.settings = settings }
 
@@ -22,6 +31,12 @@ public struct MotionEventTracker: Sendable {
                 event.lastMotion = sample.seconds
                 event.peak = max(event.peak, sample.changedPercent)
                 open = event
+                if sample.seconds - event.start >= settings.maxSeconds {
+                    // Cut: the motion goes on as the next event's candidate, from this instant.
+                    open = nil
+                    candidateStart = sample.seconds
+                    return .ended(start: event.start, end: sample.seconds, peakPercent: event.peak)
+                }
             } else if sample.seconds - event.lastMotion >= settings.gapSeconds {
                 open = nil
                 return .ended(start: event.start, end: event.lastMotion, peakPercent: event.peak)
@@ -36,12 +51,13 @@ public struct MotionEventTracker: Sendable {
         candidateStart = start
         guard sample.seconds - start >= settings.minSeconds else { return nil }
         candidateStart = nil
-        open = (start, sample.seconds, sample.changedPercent)
+        open = OpenEvent(start: start, lastMotion: sample.seconds, peak: sample.changedPercent)
         return .started(seconds: start)
     }
 
     /// Ends an open event when the stream ends.
     public mutating func finish() -> Change? {
+        candidateStart = nil
         guard let event = open else { return nil }
         open = nil
         return .ended(start: event.start, end: event.lastMotion, peakPercent: event.peak)

@@ -4,8 +4,9 @@ import Synchronization
 
 /// Motion detection as a session output (`[[motion]]`): a few pictures a second go to a
 /// `MotionDetector` on the output's own thread, whose queue drops late frames, so detection can
-/// never slow capture or recording. It reports `motionStarted` and `motionEnded` (with the
-/// event's peak and a JPEG of the frame of peak motion, written under `ROOT/CAMERA/events/`).
+/// never slow capture or recording. It reports `motionStarted`, `motionUpdated` while the event
+/// goes on (its peak so far and a JPEG of the frame of peak motion, written under
+/// `ROOT/CAMERA/events/`; at once, then at most every `updateIntervalNanos`) and `motionEnded`.
 ///
 /// What a picture costs depends on what the camera sends: YUYV, NV12 and YUV 4:2:0 are read as
 /// they are (their grey levels are the luma bytes); MJPEG is decoded at 1/2 to 1/8 of its size
@@ -69,7 +70,19 @@ public final class MotionOutput: CaptureOutput, @unchecked Sendable {
     /// The JPEG of the frame of peak motion of the event (or candidate event) under way.
     private var peakJPEG: [UInt8] = []
     private var peakPercent = 0.0
+    /// Where the event under way has its picture (chosen when first written), and whether
+    /// `peakJPEG` is what that file holds.
+    private var eventPicturePath: String?
+    private var pictureIsSaved = false
+    /// What the last `motionUpdated` said, and when the next may be sent (monotonic).
+    private var reportedPeak = 0.0
+    private var nextUpdateNanos: Int64 = .min
     private let analysed = Atomic<Int>(0)
+
+    /// How often an event under way may be reported again (its peak grew or its picture changed):
+    /// the review list shows a running event's size and picture, at one index write and one
+    /// picture file every few seconds at most, never one per frame.
+    static let updateIntervalNanos: Int64 = 5_000_000_000
 
     public init(_ settings: Settings) {
         self.settings = settings
@@ -213,6 +226,7 @@ public final class MotionOutput: CaptureOutput, @unchecked Sendable {
         switch change {
         case .started(let start)?:
             isInEvent = true
+            nextUpdateNanos = .min
             if let camera = cameraName { emit(.motionStarted(camera: camera, startWallNanos: Self.nanos(start))) }
         case let change?:
             end(change)
@@ -220,6 +234,7 @@ public final class MotionOutput: CaptureOutput, @unchecked Sendable {
             // Motion too short for an event: its picture is forgotten.
             if !tracker.isInEvent && !moving { peakPercent = 0 }
         }
+        reportRunningEvent(nowNanos: frame.monotonicNanos)
     }
 
     /// The settings with the masks in the camera's own picture (the detector sees it before
@@ -263,26 +278,48 @@ public final class MotionOutput: CaptureOutput, @unchecked Sendable {
     private func copyThumbnail(_ bytes: UnsafeRawBufferPointer) {
         peakJPEG.removeAll(keepingCapacity: true)
         peakJPEG.append(contentsOf: bytes)
+        pictureIsSaved = false
+    }
+
+    /// Reports the event under way when its peak grew or its picture changed: at once when it
+    /// starts (its picture is that of the motion that started it), then at most every
+    /// `updateIntervalNanos`, so that a long event is listed with its size and picture.
+    private func reportRunningEvent(nowNanos: Int64) {
+        guard let event = tracker.open, nowNanos >= nextUpdateNanos, let camera = cameraName,
+              event.peak > reportedPeak || (!pictureIsSaved && !peakJPEG.isEmpty) else { return }
+        nextUpdateNanos = nowNanos + Self.updateIntervalNanos
+        reportedPeak = event.peak
+        let picture = savePicture(camera: camera, start: event.start)
+        emit(.motionUpdated(camera: camera, MotionEventInfo(
+            startWallNanos: Self.nanos(event.start), endWallNanos: Self.nanos(event.lastMotion), peakPercent: event.peak, picturePath: picture)))
+    }
+
+    /// Writes the event's picture if it changed since last written; returns its path (nil: none saved).
+    private func savePicture(camera: String, start: Double) -> String? {
+        guard !pictureIsSaved, !peakJPEG.isEmpty else { return eventPicturePath }
+        do {
+            let path = try eventPicturePath ?? StorageLayout(root: settings.storageRoot).eventPicture(camera: camera, at: Self.nanos(start))
+            try peakJPEG.withUnsafeBytes { try DurableFile.write($0, to: path) }
+            eventPicturePath = path
+            pictureIsSaved = true
+        } catch {
+            logger.error("camera \(camera): could not save the motion event's picture: \(error)")
+        }
+        return eventPicturePath
     }
 
     private func end(_ change: MotionEventTracker.Change?) {
         defer {
             peakPercent = 0
             peakJPEG.removeAll(keepingCapacity: true)
+            eventPicturePath = nil
+            pictureIsSaved = false
+            reportedPeak = 0
         }
         guard case .ended(let start, let end, let peak)? = change else { return }
         isInEvent = false
         guard let camera = cameraName else { return }
-        var thumbnail: String?
-        if !peakJPEG.isEmpty {
-            do {
-                let path = try StorageLayout(root: settings.storageRoot).eventPicture(camera: camera, at: Self.nanos(start))
-                try peakJPEG.withUnsafeBytes { try DurableFile.write($0, to: path) }
-                thumbnail = path
-            } catch {
-                logger.error("camera \(camera): could not save the motion event's picture: \(error)")
-            }
-        }
+        let thumbnail = savePicture(camera: camera, start: start)
         emit(.motionEnded(camera: camera, MotionEventInfo(
             startWallNanos: Self.nanos(start), endWallNanos: Self.nanos(end), peakPercent: peak, picturePath: thumbnail)))
     }
@@ -293,12 +330,12 @@ public final class MotionOutput: CaptureOutput, @unchecked Sendable {
     private static func nanos(_ seconds: Double) -> Int64 { Int64((seconds * 1e9).rounded()) }
 }
 
-/// A finished motion event.
+/// A motion event, finished (`motionEnded`) or as far as it has gone (`motionUpdated`).
 public struct MotionEventInfo: Sendable, Equatable {
     public var startWallNanos: Int64
-    /// The last moment of motion (the quiet `gap_seconds` after it are not part of the event).
+    /// The last moment of motion so far (the quiet `gap_seconds` after it are not part of the event).
     public var endWallNanos: Int64
-    /// The largest changed share of the picture, in percent.
+    /// The largest changed share of the picture so far, in percent.
     public var peakPercent: Double
     /// The JPEG of the frame of peak motion (nil if it could not be saved).
     public var picturePath: String?

@@ -17,6 +17,9 @@ public struct MotionSettings: Sendable, Equatable {
     public var minSeconds = 0.5
     /// Quiet this long ends an event.
     public var gapSeconds = 10.0
+    /// Motion that never stops (a tree in the wind, a busy road) is cut into events this long, so
+    /// each can be reviewed and has its own picture and peak.
+    public var maxSeconds = 300.0
     /// Regions to ignore (trees, a clock, a road).
     public var masks: [[Point]] = []
     /// Pictures analysed per second: a few are enough to see anything that moves for long.

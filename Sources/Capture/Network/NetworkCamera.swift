@@ -32,6 +32,9 @@ public struct NetworkCamera: CaptureDeviceBackend {
     /// Its stream reconnects on the camera's ladder and reports stalls itself (`NetworkStream`).
     public var reconnectsByItself: Bool { true }
 
+    /// Its ladder's next attempt, once an attempt failed (the API says when it tries again).
+    public var nextAttemptMonotonicNanos: Int64? { retries.failures > 0 ? retries.nextAttemptMonotonic : nil }
+
     /// A device for `url`. Its one format says what the camera is expected to send (HTTP:
     /// MJPEG, RTSP: H.264 or H.265, whichever arrives); its size is the camera's own (0×0 here).
     public static func device(id: String, url: String, settings: Settings = Settings()) -> CaptureDevice {

@@ -23,6 +23,8 @@ public enum SessionEvent: Sendable, CustomStringConvertible {
     case stillSaved(camera: String, StillInfo)
     /// Motion detection saw an event begin (`startWallNanos`: when the motion began).
     case motionStarted(camera: String, startWallNanos: Int64)
+    /// The event under way grew or has a new picture (at once when it starts, then every few seconds at most).
+    case motionUpdated(camera: String, MotionEventInfo)
     case motionEnded(camera: String, MotionEventInfo)
 
     public var description: String {
@@ -38,6 +40,7 @@ public enum SessionEvent: Sendable, CustomStringConvertible {
         case .segmentDiscarded(let c, let p): return "\(c): removed \(p), no frame reached the disk"
         case .stillSaved(let c, let s): return "\(c): still \(s.path)"
         case .motionStarted(let c, _): return "\(c): motion"
+        case .motionUpdated(let c, let e): return "\(c): motion goes on (peak \(Int(e.peakPercent.rounded())) % of the picture so far)"
         case .motionEnded(let c, let e): return "\(c): motion ended (peak \(Int(e.peakPercent.rounded())) % of the picture)"
         }
     }

@@ -1,7 +1,7 @@
 import Capture
 
 extension ConfigurationDecoder {
-    static let motionKeys = ["camera", "sensitivity", "min_area_percent", "min_seconds", "gap_seconds", "mask", "schedule", "fps"]
+    static let motionKeys = ["camera", "sensitivity", "min_area_percent", "min_seconds", "gap_seconds", "max_seconds", "mask", "schedule", "fps"]
 
     /// `[[motion]]`: the sensitivity preset and the knobs it sets, masks, a schedule.
     mutating func decodeMotion(_ job: inout Reader, hasLocation: Bool) -> MotionJob {
@@ -17,6 +17,7 @@ extension ConfigurationDecoder {
         if let p = number(&job, "min_area_percent", in: 0.01...100) { motion.settings.minAreaPercent = p }
         if let s = number(&job, "min_seconds", in: 0...60) { motion.settings.minSeconds = s }
         if let s = number(&job, "gap_seconds", in: 0.5...3600) { motion.settings.gapSeconds = s }
+        if let s = number(&job, "max_seconds", in: 1...86_400) { motion.settings.maxSeconds = s }
         if let f = number(&job, "fps", in: 1...30) { motion.settings.framesPerSecond = f }
         if let node = job.take("mask") {
             var items: [TOMLNode] = []

@@ -64,6 +64,7 @@ struct EventService: Service {
         case .error, .diskLow: logger.error("\(event)")
         case .cameraLost, .cameraFound: logger.notice("\(event)")
         case .framesDropped: logger.warning("\(event)")
+        case .motionUpdated: logger.debug("\(event)")
         default: logger.info("\(event)")
         }
     }

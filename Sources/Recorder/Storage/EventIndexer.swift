@@ -40,6 +40,9 @@ struct EventIndexer {
             try queueForArchive(relative(path), bytes: Int64(st.st_size))
         case .motionStarted(let camera, let start):
             try index.startMotionEvent(camera: camera, startNanos: start)
+        case .motionUpdated(let camera, let info):
+            try index.updateMotionEvent(
+                camera: camera, startNanos: info.startWallNanos, peakPercent: info.peakPercent, picture: info.picturePath.map(relative))
         case .motionEnded(let camera, let info):
             try index.endMotionEvent(
                 camera: camera, startNanos: info.startWallNanos, endNanos: info.endWallNanos, peakPercent: info.peakPercent,

@@ -10,7 +10,7 @@ extension RecordingIndex {
         /// nil while the event is under way.
         public var endNanos: Int64?
         public var peakPercent: Double
-        /// The picture of peak motion, relative to the root (nil until the event ends, or if none was saved).
+        /// The picture of peak motion so far, relative to the root (nil until the first is saved).
         public var picture: String?
         /// When someone marked it reviewed on the page (`WallTime` nanoseconds); nil: not reviewed.
         public var reviewedNanos: Int64?
@@ -33,6 +33,15 @@ extension RecordingIndex {
     public func startMotionEvent(camera: String, startNanos: Int64) throws {
         try run("INSERT INTO motion_events (camera, start_ns) VALUES (?1, ?2) ON CONFLICT(camera, start_ns) DO NOTHING",
                 [.text(camera), .integer(startNanos)])
+    }
+
+    /// An event under way grew or has a new picture: its row shows them before it ends. An event
+    /// already ended keeps what its end wrote.
+    public func updateMotionEvent(camera: String, startNanos: Int64, peakPercent: Double, picture: String?) throws {
+        try run("""
+            INSERT INTO motion_events (camera, start_ns, peak_percent, picture) VALUES (?1, ?2, ?3, ?4)
+            ON CONFLICT(camera, start_ns) DO UPDATE SET peak_percent = ?3, picture = COALESCE(?4, picture) WHERE end_ns IS NULL
+            """, [.text(camera), .integer(startNanos), .real(peakPercent), picture.map { .text($0) } ?? .null])
     }
 
     /// An event ended (`motion_end`): its row gets its end, peak and picture (made if missing).

@@ -22,6 +22,9 @@ public enum RecorderEvent: Sendable, CustomStringConvertible {
     case framesDropped(camera: String, output: String, count: Int)
     /// Motion detection (`[[motion]]`) saw an event begin; `startWallNanos` is when the motion began.
     case motionStarted(camera: String, startWallNanos: Int64)
+    /// The event under way grew or has a new picture: its index row shows it. Not a hook (it
+    /// comes every few seconds while motion lasts); logged at debug level.
+    case motionUpdated(camera: String, MotionEventInfo)
     case motionEnded(camera: String, MotionEventInfo)
     case diskLow(path: String, freeBytes: Int64)
     /// `errno` is the POSIX error behind it when there is one (`errno.isDiskFull`: the disk is full).
@@ -41,6 +44,7 @@ public enum RecorderEvent: Sendable, CustomStringConvertible {
         case .framesDropped: return "frames_dropped"
         case .recordingDeleted: return "recording_deleted"
         case .motionStarted: return "motion_start"
+        case .motionUpdated: return "motion_update"
         case .motionEnded: return "motion_end"
         case .diskLow: return "disk_low"
         case .error: return "error"
@@ -55,7 +59,7 @@ public enum RecorderEvent: Sendable, CustomStringConvertible {
         switch self {
         case .cameraLost(let c, _, _), .cameraFound(let c, _, _), .sessionStarted(let c), .sessionStopped(let c),
              .segmentStarted(let c, _, _), .segmentFinalized(let c, _), .segmentDiscarded(let c, _), .stillSaved(let c, _, _), .framesDropped(let c, _, _),
-             .recordingDeleted(let c, _, _), .motionStarted(let c, _), .motionEnded(let c, _), .error(let c, _, _):
+             .recordingDeleted(let c, _, _), .motionStarted(let c, _), .motionUpdated(let c, _), .motionEnded(let c, _), .error(let c, _, _):
             return c
         case .diskLow: return nil
         }
@@ -114,6 +118,7 @@ public enum RecorderEvent: Sendable, CustomStringConvertible {
         case .recordingDeleted(let c, let p, let r): return "\(c): deleted \(p) (\(r))"
         case .framesDropped(let c, let o, let n): return "\(c): \(o) dropped \(n) frame(s): its queue was full (it fell behind the camera)"
         case .motionStarted(let c, _): return "\(c): motion"
+        case .motionUpdated(let c, let e): return "\(c): motion goes on, " + String(format: "peak %.1f %% of the picture so far", e.peakPercent)
         case .motionEnded(let c, let e):
             return "\(c): motion ended after " + String(format: "%.1f s, peak %.1f %% of the picture", Double(e.endWallNanos - e.startWallNanos) / 1e9, e.peakPercent)
         case .diskLow(let p, let f): return "disk low under \(p): \(f / 1_048_576) MiB free"

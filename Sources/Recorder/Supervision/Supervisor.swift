@@ -27,6 +27,8 @@ public actor Supervisor: Service {
         public let frames: Int
         public let session: CaptureSession?
         public let lastProblem: String?
+        /// Reconnecting: since it was lost, and when it is tried next (monotonic; nil: unknown, or on a connect event).
+        public let lostSinceMonotonicNanos: Int64?, nextAttemptMonotonicNanos: Int64?
         /// False while the camera is closed because none of its jobs is scheduled now.
         public let isScheduled: Bool
         public let state: State
@@ -141,6 +143,7 @@ public actor Supervisor: Service {
             Status(
                 cameraID: c.plan.cameraID, isRecording: isRecording(c), node: c.node,
                 frames: c.framesBefore + (c.session?.capturedFrameCount ?? 0), session: c.session, lastProblem: c.lastProblem,
+                lostSinceMonotonicNanos: c.wasLost ? c.lostAt : nil, nextAttemptMonotonicNanos: nextAttempt(of: c),
                 isScheduled: c.isScheduled, state: state(of: c), format: c.session?.activeFormat,
                 frameRate: c.session?.measuredFrameRate ?? 0,
                 droppedFrames: c.plan.outputs.reduce(0) { $0 + $1.0.droppedFrameCount }, recordedCodec: recordedCodec(c),

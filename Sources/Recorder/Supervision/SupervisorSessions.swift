@@ -105,6 +105,7 @@ extension Supervisor {
         case .segmentDiscarded(let c, let path): events.emit(.segmentDiscarded(camera: c, path: path))
         case .stillSaved(let c, let info): events.emit(.stillSaved(camera: c, path: info.path, shotWallNanos: info.shotWallNanos))
         case .motionStarted(let c, let start): events.emit(.motionStarted(camera: c, startWallNanos: start))
+        case .motionUpdated(let c, let info): events.emit(.motionUpdated(camera: c, info))
         case .motionEnded(let c, let info): events.emit(.motionEnded(camera: c, info))
         case .droppedFrames(let c, let o, let n): events.emit(.framesDropped(camera: c, output: o, count: n))
         case .runtimeError(let c, let m, let code): events.emit(.error(camera: c, message: m, errno: code))
@@ -132,6 +133,15 @@ extension Supervisor {
         guard camera.isDown else { return }
         camera.isDown = false
         events.emit(.cameraFound(camera: camera.plan.cameraID, node: camera.node ?? "?", reattachSeconds: nil))
+    }
+
+    /// When a camera that does not record is tried next: its stream's own ladder for a stream
+    /// that reconnects by itself, else the supervisor's (nil: when its device is connected).
+    func nextAttempt(of camera: Camera) -> Int64? {
+        if let session = camera.session, let device = session.device, device.reconnectsByItself {
+            return camera.isReceiving ? nil : device.nextAttemptMonotonicNanos
+        }
+        return camera.session == nil ? camera.nextAttempt : nil
     }
 
     /// Marks a camera lost: its session is stopped (files finalized) and it waits to come back.
