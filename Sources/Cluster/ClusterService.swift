@@ -123,7 +123,7 @@ public final class ClusterService: Service, CustomStringConvertible {
                 wait = .seconds(1)
                 let why = "\(CatalogError.from(error))"
                 if away == nil {
-                    logger.warning("the cluster database \(settings.database) is not answering (\(why)): this node keeps recording and tries again every \(interval)")
+                    logger.warning("the cluster database \(settings.database) is not answering (\(why)): this node keeps recording and tries again every second")
                 }
                 away = why
             }
@@ -131,7 +131,16 @@ public final class ClusterService: Service, CustomStringConvertible {
         }
         if let keeper {
             // Stopped (SIGTERM): the cameras stop here and their leases are freed, so other nodes take them at once.
-            try? await withDeadline(.seconds(5), "giving the leases up") { try await keeper.giveAll() }
+            let began = ContinuousClock.now
+            do {
+                let given = try await withDeadline(.seconds(5), "giving the leases up") { try await keeper.giveAll() }
+                logger.notice("gave up the leases of \(given.isEmpty ? "no camera" : given.joined(separator: ", ")) in \(String(format: "%.2f", (ContinuousClock.now - began).inSeconds)) s: other nodes may take them now")
+            } catch {
+                logger.warning("""
+                    could not give up this node's leases (\(CatalogError.from(error))): other nodes take its cameras \
+                    when the leases run out, within \(settings.leaseSeconds) s
+                    """)
+            }
         }
     }
 }

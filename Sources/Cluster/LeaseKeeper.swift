@@ -150,19 +150,31 @@ actor LeaseKeeper {
         let newly = held.subtracting(fenced)
         for camera in newly.sorted() { await cameras.fence(camera, at: deadline) }
         fenced.formUnion(newly)
-        let when = left > .zero
-            ? String(format: "in %.1f s unless a renewal lands first", left.inSeconds) : "now"
-        logger.warning("""
-            this node cannot renew its leases while node \(reacher.node) reaches the database: \(newly.sorted().joined(separator: ", ")) \
-            fenced \(when), before another node can take their leases
-            """)
+        // "Fenced" is said only when a camera really is: by its capture thread when the fence
+        // falls. A fence set for later is most often lifted by a renewal (a database back for
+        // everyone answers the peers first).
+        let cameras = newly.sorted().joined(separator: ", ")
+        if left > .zero {
+            logger.notice("""
+                this node cannot renew its leases while node \(reacher.node) reaches the database: \(cameras) will be fenced \
+                in \(String(format: "%.1f", left.inSeconds)) s unless a renewal lands first
+                """)
+        } else {
+            logger.warning("""
+                this node cannot renew its leases while node \(reacher.node) reaches the database: \(cameras) fenced now, \
+                before another node can take their leases
+                """)
+        }
     }
 
-    /// Stops every camera and gives their leases up, so other nodes take them at once (SIGTERM).
-    func giveAll() async throws {
+    /// Stops every camera and gives their leases up, so other nodes take them at once (SIGTERM);
+    /// returns the cameras whose leases were given.
+    @discardableResult
+    func giveAll() async throws -> [String] {
         let all = held.sorted()
         for camera in all { await stop(camera, because: "this node stops") }
         try await table.give(all)
+        return all
     }
 
     private func stop(_ camera: String, because why: String) async {

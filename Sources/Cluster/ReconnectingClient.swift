@@ -13,10 +13,15 @@ final class ReconnectingClient: Sendable {
     private let logger: Logger
     private let current: Mutex<(client: PostgresClient, running: Task<Void, Never>)>
 
+    /// `logger` at error level at least: postgres-nio's warnings are not the user's business
+    /// (one says a call came before its `run()` began, which the pool waits for); what goes wrong
+    /// reaches Vigil as the errors its calls throw, and Vigil says those itself.
     init(configuration: PostgresClient.Configuration, backgroundLogger logger: Logger) {
         self.configuration = configuration
-        self.logger = logger
-        current = Mutex(Self.started(configuration, logger))
+        var quiet = logger
+        quiet.logLevel = max(logger.logLevel, .error)
+        self.logger = quiet
+        current = Mutex(Self.started(configuration, quiet))
     }
 
     deinit { current.withLock { $0.running.cancel() } }

@@ -182,6 +182,12 @@ extension ClusterRunTests {
             // Away for everyone: no camera was fenced (a peer back first arms a fence for when it
             // could take leases, a lease and a third later; the renewal lands before).
             #expect(!log.contains(": fenced, its lease may now be another node's"), "\(name): \(log.suffix(3000))")
+            // The log says what happens: the retry as it is, "fenced" only for a fence that fell,
+            // no library warning, and the leases given up at the stop.
+            #expect(log.contains("tries again every second"), "\(name): \(log.suffix(3000))")
+            #expect(!log.contains("fenced in") && !log.contains("fenced now"), "\(name): \(log.suffix(3000))")
+            #expect(!log.contains("hasn't been called"), "\(name): \(log.suffix(3000))")
+            #expect(log.contains("gave up the leases of"), "\(name): \(log.suffix(3000))")
         }
         // Nothing had to move: the start's even share may have moved one camera, or none.
         #expect(try site.longestOverlap(moved: false).seconds < site.lease)
