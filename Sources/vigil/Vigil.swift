@@ -19,6 +19,9 @@ struct Vigil: AsyncParsableCommand {
             (see etc/vigil.example.toml); `vigil recordings` and `vigil export` read what was recorded, \
             and `vigil verify` checks that the index and the files agree.
             """,
+        // The one place the version is written: Scripts/package names the .deb after what
+        // `vigil --version` prints.
+        version: "0.1.0",
         subcommands: [Run.self, CheckConfig.self, Recordings.self, Events.self, Export.self, Verify.self, Timelapse.self, Motion.self, Demo.self, Devices.self, RecordFile.self, ArchiveCommand.self, ClusterCommand.self, UserCommand.self, TokenCommand.self, SessionCommand.self, AuditCommand.self]
     )
 }
