@@ -44,6 +44,9 @@ final class ReconnectingClient: Sendable {
 
     private static func started(_ configuration: PostgresClient.Configuration, _ logger: Logger) -> (client: PostgresClient, running: Task<Void, Never>) {
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        return (client, Task { await client.run() })
+        // Detached: a task made here would inherit the service group's graceful shutdown, which
+        // postgres-nio's `run()` ends at: the pool would be shut down at SIGTERM before the node
+        // gave its leases up (found by the outage test: "poolShutdown"). `close()` ends it.
+        return (client, Task.detached { await client.run() })
     }
 }
