@@ -127,20 +127,24 @@ public final class ClusterService: Service, CustomStringConvertible {
                 }
                 away = why
             }
-            try? await Task.sleep(for: wait)
+            // A stop (SIGTERM) ends the wait at once: the leases are given up now, not a round later.
+            try? await cancelWhenGracefulShutdown { [wait] in try await Task.sleep(for: wait) }
         }
-        if let keeper {
-            // Stopped (SIGTERM): the cameras stop here and their leases are freed, so other nodes take them at once.
-            let began = ContinuousClock.now
-            do {
-                let given = try await withDeadline(.seconds(5), "giving the leases up") { try await keeper.giveAll() }
-                logger.notice("gave up the leases of \(given.isEmpty ? "no camera" : given.joined(separator: ", ")) in \(String(format: "%.2f", (ContinuousClock.now - began).inSeconds)) s: other nodes may take them now")
-            } catch {
-                logger.warning("""
-                    could not give up this node's leases (\(CatalogError.from(error))): other nodes take its cameras \
-                    when the leases run out, within \(settings.leaseSeconds) s
-                    """)
-            }
+        if let keeper { await giveLeasesUp(keeper) }
+    }
+
+    /// Stopped (SIGTERM): the cameras stop here and their leases are freed, so other nodes take
+    /// them at once; what was given, or why nothing could be, is said.
+    private func giveLeasesUp(_ keeper: LeaseKeeper) async {
+        let began = ContinuousClock.now
+        do {
+            let given = try await withDeadline(.seconds(5), "giving the leases up") { try await keeper.giveAll() }
+            logger.notice("gave up the leases of \(given.isEmpty ? "no camera" : given.joined(separator: ", ")) in \(String(format: "%.2f", (ContinuousClock.now - began).inSeconds)) s: other nodes may take them now")
+        } catch {
+            logger.warning("""
+                could not give up this node's leases (\(CatalogError.from(error))): other nodes take its cameras \
+                when the leases run out, within \(settings.leaseSeconds) s
+                """)
         }
     }
 }

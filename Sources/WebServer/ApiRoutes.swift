@@ -172,14 +172,18 @@ struct ApiRoutes: Sendable {
         return name
     }
 
+    /// A monotonic instant as a time of day, past (`since`) or to come (`next_attempt`).
+    static func wallNanos(ofMonotonic monotonic: Int64, now: Int64, wallNow: Int64) -> Int64 {
+        wallNow &+ (monotonic &- now)
+    }
+
     func cameras() async throws(APIError) -> [CameraJSON] {
         // The segments being written now, from the index (it has them from their first frame).
         let writing = try await Self.reading(recorder.index) {
             Dictionary(try $0.entries(kind: .segment, states: [.writing]).map { ($0.camera, $0.startNanos) }) { _, last in last }
         }
         let now = SystemClocks.monotonicNanos(), wallNow = SystemClocks.wallNanos()
-        // A monotonic instant as a time of day (a retry already due is due now).
-        func wall(_ monotonic: Int64) -> String { time.string(wallNow &- (now &- min(monotonic, now))) }
+        func wall(_ monotonic: Int64) -> String { time.string(Self.wallNanos(ofMonotonic: monotonic, now: now, wallNow: wallNow)) }
         let here = await recorder.supervisor.status().map { s in
             let name = s.cameraID
             let base = "/api/v1/cameras/\(Self.pathComponent(name))"

@@ -54,7 +54,14 @@ struct FileRoutes: Sendable {
         var archived = false
         /// Another cluster node's file, read from that node's folder of the bucket; nil: this node's.
         var node: String? = nil
+        /// A small file's bytes, read through the descriptor its size and tag came from: a
+        /// picture replaced while its event runs (a rename) is served whole, old or new.
+        var contents: ByteBuffer? = nil
     }
+
+    /// Files up to this size are read at once when found (pictures, stills); larger ones are
+    /// streamed by path (recordings, which are never replaced under their name).
+    static let readAtOnceBytes = 4 << 20
 
     /// The path (relative to the root) of the file an id names, read from the index; nil: none.
     typealias Lookup = @Sendable (RecordingIndex, Int64) throws -> String?
@@ -119,12 +126,18 @@ struct FileRoutes: Sendable {
         switch ByteRange.parse(request.headers[.range], size: found.size) {
         case .whole:
             headers[.contentLength] = String(found.size)
-            let body = try await fileIO.loadFile(path: found.path, range: 0...(found.size - 1), context: context)
+            let body = if let contents = found.contents { ResponseBody(byteBuffer: contents) } else {
+                try await fileIO.loadFile(path: found.path, range: 0...(found.size - 1), context: context)
+            }
             return Response(status: .ok, headers: headers, body: body)
         case .part(let range):
             headers[.contentLength] = String(range.count)
             headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(found.size)"
-            let body = try await fileIO.loadFile(path: found.path, range: range, context: context)
+            let body = if let contents = found.contents, let part = contents.getSlice(at: range.lowerBound, length: range.count) {
+                ResponseBody(byteBuffer: part)
+            } else {
+                try await fileIO.loadFile(path: found.path, range: range, context: context)
+            }
             return Response(status: .partialContent, headers: headers, body: body)
         case .unsatisfiable:
             return Response(
@@ -151,19 +164,46 @@ struct FileRoutes: Sendable {
             guard let path = Self.resolve(relative, under: root) else {
                 return .failure(APIError(.notFound, "\(what) \(id) is not a file under the storage root"))
             }
+            let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+            defer { if fd >= 0 { close(fd) } }
             var info = stat()
-            guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            guard fd >= 0, fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
                 return .failure(APIError(.notFound, "the file of \(what) \(id) is gone"))
             }
             // The modification time is whatever the file system says (2263, 1901): it goes into
             // the tag as it is, with no arithmetic that could overflow.
             let modified = "\(String(info.st_mtim.tv_sec, radix: 16)).\(String(info.st_mtim.tv_nsec, radix: 16))"
-            return .success(Found(
+            var found = Found(
                 path: path, size: Int(info.st_size), modified: WallTime.nanos(info.st_mtim).map(WallTime.date),
                 contentType: StorageLayout.contentType(path),
-                etag: "\"\(String(id, radix: 16))-\(String(info.st_size, radix: 16))-\(modified)\""))
+                etag: "\"\(String(id, radix: 16))-\(String(info.st_size, radix: 16))-\(modified)\"")
+            if found.size <= Self.readAtOnceBytes {
+                guard let bytes = Self.readAll(fd, count: found.size) else {
+                    return .failure(APIError(.notFound, "the file of \(what) \(id) cannot be read"))
+                }
+                found.contents = bytes
+            }
+            return .success(found)
         }
         return try result.get()
+    }
+
+    /// Exactly `count` bytes from the start of `fd`; nil when the file is shorter (it changed
+    /// between its fstat and its read) or cannot be read.
+    private static func readAll(_ fd: Int32, count: Int) -> ByteBuffer? {
+        var buffer = ByteBufferAllocator().buffer(capacity: count)
+        var done = 0
+        while done < count {
+            var n = 0
+            buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count - done) { space in
+                n = pread(fd, space.baseAddress, count - done, off_t(done))
+                return max(0, n)
+            }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { return nil }
+            done += n
+        }
+        return buffer
     }
 
     /// An archived file's bytes, or a range of them, streamed from the bucket as they arrive.

@@ -316,6 +316,9 @@ let exampleFile = URL(fileURLWithPath: #filePath).deletingLastPathComponent().de
         #expect(text.contains("vigil.toml:7") && text.contains("min_area"), "\(text)")
         #expect(text.contains("already has a [[motion]] job (line 3)"), "\(text)")
         #expect(text.contains("garden"), "\(text)")
+        let capped = errors("[cameras.porch]\ndevice = \"/dev/video0\"\n[[motion]]\ncamera = \"porch\"\nmin_seconds = 30\nmax_seconds = 10\n")
+            .map(\.description).joined(separator: "\n")
+        #expect(capped.contains("max_seconds 10.0 is not longer than min_seconds 30.0"), "\(capped)")
     }
 
     @Test func aDetectionStreamGoesWithANetworkCameraThatDetectsMotion() throws {

@@ -85,6 +85,14 @@ import Testing
         await keeper.stop()
     }
 
+    /// `since` and `next_attempt` are the monotonic instants as times of day: a retry to come is
+    /// a time to come, not the time of the answer.
+    @Test func monotonicInstantsBecomeTimesOfDayPastAndToCome() {
+        let now: Int64 = 1_000_000_000_000, wall: Int64 = 1_800_000_000_000_000_000
+        #expect(ApiRoutes.wallNanos(ofMonotonic: now + 5_000_000_000, now: now, wallNow: wall) == wall + 5_000_000_000)
+        #expect(ApiRoutes.wallNanos(ofMonotonic: now - 7_000_000_000, now: now, wallNow: wall) == wall - 7_000_000_000)
+    }
+
     @Test func unknownRoutesAnswer404JSON() async throws {
         let recording = try await Recording.start(segments: 0)
         defer { recording.remove() }

@@ -17,7 +17,15 @@ extension ConfigurationDecoder {
         if let p = number(&job, "min_area_percent", in: 0.01...100) { motion.settings.minAreaPercent = p }
         if let s = number(&job, "min_seconds", in: 0...60) { motion.settings.minSeconds = s }
         if let s = number(&job, "gap_seconds", in: 0.5...3600) { motion.settings.gapSeconds = s }
-        if let s = number(&job, "max_seconds", in: 1...86_400) { motion.settings.maxSeconds = s }
+        if let s = number(&job, "max_seconds", in: 1...86_400) {
+            if s > motion.settings.minSeconds {
+                motion.settings.maxSeconds = s
+            } else {
+                // Every event would begin already past its cap and be cut at once.
+                report(job.line, "max_seconds \(s) is not longer than min_seconds \(motion.settings.minSeconds): every event would be cut as it begins",
+                       fix: "make max_seconds longer than min_seconds (the default is 300)")
+            }
+        }
         if let f = number(&job, "fps", in: 1...30) { motion.settings.framesPerSecond = f }
         if let node = job.take("mask") {
             var items: [TOMLNode] = []

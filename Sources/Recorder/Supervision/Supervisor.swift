@@ -80,7 +80,11 @@ public actor Supervisor: Service {
         var lostAt: Int64?
         var wasLost = false
         /// Lost and not found again: `camera_found` is due once its frames flow.
-        var isDown = false
+        var isDown = false {
+            didSet { if isDown && !oldValue { downSince = SystemClocks.monotonicNanos() } }
+        }
+        /// When this outage began (monotonic): set as the camera goes down, for the API's `since`.
+        var downSince: Int64?
         /// Its session's stream delivers frames: a stream that reconnects by itself runs without
         /// while it connects or reconnects.
         var isReceiving = false
@@ -143,7 +147,7 @@ public actor Supervisor: Service {
             Status(
                 cameraID: c.plan.cameraID, isRecording: isRecording(c), node: c.node,
                 frames: c.framesBefore + (c.session?.capturedFrameCount ?? 0), session: c.session, lastProblem: c.lastProblem,
-                lostSinceMonotonicNanos: c.wasLost ? c.lostAt : nil, nextAttemptMonotonicNanos: nextAttempt(of: c),
+                lostSinceMonotonicNanos: c.isDown ? c.downSince : nil, nextAttemptMonotonicNanos: nextAttempt(of: c),
                 isScheduled: c.isScheduled, state: state(of: c), format: c.session?.activeFormat,
                 frameRate: c.session?.measuredFrameRate ?? 0,
                 droppedFrames: c.plan.outputs.reduce(0) { $0 + $1.0.droppedFrameCount }, recordedCodec: recordedCodec(c),
