@@ -65,6 +65,7 @@ public final class ClusterService: Service, CustomStringConvertible {
     private func beat(_ connections: ReconnectingClient, keeper: LeaseKeeper?) async {
         let interval = Duration.milliseconds(settings.leaseSeconds * 1000 / 3)
         var registered = false
+        var joining = false
         var away: String?
         var connectedSince: ContinuousClock.Instant?
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
@@ -96,6 +97,7 @@ public final class ClusterService: Service, CustomStringConvertible {
                         try await registry.register(node: settings.node, incarnation: incarnation, url: url, cameras: held)
                     }
                     registered = true
+                    joining = true
                     logger.notice("joined the cluster in \(settings.database) as node \(settings.node) (schema version \(version) found)")
                 }
                 if let was = away {
@@ -105,15 +107,12 @@ public final class ClusterService: Service, CustomStringConvertible {
                 let since = connectedSince ?? .now
                 connectedSince = since
                 contact.note(sentAt: sent, connectedSince: since)
-                if let keeper {
-                    wait = try await withDeadline(interval, "the lease round") { [settings] in
-                        // The peers a fence asks, should this node be cut off from the database later.
-                        let peers = try await registry.nodes()
-                            .filter { $0.name != settings.node && !$0.url.isEmpty && $0.heartbeatAgeSeconds < Double(settings.leaseSeconds) }
-                            .map(\.url)
-                        return try await keeper.round(connectedFor: .now - since, peers: peers)
-                    }
+                // The first round waits a third of the lease after joining: nodes started together
+                // see each other, and each takes its share.
+                if let keeper, !joining {
+                    wait = try await leaseRound(keeper, registry: registry, connectedSince: since, held: held, interval: interval)
                 }
+                joining = false
                 await keeper?.answered()
             } catch {
                 connectedSince = nil
@@ -131,6 +130,40 @@ public final class ClusterService: Service, CustomStringConvertible {
             try? await cancelWhenGracefulShutdown { [wait] in try await Task.sleep(for: wait) }
         }
         if let keeper { await giveLeasesUp(keeper) }
+        if registered { await sayStopped(NodeRegistry(client: connections.client)) }
+    }
+
+    /// Stopped: the node table lists this node as stopped (not gone, recording nothing), and
+    /// starting nodes stop counting on it.
+    private func sayStopped(_ registry: NodeRegistry) async {
+        do {
+            try await withDeadline(.seconds(2), "saying the node stopped") { [settings, incarnation] in
+                try await registry.stopped(node: settings.node, incarnation: incarnation)
+            }
+        } catch {
+            logger.notice("could not mark node \(settings.node) stopped in \(settings.database) (\(CatalogError.from(error))): it is listed as gone")
+        }
+    }
+
+    /// One lease round within a third of the lease; returns the wait before the next. When what
+    /// this node records changed, the node table says so at once, not a round later.
+    private func leaseRound(
+        _ keeper: LeaseKeeper, registry: NodeRegistry, connectedSince: ContinuousClock.Instant, held: [String], interval: Duration
+    ) async throws -> Duration {
+        let wait = try await withDeadline(interval, "the lease round") { [settings] in
+            // The peers a fence asks, should this node be cut off from the database later.
+            let peers = try await registry.nodes()
+                .filter { $0.name != settings.node && !$0.url.isEmpty && $0.isAlive(leaseSeconds: Double(settings.leaseSeconds)) }
+                .map(\.url)
+            return try await keeper.round(connectedFor: .now - connectedSince, peers: peers)
+        }
+        let now = await cameras()
+        if Set(now) != Set(held) {
+            _ = try await withDeadline(interval, "the heartbeat") { [settings, incarnation] in
+                try await registry.heartbeat(node: settings.node, incarnation: incarnation, cameras: now)
+            }
+        }
+        return wait
     }
 
     /// Stopped (SIGTERM): the cameras stop here and their leases are freed, so other nodes take

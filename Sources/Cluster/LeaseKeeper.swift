@@ -7,8 +7,9 @@ import Recorder
 ///
 /// 1. renew the leases it holds; a camera whose lease another node took is stopped at once;
 /// 2. take free cameras, and expired ones, up to its fair share (the shared cameras over the
-///    live nodes, rounded up), preferring by a hash of camera and node so that nodes prefer
-///    different cameras and a restarted node gets its own back;
+///    live nodes, rounded up; while settling, over every node the site has known), preferring
+///    by a hash of camera and node so that nodes prefer different cameras and a restarted node
+///    gets its own back; a camera another node took first is passed over for the next;
 /// 3. above its share (a node joined), give one camera up, at most one every two leases: the
 ///    cluster rebalances slowly.
 ///
@@ -99,13 +100,17 @@ actor LeaseKeeper {
             fenced = []
         }
         try await table.offer(shared)
-        let (rows, live) = try await table.state(of: shared)
-        let fair = shared.isEmpty ? 0 : (shared.count + max(1, live) - 1) / max(1, live)
+        let (rows, live, expected) = try await table.state(of: shared)
+        let fair = Self.share(of: shared.count, among: live)
         let settled = connectedFor >= settling
-        if held.count < fair {
+        // While settling (just started, or back after an outage) a node takes no more than its
+        // share among every node the site has known: nodes started together each take theirs.
+        let takeUpTo = settled ? fair : min(fair, Self.share(of: shared.count, among: expected))
+        if held.count < takeUpTo {
             let takeable = rows.filter { !$0.isMine && ($0.owner == nil || $0.isMineFromBefore || (settled && $0.expiresInSeconds < 0)) }
                 .sorted { Self.preference($0.camera, table.node) > Self.preference($1.camera, table.node) }
-            for row in takeable.prefix(fair - held.count) {
+            // A camera another node took first is passed over for the next, in this round.
+            for row in takeable where held.count < takeUpTo {
                 guard let epoch = try await table.take(row.camera, expired: settled) else { continue }
                 if await cameras.hold(row.camera) {
                     held.insert(row.camera)
@@ -184,6 +189,11 @@ actor LeaseKeeper {
         fenced.remove(camera)
         await cameras.release(camera)
         logger.notice("\(camera) stopped in \(String(format: "%.2f", (ContinuousClock.now - began).inSeconds)) s, its files finalized")
+    }
+
+    /// `cameras` over `nodes` (at least one), rounded up.
+    static func share(of cameras: Int, among nodes: Int) -> Int {
+        cameras == 0 ? 0 : (cameras + max(1, nodes) - 1) / max(1, nodes)
     }
 
     /// A stable hash of camera and node (FNV-1a): the same on every node and every run.

@@ -3,10 +3,10 @@ import PostgresNIO
 import Recorder
 
 /// The `camera_leases` table: for each network camera the nodes share, which node records it
-/// (`owner` and its `incarnation`), until when (`expires`, the database server's clock) and how
-/// many times it changed hands (`epoch`, +1 at every take). Every statement decides by the
-/// server's clock and re-checks its condition under the row's lock, so two nodes racing for one
-/// camera cannot both get it.
+/// (`owner` and its `incarnation`), until when (`expires`, the database server's clock), how
+/// many times it changed hands (`epoch`, +1 at every take) and when it last did (`taken`). Every
+/// statement decides by the server's clock and re-checks its condition under the row's lock, so
+/// two nodes racing for one camera cannot both get it.
 struct LeaseTable: Sendable {
     /// The node's client, started again after a call went unanswered.
     let connections: ReconnectingClient
@@ -46,8 +46,9 @@ struct LeaseTable: Sendable {
         try await run("INSERT INTO camera_leases (camera) SELECT unnest(\(cameras)::text[]) ON CONFLICT (camera) DO NOTHING")
     }
 
-    /// The shared cameras' rows, and how many nodes are alive (a heartbeat within a lease).
-    func state(of cameras: [String]) async throws -> (rows: [Row], liveNodes: Int) {
+    /// The shared cameras' rows; how many nodes are alive (a heartbeat within a lease, not
+    /// stopped); and how many the site has known (alive, stopped or gone: any may come back).
+    func state(of cameras: [String]) async throws -> (rows: [Row], liveNodes: Int, expectedNodes: Int) {
         var rows: [Row] = []
         let query = try await client.query("""
             SELECT camera, owner, COALESCE(owner = \(node) AND incarnation = \(incarnation), false),
@@ -62,18 +63,24 @@ struct LeaseTable: Sendable {
             rows.append(Row(camera: camera, owner: owner, isMine: mine, isMineFromBefore: mineBefore, expiresInSeconds: expiresIn))
         }
         var live = 0
+        var expected = 0
         let count = try await client.query("""
-            SELECT count(*) FROM cluster_nodes WHERE heartbeat > clock_timestamp() - make_interval(secs => \(leaseSeconds))
+            SELECT count(*) FILTER (WHERE stopped IS NULL AND heartbeat > clock_timestamp() - make_interval(secs => \(leaseSeconds))),
+                   count(*)
+            FROM cluster_nodes
             """, logger: Self.logger)
-        for try await n in count.decode(Int64.self) { live = Int(clamping: max(0, n)) }
-        return (rows, live)
+        for try await (n, all) in count.decode((Int64, Int64).self) {
+            live = Int(clamping: max(0, n))
+            expected = Int(clamping: max(0, all))
+        }
+        return (rows, live, expected)
     }
 
     /// Takes `camera` if it is free, this node's from an earlier process, or (`expired`) a lease
     /// nobody renewed in time; returns its new epoch, nil when another node has it.
     func take(_ camera: String, expired: Bool) async throws -> Int64? {
         let rows = try await client.query("""
-            UPDATE camera_leases SET owner = \(node), incarnation = \(incarnation), epoch = epoch + 1,
+            UPDATE camera_leases SET owner = \(node), incarnation = \(incarnation), epoch = epoch + 1, taken = clock_timestamp(),
                 expires = clock_timestamp() + make_interval(secs => \(leaseSeconds))
             WHERE camera = \(camera) AND (owner IS NULL OR (owner = \(node) AND incarnation <> \(incarnation))
                 OR (\(expired) AND expires < clock_timestamp()))

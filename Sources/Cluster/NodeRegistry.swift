@@ -19,6 +19,11 @@ public struct NodeRegistry: Sendable {
         public var upSeconds: Double
         /// The cameras it recorded at its last heartbeat.
         public var cameras: [String]
+        /// How long ago it stopped cleanly (nil: it runs, or it was killed).
+        public var stoppedAgeSeconds: Double? = nil
+
+        /// Its heartbeat is within `leaseSeconds` and it did not stop.
+        public func isAlive(leaseSeconds: Double) -> Bool { stoppedAgeSeconds == nil && heartbeatAgeSeconds <= leaseSeconds }
     }
 
     public init(client: PostgresClient) { self.client = client }
@@ -29,7 +34,15 @@ public struct NodeRegistry: Sendable {
             INSERT INTO cluster_nodes (node, incarnation, url, started, heartbeat, cameras)
             VALUES (\(node), \(incarnation.uuidString), \(url), clock_timestamp(), clock_timestamp(), \(cameras))
             ON CONFLICT (node) DO UPDATE SET incarnation = EXCLUDED.incarnation, url = EXCLUDED.url, started = EXCLUDED.started,
-                heartbeat = EXCLUDED.heartbeat, cameras = EXCLUDED.cameras
+                heartbeat = EXCLUDED.heartbeat, cameras = EXCLUDED.cameras, stopped = NULL
+            """)
+    }
+
+    /// Marks this node's incarnation stopped cleanly, recording nothing (its leases are given).
+    public func stopped(node: String, incarnation: UUID) async throws {
+        try await run("""
+            UPDATE cluster_nodes SET stopped = clock_timestamp(), cameras = '{}'
+            WHERE node = \(node) AND incarnation = \(incarnation.uuidString)
             """)
     }
 
@@ -52,20 +65,22 @@ public struct NodeRegistry: Sendable {
     /// Every node, by name, on one connection (a command's). Rows are checked: a node name out of
     /// shape or an age that is no number is refused, not used.
     public static func nodes(on connection: PostgresConnection) async throws -> [Node] {
-        // A database no node has joined yet has no table: no nodes, not an error.
+        // A database no node has joined yet has no table: no nodes, not an error. `stopped` is
+        // read through the row's JSON so that a schema not yet at version 9 lists its nodes too.
         for try await exists in try await connection.query("SELECT to_regclass('cluster_nodes') IS NOT NULL", logger: logger).decode(Bool.self) where !exists {
             return []
         }
         let rows = try await connection.query("""
-            SELECT node, url, EXTRACT(EPOCH FROM clock_timestamp() - heartbeat)::float8, EXTRACT(EPOCH FROM clock_timestamp() - started)::float8, cameras
-            FROM cluster_nodes ORDER BY node LIMIT 10000
+            SELECT node, url, EXTRACT(EPOCH FROM clock_timestamp() - heartbeat)::float8, EXTRACT(EPOCH FROM clock_timestamp() - started)::float8, cameras,
+                   EXTRACT(EPOCH FROM clock_timestamp() - (to_jsonb(n) ->> 'stopped')::timestamptz)::float8
+            FROM cluster_nodes n ORDER BY node LIMIT 10000
             """, logger: logger)
         var nodes: [Node] = []
-        for try await (name, url, heartbeat, up, cameras) in rows.decode((String, String, Double, Double, [String]).self) {
-            guard NodeName.isValid(name), heartbeat.isFinite, up.isFinite, url.utf8.count <= 2048, cameras.count <= 10_000 else {
+        for try await (name, url, heartbeat, up, cameras, stopped) in rows.decode((String, String, Double, Double, [String], Double?).self) {
+            guard NodeName.isValid(name), heartbeat.isFinite, up.isFinite, stopped?.isFinite ?? true, url.utf8.count <= 2048, cameras.count <= 10_000 else {
                 throw CatalogError.invalidRow("cluster_nodes: node \(name.prefix(80))")
             }
-            nodes.append(Node(name: name, url: url, heartbeatAgeSeconds: heartbeat, upSeconds: up, cameras: cameras))
+            nodes.append(Node(name: name, url: url, heartbeatAgeSeconds: heartbeat, upSeconds: up, cameras: cameras, stoppedAgeSeconds: stopped))
         }
         return nodes
     }

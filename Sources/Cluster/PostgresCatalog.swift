@@ -30,7 +30,7 @@ public final class PostgresCatalog: RecordingCatalog {
     /// recordings, 2 motion events, 3 when an event was reviewed and the newest-first index,
     /// 4 nothing: SQLite's archive queue is about one node's disk and stays in its SQLite file),
     /// 5 the nodes, 6 the leases of shared network cameras, 7 the listing's covering index, 8 the
-    /// longest recording of each camera and kind (the listing's lower bound).
+    /// longest recording of each camera and kind (the listing's lower bound), 9 a node's clean stop and a lease's take.
     /// One statement per string: PostgreSQL prepares each alone. Integers are BIGINT, as SQLite's are.
     static let migrations: [[String]] = [
         ["""
@@ -147,6 +147,11 @@ public final class PostgresCatalog: RecordingCatalog {
             SELECT camera, kind, MAX(\(span("recordings"))) FROM recordings GROUP BY camera, kind
             \(spanUpsert)
         """],
+        // 9: when a node stopped cleanly (nil: running, or killed), so `vigil cluster status` says
+        // "stopped", not "gone", and it stops counting as live at once; when each lease was last
+        // taken, by the database's clock (how long a failover took, against the old expiry).
+        ["ALTER TABLE cluster_nodes ADD COLUMN IF NOT EXISTS stopped TIMESTAMPTZ",
+         "ALTER TABLE camera_leases ADD COLUMN IF NOT EXISTS taken TIMESTAMPTZ"],
     ]
 
     /// The length of `row`'s recording for `recording_spans`: at least 0, and at most BIGINT's

@@ -24,12 +24,12 @@ struct ClusterCommand: AsyncParsableCommand {
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List the nodes: where each answers, its last heartbeat, how long it has run, the cameras it records.",
-            discussion: "A node whose heartbeat is older than lease_seconds is listed as gone. Exits 1 when the database does not answer.")
+            discussion: "A node that stopped cleanly is listed as stopped; one whose heartbeat is older than lease_seconds (killed, or cut off) as gone. Exits 1 when the database does not answer.")
 
         @Option(name: .shortAndLong, help: ArgumentHelp("The configuration file with [cluster].", valueName: "file"))
         var config: String = "/etc/vigil/vigil.toml"
 
-        @Flag(help: "Print JSON: {\"nodes\": [{\"node\", \"url\", \"heartbeatAgeSeconds\", \"upSeconds\", \"alive\", \"cameras\"}]}.")
+        @Flag(help: "Print JSON: {\"nodes\": [{\"node\", \"url\", \"heartbeatAgeSeconds\", \"upSeconds\", \"alive\", \"stopped\", \"cameras\"}]}.")
         var json = false
 
         @OptionGroup var global: GlobalOptions
@@ -56,7 +56,7 @@ struct ClusterCommand: AsyncParsableCommand {
             if json {
                 let list = nodes.map { node -> [String: Any] in
                     ["node": node.name, "url": node.url, "heartbeatAgeSeconds": node.heartbeatAgeSeconds, "upSeconds": node.upSeconds,
-                     "alive": node.heartbeatAgeSeconds <= lease, "cameras": node.cameras]
+                     "alive": node.isAlive(leaseSeconds: lease), "stopped": node.stoppedAgeSeconds != nil, "cameras": node.cameras]
                 }
                 let data = try JSONSerialization.data(withJSONObject: ["nodes": list], options: [.prettyPrinted, .sortedKeys])
                 print(String(decoding: data, as: UTF8.self))
@@ -64,7 +64,13 @@ struct ClusterCommand: AsyncParsableCommand {
             }
             print("cluster: \(settings.database), \(nodes.count) node(s), leases of \(settings.leaseSeconds) s")
             for node in nodes {
-                let state = node.heartbeatAgeSeconds <= lease ? "heartbeat \(String(format: "%.1f", node.heartbeatAgeSeconds)) s ago" : "gone (heartbeat \(Self.age(node.heartbeatAgeSeconds)) ago)"
+                let state = if let stopped = node.stoppedAgeSeconds {
+                    "stopped \(Self.age(stopped)) ago"
+                } else if node.isAlive(leaseSeconds: lease) {
+                    "heartbeat \(String(format: "%.1f", node.heartbeatAgeSeconds)) s ago"
+                } else {
+                    "gone (heartbeat \(Self.age(node.heartbeatAgeSeconds)) ago)"
+                }
                 print("  \(node.name)  \(node.url)  \(state)  up \(Self.age(node.upSeconds))  "
                     + "records \(node.cameras.count)" + (node.cameras.isEmpty ? "" : " (\(node.cameras.joined(separator: ", ")))"))
             }

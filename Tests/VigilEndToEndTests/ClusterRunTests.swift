@@ -259,6 +259,18 @@ extension LeasedSite {
         return Set((listing["recordings"] as? [[String: Any]] ?? []).compactMap { $0["node"] as? String })
     }
 
+    /// `column` ("expires" or "taken") of each of `cameras`' leases, in seconds since 1970 by the
+    /// database's clock.
+    func leaseTimes(_ column: String, of cameras: Set<String>) throws -> [String: Double] {
+        let rows = try server.psql("SELECT camera, EXTRACT(EPOCH FROM \(column))::float8 FROM camera_leases WHERE \(column) IS NOT NULL")
+        var times: [String: Double] = [:]
+        for row in rows.split(separator: "\n") {
+            let fields = row.split(separator: "|")
+            if fields.count == 2, cameras.contains(String(fields[0])), let time = Double(fields[1]) { times[String(fields[0])] = time }
+        }
+        return times
+    }
+
     /// SIGTERM to every node still running: each exits 0.
     func stopAll() async throws {
         for (name, node) in nodes where node.process.isRunning {
