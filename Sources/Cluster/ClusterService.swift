@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Plumbing
 import PostgresNIO
 import Recorder
 import ServiceLifecycle
@@ -45,6 +46,7 @@ public final class ClusterService: Service, CustomStringConvertible {
             LeaseKeeper(table: LeaseTable(connections: connections, node: settings.node, incarnation: incarnation.uuidString,
                                           leaseSeconds: Double(settings.leaseSeconds)), cameras: $0, witnesses: witnesses)
         }
+        let news = Wakeup()
         await withDiscardingTaskGroup { group in
             if let keeper {
                 group.addTask {
@@ -53,16 +55,31 @@ public final class ClusterService: Service, CustomStringConvertible {
                         try? await Task.sleep(for: .milliseconds(250))
                     }
                 }
+                group.addTask { await Self.listen(connections, wake: news) }
             }
-            await beat(connections, keeper: keeper)
+            await beat(connections, keeper: keeper, news: news)
             group.cancelAll()
+        }
+    }
+
+    /// Wakes the lease rounds whenever a node hands a camera over (NOTIFY on `LeaseTable.channel`),
+    /// so a taker opens it at once rather than a third of a lease later. Listens again a second
+    /// after the database went away.
+    private static func listen(_ connections: ReconnectingClient, wake: Wakeup) async {
+        while !Task.isCancelled {
+            try? await connections.client.withConnection { connection in
+                try await connection.listen(on: LeaseTable.channel) { notifications in
+                    for try await _ in notifications { wake.signal() }
+                }
+            }
+            try? await Task.sleep(for: .seconds(1))
         }
     }
 
     /// Registers, then renews the heartbeat and runs the lease rounds until the service is
     /// stopped (or another process took this node's name: two recorders must not share one).
     /// While the database is away it tries every second, and keeps every camera it has.
-    private func beat(_ connections: ReconnectingClient, keeper: LeaseKeeper?) async {
+    private func beat(_ connections: ReconnectingClient, keeper: LeaseKeeper?, news: Wakeup) async {
         let interval = Duration.milliseconds(settings.leaseSeconds * 1000 / 3)
         var registered = false
         var joining = false
@@ -126,19 +143,27 @@ public final class ClusterService: Service, CustomStringConvertible {
                 }
                 away = why
             }
-            // A stop (SIGTERM) ends the wait at once: the leases are given up now, not a round later.
-            try? await cancelWhenGracefulShutdown { [wait] in try await Task.sleep(for: wait) }
+            // A stop (SIGTERM) ends the wait at once: the leases are handed over now, not a round
+            // later; a hand-over by another node (NOTIFY) too.
+            await withGracefulShutdownHandler {
+                await news.wait(untilMonotonic: SystemClocks.monotonicNanos() + wait.inNanoseconds)
+            } onGracefulShutdown: {
+                news.signal()
+            }
         }
+        guard registered else { return }
+        let registry = NodeRegistry(client: connections.client)
+        await sayStopped(registry, recording: await cameras())
         if let keeper { await giveLeasesUp(keeper) }
-        if registered { await sayStopped(NodeRegistry(client: connections.client)) }
+        await sayStopped(registry, recording: [])
     }
 
-    /// Stopped: the node table lists this node as stopped (not gone, recording nothing), and
-    /// starting nodes stop counting on it.
-    private func sayStopped(_ registry: NodeRegistry) async {
+    /// Stopped: the node table lists this node as stopped (not gone), with what it still records,
+    /// and it no longer counts as live (the others' share grows, so they take its cameras).
+    private func sayStopped(_ registry: NodeRegistry, recording: [String]) async {
         do {
             try await withDeadline(.seconds(2), "saying the node stopped") { [settings, incarnation] in
-                try await registry.stopped(node: settings.node, incarnation: incarnation)
+                try await registry.stopped(node: settings.node, incarnation: incarnation, cameras: recording)
             }
         } catch {
             logger.notice("could not mark node \(settings.node) stopped in \(settings.database) (\(CatalogError.from(error))): it is listed as gone")
@@ -166,13 +191,15 @@ public final class ClusterService: Service, CustomStringConvertible {
         return wait
     }
 
-    /// Stopped (SIGTERM): the cameras stop here and their leases are freed, so other nodes take
-    /// them at once; what was given, or why nothing could be, is said.
+    /// Stopped (SIGTERM): the cameras are handed over (each stops here once another node writes
+    /// it, or is given up when nobody takes it); what was given, or why nothing could be, is said.
     private func giveLeasesUp(_ keeper: LeaseKeeper) async {
         let began = ContinuousClock.now
         do {
-            let given = try await withDeadline(.seconds(5), "giving the leases up") { try await keeper.giveAll() }
-            logger.notice("gave up the leases of \(given.isEmpty ? "no camera" : given.joined(separator: ", ")) in \(String(format: "%.2f", (ContinuousClock.now - began).inSeconds)) s: other nodes may take them now")
+            let given = try await withDeadline(LeaseKeeper.offerLimit + LeaseKeeper.handOverLimit + .seconds(3), "handing the cameras over") {
+                try await keeper.handAllOver()
+            }
+            logger.notice("gave up the leases of \(given.isEmpty ? "no camera" : given.joined(separator: ", ")) in \(String(format: "%.2f", (ContinuousClock.now - began).inSeconds)) s")
         } catch {
             logger.warning("""
                 could not give up this node's leases (\(CatalogError.from(error))): other nodes take its cameras \

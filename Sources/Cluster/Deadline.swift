@@ -32,4 +32,9 @@ private final class Waiting<T: Sendable>: Sendable {
 extension Duration {
     /// The span in seconds, for logs and for waits that take a `Double`.
     var inSeconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+    /// Whole nanoseconds, clamped to ±a century (a wait's length, added to a monotonic instant).
+    var inNanoseconds: Int64 {
+        let century: Int64 = 100 * 365 * 86_400
+        return max(-century, min(century, components.seconds)) * 1_000_000_000 + components.attoseconds / 1_000_000_000
+    }
 }

@@ -3,15 +3,19 @@ import Logging
 import Recorder
 
 /// Which of the cluster's shared network cameras this node records, one round at a time (every
-/// third of the lease, sooner when another node's lease is about to run out):
+/// third of the lease, sooner when another node's lease is about to run out, at once when a
+/// node hands one over):
 ///
-/// 1. renew the leases it holds; a camera whose lease another node took is stopped at once;
-/// 2. take free cameras, and expired ones, up to its fair share (the shared cameras over the
-///    live nodes, rounded up; while settling, over every node the site has known), preferring
-///    by a hash of camera and node so that nodes prefer different cameras and a restarted node
-///    gets its own back; a camera another node took first is passed over for the next;
-/// 3. above its share (a node joined), give one camera up, at most one every two leases: the
-///    cluster rebalances slowly.
+/// 1. renew the leases it holds; a camera whose lease another node took is stopped at once
+///    (one it hands over: once the taker writes it);
+/// 2. take free cameras, offered ones and expired ones, up to its fair share (the shared
+///    cameras over the live nodes, rounded up; while settling, over every node the site has
+///    known, except for offered ones), preferring by a hash of camera and node so that nodes
+///    prefer different cameras and a restarted node gets its own back; a camera another node
+///    took first is passed over for the next;
+/// 3. above its share (a node joined), hand one camera over, at most one every two leases: the
+///    cluster rebalances slowly, and make-before-break (the giver records until the taker's
+///    first frame is in its files, then stops). SIGTERM hands every camera over the same way.
 ///
 /// Expired leases are taken only after this node has talked to the database for a lease and a
 /// third without a break: after the database was away for everyone, the owners renew first
@@ -37,8 +41,15 @@ actor LeaseKeeper {
     private var unansweredSince: ContinuousClock.Instant?
     /// The other live nodes' web addresses, as the last round found them.
     private var peers: [String] = []
+    /// How many other nodes were live at the last round (those without a web page too).
+    private var otherLiveNodes = 0
     /// Held cameras whose fence is set.
     private var fenced: Set<String> = []
+    /// Held cameras offered to the others, since when: recorded here until a taker writes them.
+    private var handingOver: [String: ContinuousClock.Instant] = [:]
+    /// How long a hand-over waits for a taker, and for the taker's first written frame.
+    static let offerLimit = Duration.seconds(3)
+    static let handOverLimit = Duration.seconds(6)
     private let witnesses: @Sendable ([String]) async -> [PeerWitness]
     /// A round under way (one whose caller gave up at its deadline may still run): the next waits
     /// its turn rather than interleave with it.
@@ -73,8 +84,8 @@ actor LeaseKeeper {
     func answered() { unansweredSince = nil }
 
     /// One round; returns how long to wait before the next (a lease of another node that runs
-    /// out sooner than a third of the lease brings the next round forward). `peers`: the other
-    /// live nodes' web addresses.
+    /// out sooner than a third of the lease brings the next round forward, a hand-over under way
+    /// a fifth of a second). `peers`: the other live nodes' web addresses.
     func round(connectedFor: Duration, peers: [String]) async throws -> Duration {
         let lease = table.leaseSeconds
         guard !busy else { return .seconds(1) }
@@ -82,8 +93,37 @@ actor LeaseKeeper {
         defer { busy = false }
         self.peers = peers
         let shared = await cameras.shared()
-        let sharedSet = Set(shared)
-        for camera in held where !sharedSet.contains(camera) {
+        try await renew(shared: Set(shared))
+        try await settleHandOvers(stopping: false)
+        try await table.offer(shared)
+        let (rows, live, expected) = try await table.state(of: shared)
+        let fair = Self.share(of: shared.count, among: live)
+        otherLiveNodes = max(0, live - 1)
+        let settled = connectedFor >= settling
+        // While settling (just started, or back after an outage) a node takes no more than its
+        // share among every node the site has known: nodes started together each take theirs.
+        let takeUpTo = settled ? fair : min(fair, Self.share(of: shared.count, among: expected))
+        if held.count < fair {
+            try await take(from: rows, upTo: takeUpTo, offeredUpTo: fair, expired: settled)
+        } else if held.count > fair, handingOver.isEmpty, lastGiven.map({ ContinuousClock.now - $0 > .seconds(2 * lease) }) ?? true,
+                  let camera = held.min(by: { Self.preference($0, table.node) < Self.preference($1, table.node) }) {
+            // Handed over, not stopped: it records here until the taker writes it.
+            logger.notice("hands \(camera) over: this node holds \(held.count) of \(shared.count) cameras for \(live) node(s); it records on until another node does")
+            try await table.handOver([camera])
+            handingOver[camera] = .now
+            lastGiven = .now
+        }
+        if !handingOver.isEmpty { return .milliseconds(200) }
+        let third = lease / 3
+        let soonest = rows.filter { !$0.isMine && $0.owner != nil && $0.expiresInSeconds > 0 }.map(\.expiresInSeconds).min()
+        let wait = min(third, max(0.5, (soonest ?? third) + 0.2))
+        return .milliseconds(Int64(wait * 1000))
+    }
+
+    /// Stops what is no longer shared (a reload), renews the rest, and stops what another node
+    /// took (unless handed over: `settleHandOvers` stops those); a renewal lifts any fence.
+    private func renew(shared: Set<String>) async throws {
+        for camera in held where !shared.contains(camera) {
             // No longer shared (a reload): stop it, then free its row.
             await stop(camera, because: "it is no longer in the configuration")
             try await table.give([camera])
@@ -91,7 +131,7 @@ actor LeaseKeeper {
         let sent = ContinuousClock.now
         let renewed = try await table.renew(held.sorted())
         renewedAt = sent
-        for camera in held.subtracting(renewed) {
+        for camera in held.subtracting(renewed) where handingOver[camera] == nil {
             await stop(camera, because: "another node took its lease")
         }
         if !fenced.isEmpty {
@@ -99,38 +139,64 @@ actor LeaseKeeper {
             logger.notice("the database answers this node again and its leases are renewed: fence lifted from \(fenced.sorted().joined(separator: ", "))")
             fenced = []
         }
-        try await table.offer(shared)
-        let (rows, live, expected) = try await table.state(of: shared)
-        let fair = Self.share(of: shared.count, among: live)
-        let settled = connectedFor >= settling
-        // While settling (just started, or back after an outage) a node takes no more than its
-        // share among every node the site has known: nodes started together each take theirs.
-        let takeUpTo = settled ? fair : min(fair, Self.share(of: shared.count, among: expected))
-        if held.count < takeUpTo {
-            let takeable = rows.filter { !$0.isMine && ($0.owner == nil || $0.isMineFromBefore || (settled && $0.expiresInSeconds < 0)) }
-                .sorted { Self.preference($0.camera, table.node) > Self.preference($1.camera, table.node) }
-            // A camera another node took first is passed over for the next, in this round.
-            for row in takeable where held.count < takeUpTo {
-                guard let epoch = try await table.take(row.camera, expired: settled) else { continue }
-                if await cameras.hold(row.camera) {
-                    held.insert(row.camera)
-                    let from = row.owner.map { $0 == table.node ? "this node before it restarted" : "\($0), whose lease ran out" } ?? "nobody"
-                    logger.notice("took the lease of \(row.camera) (epoch \(epoch), from \(from)): recording it")
-                } else {
-                    try await table.give([row.camera])
+    }
+
+    /// Takes cameras up to `limit` held (`offeredLimit` for one its holder hands over: a node
+    /// that stops is no longer live, so its cameras fit the live nodes' share even while they
+    /// settle), by preference; a camera another node took first is passed over for the next, in
+    /// this round. One handed over is said to be written here as soon as it is, so its giver stops.
+    private func take(from rows: [LeaseTable.Row], upTo limit: Int, offeredUpTo offeredLimit: Int, expired settled: Bool) async throws {
+        let takeable = rows.filter { !$0.isMine && ($0.owner == nil || $0.isOffered || $0.isMineFromBefore || (settled && $0.expiresInSeconds < 0)) }
+            .sorted { Self.preference($0.camera, table.node) > Self.preference($1.camera, table.node) }
+        for row in takeable where held.count < (row.isOffered ? offeredLimit : limit) {
+            guard let epoch = try await table.take(row.camera, expired: settled) else { continue }
+            guard await cameras.hold(row.camera) else {
+                try await table.give([row.camera])
+                continue
+            }
+            held.insert(row.camera)
+            let from = row.owner.map {
+                $0 == table.node ? "this node before it restarted" : row.isOffered ? "\($0), which hands it over" : "\($0), whose lease ran out"
+            } ?? "nobody"
+            logger.notice("took the lease of \(row.camera) (epoch \(epoch), from \(from)): recording it")
+            if row.isOffered {
+                Task { [table, cameras, logger] in
+                    guard await cameras.firstWrittenFrame(of: row.camera, within: Self.handOverLimit) else { return }
+                    do { try await table.recordingStarted(row.camera) } catch {
+                        logger.notice("could not tell \(row.camera)'s giver that this node records it (\(CatalogError.from(error))): it stops in \(Int(Self.handOverLimit.inSeconds)) s")
+                    }
                 }
             }
-        } else if held.count > fair, lastGiven.map({ ContinuousClock.now - $0 > .seconds(2 * lease) }) ?? true,
-                  let camera = held.min(by: { Self.preference($0, table.node) < Self.preference($1, table.node) }) {
-            // Stopped before it is given up: never two nodes writing it.
-            await stop(camera, because: "this node holds \(held.count) of \(shared.count) cameras for \(live) node(s)")
-            try await table.give([camera])
-            lastGiven = .now
         }
-        let third = lease / 3
-        let soonest = rows.filter { !$0.isMine && $0.owner != nil && $0.expiresInSeconds > 0 }.map(\.expiresInSeconds).min()
-        let wait = min(third, max(0.5, (soonest ?? third) + 0.2))
-        return .milliseconds(Int64(wait * 1000))
+    }
+
+    /// The cameras this node hands over: each is stopped here once its taker writes it (gap 0),
+    /// or when the taker writes nothing within `handOverLimit` (a camera that takes one client
+    /// at a time: the taker records once this node lets go). One nobody took within
+    /// `offerLimit` is kept (`stopping`: stopped and given up).
+    private func settleHandOvers(stopping: Bool) async throws {
+        guard !handingOver.isEmpty else { return }
+        let found = try await table.handOvers(handingOver.keys.sorted())
+        for (camera, since) in handingOver.sorted(by: { $0.key < $1.key }) {
+            let waited = ContinuousClock.now - since
+            let seconds = String(format: "%.1f", waited.inSeconds)
+            guard let (taker, recording) = found[camera] else { continue }
+            if let taker {
+                guard recording || waited > Self.handOverLimit else { continue }
+                handingOver[camera] = nil
+                await stop(camera, because: recording ? "handed over: \(taker) records it (after \(seconds) s)"
+                    : "\(taker) took it but wrote nothing within \(seconds) s (it records once this node lets go)")
+            } else if waited > Self.offerLimit {
+                handingOver[camera] = nil
+                if stopping {
+                    await stop(camera, because: "no node took it within \(seconds) s and this node stops")
+                    try await table.give([camera])
+                } else {
+                    try await table.withdraw([camera])
+                    logger.notice("no node took \(camera) within \(seconds) s: this node records it on")
+                }
+            }
+        }
     }
 
     /// While renewals fail, asks the peers whether they reach the database; if one does, fences
@@ -172,8 +238,24 @@ actor LeaseKeeper {
         }
     }
 
-    /// Stops every camera and gives their leases up, so other nodes take them at once (SIGTERM);
-    /// returns the cameras whose leases were given.
+    /// Hands every camera over (SIGTERM): the others take them at once and this node stops each
+    /// when its taker writes it; returns the cameras it held. With no other live node (the last
+    /// round found none), nobody could take them: they stop and are given up at once.
+    @discardableResult
+    func handAllOver() async throws -> [String] {
+        guard otherLiveNodes > 0 else { return try await giveAll() }
+        let all = held.sorted()
+        try await table.handOver(all)
+        for camera in all where handingOver[camera] == nil { handingOver[camera] = .now }
+        while !handingOver.isEmpty {
+            try await settleHandOvers(stopping: true)
+            if !handingOver.isEmpty { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        return all
+    }
+
+    /// Stops every camera and gives their leases up, so other nodes take them at once (another
+    /// process took this node's name); returns the cameras whose leases were given.
     @discardableResult
     func giveAll() async throws -> [String] {
         let all = held.sorted()
@@ -187,6 +269,7 @@ actor LeaseKeeper {
         let began = ContinuousClock.now
         held.remove(camera)
         fenced.remove(camera)
+        handingOver[camera] = nil
         await cameras.release(camera)
         logger.notice("\(camera) stopped in \(String(format: "%.2f", (ContinuousClock.now - began).inSeconds)) s, its files finalized")
     }

@@ -26,7 +26,13 @@ struct LeaseTable: Sendable {
         var isMineFromBefore: Bool
         /// Seconds until it expires (negative: expired); 0 when free.
         var expiresInSeconds: Double
+        /// Its holder hands it over: it records on until the taker writes it.
+        var isOffered = false
     }
+
+    /// Where a node that hands a camera over tells the others (NOTIFY), so a taker's round comes
+    /// at once, not a third of a lease later.
+    static let channel = "vigil_leases"
 
     /// Renews the leases of `held`; returns those still this node's (the others were taken).
     func renew(_ held: [String]) async throws -> Set<String> {
@@ -53,14 +59,14 @@ struct LeaseTable: Sendable {
         let query = try await client.query("""
             SELECT camera, owner, COALESCE(owner = \(node) AND incarnation = \(incarnation), false),
                    COALESCE(owner = \(node) AND incarnation <> \(incarnation), false),
-                   COALESCE(EXTRACT(EPOCH FROM expires - clock_timestamp())::float8, 0)
+                   COALESCE(EXTRACT(EPOCH FROM expires - clock_timestamp())::float8, 0), offered IS NOT NULL
             FROM camera_leases WHERE camera = ANY(\(cameras)) ORDER BY camera
             """, logger: Self.logger)
-        for try await (camera, owner, mine, mineBefore, expiresIn) in query.decode((String, String?, Bool, Bool, Double).self) {
+        for try await (camera, owner, mine, mineBefore, expiresIn, offered) in query.decode((String, String?, Bool, Bool, Double, Bool).self) {
             guard expiresIn.isFinite, owner.map(NodeName.isValid) ?? true else {
                 throw CatalogError.invalidRow("camera_leases: \(camera.prefix(80))")
             }
-            rows.append(Row(camera: camera, owner: owner, isMine: mine, isMineFromBefore: mineBefore, expiresInSeconds: expiresIn))
+            rows.append(Row(camera: camera, owner: owner, isMine: mine, isMineFromBefore: mineBefore, expiresInSeconds: expiresIn, isOffered: offered))
         }
         var live = 0
         var expected = 0
@@ -76,13 +82,14 @@ struct LeaseTable: Sendable {
         return (rows, live, expected)
     }
 
-    /// Takes `camera` if it is free, this node's from an earlier process, or (`expired`) a lease
-    /// nobody renewed in time; returns its new epoch, nil when another node has it.
+    /// Takes `camera` if it is free, this node's from an earlier process, offered by its holder,
+    /// or (`expired`) a lease nobody renewed in time; returns its new epoch, nil when another
+    /// node has it.
     func take(_ camera: String, expired: Bool) async throws -> Int64? {
         let rows = try await client.query("""
             UPDATE camera_leases SET owner = \(node), incarnation = \(incarnation), epoch = epoch + 1, taken = clock_timestamp(),
-                expires = clock_timestamp() + make_interval(secs => \(leaseSeconds))
-            WHERE camera = \(camera) AND (owner IS NULL OR (owner = \(node) AND incarnation <> \(incarnation))
+                expires = clock_timestamp() + make_interval(secs => \(leaseSeconds)), offered = NULL, recording = NULL
+            WHERE camera = \(camera) AND (owner IS NULL OR (owner = \(node) AND incarnation <> \(incarnation)) OR offered IS NOT NULL
                 OR (\(expired) AND expires < clock_timestamp()))
             RETURNING epoch
             """, logger: Self.logger)
@@ -91,11 +98,51 @@ struct LeaseTable: Sendable {
         return epoch
     }
 
+    /// Offers `cameras` for another node to take while this one records on, and tells the others.
+    func handOver(_ cameras: [String]) async throws {
+        guard !cameras.isEmpty else { return }
+        try await run("""
+            UPDATE camera_leases SET offered = clock_timestamp()
+            WHERE owner = \(node) AND incarnation = \(incarnation) AND camera = ANY(\(cameras))
+            """)
+        try await run("SELECT pg_notify(\(Self.channel), \(node))")
+    }
+
+    /// Takes the offer of `cameras` back (nobody took them): still this node's alone.
+    func withdraw(_ cameras: [String]) async throws {
+        guard !cameras.isEmpty else { return }
+        try await run("""
+            UPDATE camera_leases SET offered = NULL WHERE owner = \(node) AND incarnation = \(incarnation) AND camera = ANY(\(cameras))
+            """)
+    }
+
+    /// The camera this node took by hand-over is in its files: its giver may stop.
+    func recordingStarted(_ camera: String) async throws {
+        try await run("""
+            UPDATE camera_leases SET recording = clock_timestamp() WHERE camera = \(camera) AND owner = \(node) AND incarnation = \(incarnation)
+            """)
+    }
+
+    /// For each of `cameras` this node offered: who holds it now (nil: this node still), and
+    /// whether that node writes it already.
+    func handOvers(_ cameras: [String]) async throws -> [String: (taker: String?, recording: Bool)] {
+        var found: [String: (taker: String?, recording: Bool)] = [:]
+        let rows = try await client.query("""
+            SELECT camera, CASE WHEN owner = \(node) AND incarnation = \(incarnation) THEN NULL ELSE COALESCE(owner, '') END, recording IS NOT NULL
+            FROM camera_leases WHERE camera = ANY(\(cameras))
+            """, logger: Self.logger)
+        for try await (camera, taker, recording) in rows.decode((String, String?, Bool).self) {
+            guard taker.map({ $0.isEmpty || NodeName.isValid($0) }) ?? true else { throw CatalogError.invalidRow("camera_leases: \(camera.prefix(80))") }
+            found[camera] = (taker, recording)
+        }
+        return found
+    }
+
     /// Gives `cameras` up (free for any node to take at once).
     func give(_ cameras: [String]) async throws {
         guard !cameras.isEmpty else { return }
         try await run("""
-            UPDATE camera_leases SET owner = NULL, incarnation = NULL, expires = NULL
+            UPDATE camera_leases SET owner = NULL, incarnation = NULL, expires = NULL, offered = NULL
             WHERE owner = \(node) AND incarnation = \(incarnation) AND camera = ANY(\(cameras))
             """)
     }

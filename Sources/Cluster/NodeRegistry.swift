@@ -38,10 +38,11 @@ public struct NodeRegistry: Sendable {
             """)
     }
 
-    /// Marks this node's incarnation stopped cleanly, recording nothing (its leases are given).
-    public func stopped(node: String, incarnation: UUID) async throws {
+    /// Marks this node's incarnation stopped cleanly (no longer live, so the others' share grows),
+    /// recording `cameras` (those it still hands over; none once it has).
+    public func stopped(node: String, incarnation: UUID, cameras: [String]) async throws {
         try await run("""
-            UPDATE cluster_nodes SET stopped = clock_timestamp(), cameras = '{}'
+            UPDATE cluster_nodes SET stopped = clock_timestamp(), cameras = \(cameras)
             WHERE node = \(node) AND incarnation = \(incarnation.uuidString)
             """)
     }

@@ -30,7 +30,7 @@ public final class PostgresCatalog: RecordingCatalog {
     /// recordings, 2 motion events, 3 when an event was reviewed and the newest-first index,
     /// 4 nothing: SQLite's archive queue is about one node's disk and stays in its SQLite file),
     /// 5 the nodes, 6 the leases of shared network cameras, 7 the listing's covering index, 8 the
-    /// longest recording of each camera and kind (the listing's lower bound), 9 a node's clean stop and a lease's take.
+    /// longest recording of each camera and kind (the listing's lower bound), 9 a node's clean stop, a lease's take and hand-over.
     /// One statement per string: PostgreSQL prepares each alone. Integers are BIGINT, as SQLite's are.
     static let migrations: [[String]] = [
         ["""
@@ -149,9 +149,13 @@ public final class PostgresCatalog: RecordingCatalog {
         """],
         // 9: when a node stopped cleanly (nil: running, or killed), so `vigil cluster status` says
         // "stopped", not "gone", and it stops counting as live at once; when each lease was last
-        // taken, by the database's clock (how long a failover took, against the old expiry).
+        // taken, by the database's clock (how long a failover took, against the old expiry); a
+        // hand-over: since when the holder offers the camera while it records on (`offered`), and
+        // since when the taker writes it (`recording`), after which the giver stops.
         ["ALTER TABLE cluster_nodes ADD COLUMN IF NOT EXISTS stopped TIMESTAMPTZ",
-         "ALTER TABLE camera_leases ADD COLUMN IF NOT EXISTS taken TIMESTAMPTZ"],
+         "ALTER TABLE camera_leases ADD COLUMN IF NOT EXISTS taken TIMESTAMPTZ",
+         "ALTER TABLE camera_leases ADD COLUMN IF NOT EXISTS offered TIMESTAMPTZ",
+         "ALTER TABLE camera_leases ADD COLUMN IF NOT EXISTS recording TIMESTAMPTZ"],
     ]
 
     /// The length of `row`'s recording for `recording_spans`: at least 0, and at most BIGINT's

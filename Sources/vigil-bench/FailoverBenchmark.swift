@@ -3,18 +3,24 @@ import CaptureTesting
 import Foundation
 import Glibc
 import Plumbing
+import Recorder
 
 /// What `vigil-bench failover` is asked for: how many kills, and the lease.
 struct FailoverOptions: BenchOptions {
-    static let usage = "failover [--kills N (1-1000, default 10)] [--lease S (3-300, default 4)]"
+    static let usage = "failover [--kills N (1-1000, default 10)] [--lease S (3-300, default 4)] [--stop yes (SIGTERM: hand-over, not kill -9)]"
     var kills = 10
     /// `lease_seconds`, in vigil's own range for it.
     var leaseSeconds = 4
+    /// SIGTERM instead of kill -9: planned moves (hand-over), measured by the gap in the files.
+    var stop = false
 
     mutating func take(_ flag: String, _ value: String) throws -> Bool {
         switch flag {
         case "--kills": kills = try wholeNumber(flag, value, in: 1...1000)
         case "--lease": leaseSeconds = try wholeNumber(flag, value, in: 3...300)
+        case "--stop":
+            guard ["yes", "no"].contains(value) else { throw BenchmarkError("--stop takes yes or no, not \(value.prefix(20))") }
+            stop = value == "yes"
         default: return false
         }
         return true
@@ -32,10 +38,12 @@ func failoverBenchmark(_ options: FailoverOptions) async throws -> Bool {
     defer { site.remove() }
     let signals = removeOnSignal(site)
     defer { for source in signals { source.cancel() } }
-    let bound = site.lease + 5
+    if options.stop { return try await handOverBenchmark(options, site) }
+    let bound = site.lease + 1
     print("failover: kill -9 of one of 3 vigil run nodes (6 RTSP cameras, 160x120 at 10 fps, copied into 1 s segments; PostgreSQL 15 on loopback), \(options.kills) kills, lease_seconds = \(options.leaseSeconds)")
     var moved: [Double] = []
     var recorded: [Double] = []
+    var takenLate: [Double] = []
     var late: [String] = []
     for round in 1...options.kills {
         let victim = ["node-a", "node-b", "node-c"][(round - 1) % 3]
@@ -49,14 +57,18 @@ func failoverBenchmark(_ options: FailoverOptions) async throws -> Bool {
         }
         moved.append(movedAfter)
         recorded.append(recordedAfter)
-        if movedAfter > bound { late.append(String(format: "\(held): leased elsewhere after %.2f s, over lease + 5 = %.0f s", movedAfter, bound)) }
+        takenLate += result.takenAfterExpiry
+        if movedAfter > bound { late.append(String(format: "\(held): leased elsewhere after %.2f s, over lease + 1 = %.0f s", movedAfter, bound)) }
         let rebalanced = try await restart(victim, in: site)
-        print(String(format: "\(held): leased by the others after %.2f s, a new file of each on their disks after %.2f s; restarted, two each again after %.1f s",
-                     movedAfter, recordedAfter, rebalanced))
+        print(String(format: "\(held): leased by the others after %.2f s (%@ s after its leases ran out, by the database's clock), a new file of each on their disks after %.2f s; restarted, two each again after %.1f s",
+                     movedAfter, result.takenAfterExpiry.map { String(format: "%.2f", $0) }.joined(separator: ", "), recordedAfter, rebalanced))
     }
     if !moved.isEmpty {
-        print(String(format: "moved (every camera of the killed node leased by a live other node): median %.2f s, max %.2f s over %ld kills (bound: lease + 5 = %.0f s)",
+        print(String(format: "moved (every camera of the killed node leased by a live other node): median %.2f s, max %.2f s over %ld kills (bound: lease + 1 = %.0f s)",
                      median(moved), moved.max()!, moved.count, bound))
+        if !takenLate.isEmpty {
+            print(String(format: "taken after the lease ran out (database clock): median %.2f s, max %.2f s over %ld cameras", median(takenLate), takenLate.max()!, takenLate.count))
+        }
         print(String(format: "recorded again (a new segment file of each on a surviving node's disk): median %.2f s, max %.2f s",
                      median(recorded), recorded.max()!))
     }
@@ -64,11 +76,63 @@ func failoverBenchmark(_ options: FailoverOptions) async throws -> Bool {
     return late.isEmpty
 }
 
+/// `kills` times a node (round-robin) is stopped with SIGTERM: it hands its cameras over.
+/// Measured per camera from every node's index (the files' own frame times): the time between
+/// the giver's last frame and the taker's first (negative: an overlap); and how long the stop
+/// took. Returns false when a gap was over 0.25 s (more than a frame's interval and slack).
+private func handOverBenchmark(_ options: FailoverOptions, _ site: LeasedSite) async throws -> Bool {
+    print("hand-over: SIGTERM of one of 3 vigil run nodes (6 RTSP cameras, 160x120 at 10 fps, copied into 1 s segments; PostgreSQL 15 on loopback), \(options.kills) stops, lease_seconds = \(options.leaseSeconds)")
+    var gaps: [Double] = []
+    var stops: [Double] = []
+    var late: [String] = []
+    for round in 1...options.kills {
+        let giver = ["node-a", "node-b", "node-c"][(round - 1) % 3]
+        let cameras = try leaseHolders(site).filter { $0.value == giver }.keys.sorted()
+        let signalled = SystemClocks.wallNanos()
+        let began = SystemClocks.monotonicNanos()
+        let process = site.nodes[giver]!.process
+        Glibc.kill(process.processIdentifier, SIGTERM)
+        _ = await waitUntil(seconds: 30) { !process.isRunning }
+        let stopped = Double(SystemClocks.monotonicNanos() - began) / 1e9
+        // The takers' first segments complete (1 s each) before they are read.
+        try await Task.sleep(for: .seconds(2.5))
+        let found = try handOverGaps(site, giver: giver, cameras: cameras, after: signalled - 5_000_000_000)
+        for camera in cameras where found[camera] == nil { late.append("stop \(round): \(camera) of \(giver) was not recorded by another node") }
+        for (camera, gap) in found where gap > 0.25 { late.append(String(format: "stop \(round): \(camera) had a gap of %.3f s at its hand-over", gap)) }
+        gaps += found.values
+        stops.append(stopped)
+        let rebalanced = try await restart(giver, in: site)
+        print(String(format: "stop \(round): \(giver) stopped in %.2f s; gaps at the hand-over %@ s; restarted, two each again after %.1f s",
+                     stopped, found.sorted { $0.key < $1.key }.map { "\($0.key) " + String(format: "%.3f", $0.value) }.joined(separator: ", "), rebalanced))
+    }
+    if !gaps.isEmpty {
+        print(String(format: "gap at a hand-over (taker's first frame less giver's last; negative: overlap): median %.3f s, max %.3f s, min %.3f s over %ld cameras",
+                     median(gaps), gaps.max()!, gaps.min()!, gaps.count))
+        print(String(format: "SIGTERM to exit: median %.2f s, max %.2f s", median(stops), stops.max()!))
+    }
+    for line in late { FileHandle.standardError.write(Data("vigil-bench failover: \(line)\n".utf8)) }
+    return late.isEmpty
+}
+
+/// For each of `cameras`: the taker's first frame (its first segment that started after
+/// `after`, camera time) less the giver's last frame, from the nodes' indexes.
+private func handOverGaps(_ site: LeasedSite, giver: String, cameras: [String], after: Int64) throws -> [String: Double] {
+    var gaps: [String: Double] = [:]
+    let entries = try site.nodes.mapValues { try RecordingIndex(root: $0.dir + "/data").entries(kind: .segment) }
+    for camera in cameras {
+        guard let last = entries[giver]?.filter({ $0.camera == camera }).map(\.endNanos).max(),
+              let first = entries.filter({ $0.key != giver }).values.joined()
+                .filter({ $0.camera == camera && $0.startNanos > after }).map(\.startNanos).min() else { continue }
+        gaps[camera] = Double(first - last) / 1e9
+    }
+    return gaps
+}
+
 /// Kills `victim` with kill -9 and measures, in seconds from the kill, when every camera whose
 /// lease it held is leased by another node, and when a new file of each is on another node's
 /// disk; nil for what did not happen within `seconds`.
 private func killAndMeasure(_ victim: String, in site: LeasedSite, waitingAtMost seconds: Double) async throws
-    -> (cameras: [String], moved: Double?, recorded: Double?) {
+    -> (cameras: [String], moved: Double?, recorded: Double?, takenAfterExpiry: [Double]) {
     let cameras = try leaseHolders(site).filter { $0.value == victim }.keys.sorted()
     guard !cameras.isEmpty else { throw BenchmarkError("\(victim) holds no camera's lease before its kill") }
     let survivors = site.nodes.keys.filter { $0 != victim }
@@ -76,6 +140,8 @@ private func killAndMeasure(_ victim: String, in site: LeasedSite, waitingAtMost
     let process = site.nodes[victim]!.process
     Glibc.kill(process.processIdentifier, SIGKILL)
     let killed = SystemClocks.monotonicNanos()
+    // When its leases run out, by the database's clock: nothing renews them now.
+    let expiries = try leaseTimes("expires", site)
     var moved: Double?
     var recorded: Double?
     var recordedCameras: Set<String> = []
@@ -97,7 +163,8 @@ private func killAndMeasure(_ victim: String, in site: LeasedSite, waitingAtMost
         throw BenchmarkError("\(node) stopped: \(VigilBinary.output(in: site.nodes[node]!.dir).suffix(2000))")
     }
     _ = await waitUntil(seconds: 10) { !process.isRunning }
-    return (cameras, moved, recorded)
+    let taken = try leaseTimes("taken", site)
+    return (cameras, moved, recorded, cameras.compactMap { camera in expiries[camera].flatMap { expiry in taken[camera].map { $0 - expiry } } })
 }
 
 /// Starts `node` again and waits until the nodes hold two cameras each; returns how long that took.
@@ -135,6 +202,17 @@ private func leaseHolders(_ site: LeasedSite) throws -> [String: String] {
         if fields.count == 2 { holders[String(fields[0])] = String(fields[1]) }
     }
     return holders
+}
+
+/// `column` ("expires" or "taken") of every lease, in seconds since 1970 by the database's clock.
+private func leaseTimes(_ column: String, _ site: LeasedSite) throws -> [String: Double] {
+    let rows = try site.server.psql("SELECT camera, EXTRACT(EPOCH FROM \(column))::float8 FROM camera_leases WHERE \(column) IS NOT NULL")
+    var times: [String: Double] = [:]
+    for row in rows.split(separator: "\n") {
+        let fields = row.split(separator: "|")
+        if fields.count == 2, let time = Double(fields[1]) { times[String(fields[0])] = time }
+    }
+    return times
 }
 
 /// The middle value, or the mean of the two middle ones.

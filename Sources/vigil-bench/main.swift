@@ -7,7 +7,7 @@ import Recorder
 //   vigil-bench reattach [REPLUGS=25]                   (Scripts/bench-reattach)
 //   vigil-bench index [SEGMENTS=10000]                  (Scripts/bench-index)
 //   vigil-bench index-scale [--cameras 64] [--days 30] [--backend sqlite|postgresql]  (Scripts/bench-index --cameras …)
-//   vigil-bench failover [--kills 10] [--lease 4]       (Scripts/bench-failover)
+//   vigil-bench failover [--kills 10] [--lease 4] [--stop yes] (Scripts/bench-failover)
 //   vigil-bench slow-site [--rounds 20] [--vigil PATH]  (Scripts/bench-http --slow-site)
 //   vigil-bench chaos-check ROOT LOG OPERATIONS FPS      (Scripts/chaos)
 

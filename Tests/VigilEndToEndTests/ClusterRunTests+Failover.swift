@@ -139,12 +139,15 @@ extension ClusterRunTests {
             moved.allSatisfy { log().contains("gives up \($0): another node took its lease") }
         }
         #expect(stopped, "\(log().suffix(3000))")
-        // It rejoins and gets two cameras again, one at a time (the slow rebalance).
+        // It rejoins and gets two cameras again, handed over one at a time (the slow rebalance).
         #expect(await site.waitForTwoEach(seconds: 90), "\(site.status() ?? [])")
         try await site.stopAll()
         let overlap = try site.longestOverlap()
         print("\(cut) cut off from the database: longest time two nodes wrote one camera: \(overlap.seconds) s (\(overlap.camera))")
-        #expect(overlap.seconds == 0, "\(overlap)")
+        // The planned moves after the heal (its share handed back, the stop) overlap by a few
+        // frames on purpose, within the hand-over's limit (6 s); the fenced move must not overlap
+        // at all, which the files show below.
+        #expect(overlap.seconds < 6, "\(overlap)")
         for line in log().split(separator: "\n") where line.contains("fenced") || line.contains("took the lease") { print("\(cut): \(line)") }
         // Between the cut-off node's last frame and the taker's first: never below zero.
         let indexes = try site.nodes.mapValues { try RecordingIndex(root: $0.dir + "/data").entries(kind: .segment) }

@@ -40,3 +40,48 @@ extension ClusterRunTests {
         site.expectEveryFileDecodes()
     }
 }
+
+extension ClusterRunTests {
+    /// Planned moves are make-before-break: a node stopped with SIGTERM hands its cameras over
+    /// (the taker writes each before the giver stops it), and when it starts again the others
+    /// hand it its share back the same way. The files, by their own frame times, leave no gap
+    /// at any move: between one node's last frame and the next node's first there is at most a
+    /// frame's interval (10 fps), and the short overlap ends within the hand-over's limit.
+    @Test func plannedMovesHandCamerasOverWithoutAGap() async throws {
+        let site = try await LeasedSite()
+        defer { site.remove() }
+        let giver = "node-a"
+        let given = Set(site.listed.first { $0.name == giver }!.cameras)
+        let process = site.nodes[giver]!.process
+        kill(process.processIdentifier, SIGTERM)
+        #expect(await waitForExit(process, seconds: 30) && process.terminationStatus == 0)
+        let log = VigilBinary.output(in: site.nodes[giver]!.dir)
+        for camera in given.sorted() {
+            let line = log.split(separator: "\n").first { $0.contains("gives up \(camera): handed over:") }
+            print("\(giver): \(line ?? "no hand-over of \(camera)")")
+            #expect(line != nil, "\(log.suffix(3000))")
+        }
+        #expect(given.isSubset(of: site.held(except: giver)), "\(site.status() ?? [])")
+        // Started again: the others hand it two cameras back.
+        try site.start(giver)
+        #expect(await site.waitForTwoEach(seconds: 60), "\(site.status() ?? [])")
+        try await site.stopAll()
+        let handedBack = site.nodes.filter { $0.key != giver }.values.map { VigilBinary.output(in: $0.dir) }
+            .joined().split(separator: "\n").filter { $0.contains(": handed over:") }
+        #expect(handedBack.count >= 2, "\(handedBack)")
+        for name in site.nodes.keys.sorted() {
+            for line in VigilBinary.output(in: site.nodes[name]!.dir).split(separator: "\n")
+            where line.contains("hand") || line.contains("took the lease") || line.contains("gives up") { print("\(name): \(line)") }
+        }
+        var moves = 0
+        for (camera, gap) in try site.gapsAtMoves() {
+            moves += 1
+            print("\(camera): \(String(format: "%.3f", gap)) s between one node's last frame and the next node's first at a move")
+            #expect(gap <= 0.25, "\(camera): a gap of \(gap) s at a planned move")
+        }
+        #expect(moves >= 4, "\(moves) moves found in the indexes")
+        // Overlaps end within the hand-over's limit (LeaseKeeper.handOverLimit, 6 s).
+        #expect(try site.longestOverlap().seconds < 6)
+        site.expectEveryFileDecodes()
+    }
+}

@@ -271,6 +271,29 @@ extension LeasedSite {
         return times
     }
 
+    /// For each switch of a camera from one node's files to another's (by the files' own frame
+    /// times, from every node's index): the seconds between the last frame before it and the
+    /// first frame after (negative: they overlap).
+    func gapsAtMoves() throws -> [(camera: String, seconds: Double)] {
+        var spans: [String: [(node: String, from: Int64, to: Int64)]] = [:]
+        for (name, node) in nodes {
+            for entry in try RecordingIndex(root: node.dir + "/data").entries(kind: .segment) {
+                spans[entry.camera, default: []].append((name, entry.startNanos, entry.endNanos))
+            }
+        }
+        var gaps: [(camera: String, seconds: Double)] = []
+        for (camera, list) in spans {
+            let sorted = list.sorted { $0.from < $1.from }
+            var covered = sorted.first.map { ($0.node, $0.to) }
+            for span in sorted.dropFirst() {
+                guard let (node, to) = covered else { break }
+                if span.node != node && span.to > to { gaps.append((camera, Double(span.from - to) / 1e9)) }
+                if span.to > to { covered = (span.node, span.to) }
+            }
+        }
+        return gaps
+    }
+
     /// SIGTERM to every node still running: each exits 0.
     func stopAll() async throws {
         for (name, node) in nodes where node.process.isRunning {

@@ -15,6 +15,17 @@ public final class CameraLeases: Sendable {
     /// Starts recording `camera`; false when the configuration no longer shares it.
     public func hold(_ camera: String) async -> Bool { await control.hold(camera) }
 
+    /// Waits until `camera`'s recording has written a frame into a file, `limit` at most; false
+    /// when it has not (a hand-over's taker says it records, so the giver may stop).
+    public func firstWrittenFrame(of camera: String, within limit: Duration) async -> Bool {
+        let end = ContinuousClock.now + limit
+        repeat {
+            if (await control.writtenFrames(of: camera) ?? 0) > 0 { return true }
+            try? await Task.sleep(for: .milliseconds(50))
+        } while ContinuousClock.now < end && !Task.isCancelled
+        return false
+    }
+
     /// Stops recording `camera`, its open files finalized.
     public func release(_ camera: String) async { await control.release(camera) }
 

@@ -154,6 +154,9 @@ actor RecorderControl: Service {
     /// The fence of a camera this node records under a lease (nil: it records no such camera).
     func fence(of name: String) -> CaptureFence? { leased[name] }
 
+    /// The frames a held camera's recording wrote into files (nil: not recorded here).
+    func writtenFrames(of name: String) async -> Int? { await supervisor?.writtenFrames(of: name) }
+
     /// The camera's timeline, made the first time it is asked for.
     private func timeline(of camera: String) -> CameraTimeline {
         if let timeline = timelines[camera] { return timeline }

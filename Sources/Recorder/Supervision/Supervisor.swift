@@ -170,16 +170,6 @@ public actor Supervisor: Service {
         return c.lastProblem == nil ? .starting : .waiting
     }
 
-    private func movie(of c: Camera) -> SegmentedMovieOutput? {
-        c.plan.outputs.lazy.compactMap({ $0.0 as? SegmentedMovieOutput }).first
-    }
-
-    private func recordedCodec(_ c: Camera) -> String? {
-        guard let movie = movie(of: c) else { return nil }
-        if case .h264 = movie.settings.encoding { return "h264" }
-        return c.session?.activeFormat?.pixelFormat.rawValue
-    }
-
     // MARK: - Changing the plans while running
 
     /// Starts supervising another camera.
