@@ -93,6 +93,18 @@ public final class LeasedSite {
         }
     }
 
+    /// `column` ("expires" or "taken") of every lease that has one, in seconds since 1970 by the
+    /// database's clock.
+    public func leaseTimes(_ column: String) throws -> [String: Double] {
+        let rows = try server.psql("SELECT camera, EXTRACT(EPOCH FROM \(column))::float8 FROM camera_leases WHERE \(column) IS NOT NULL")
+        var times: [String: Double] = [:]
+        for row in rows.split(separator: "\n") {
+            let fields = row.split(separator: "|")
+            if fields.count == 2, let time = Double(fields[1]) { times[String(fields[0])] = time }
+        }
+        return times
+    }
+
     /// The video files of `camera` on `node`'s disk.
     public func recordings(of node: String, camera: String) -> [String] {
         let dir = nodes[node]!.dir + "/data/\(camera)"

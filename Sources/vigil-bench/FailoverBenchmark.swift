@@ -141,7 +141,7 @@ private func killAndMeasure(_ victim: String, in site: LeasedSite, waitingAtMost
     Glibc.kill(process.processIdentifier, SIGKILL)
     let killed = SystemClocks.monotonicNanos()
     // When its leases run out, by the database's clock: nothing renews them now.
-    let expiries = try leaseTimes("expires", site)
+    let expiries = try site.leaseTimes("expires")
     var moved: Double?
     var recorded: Double?
     var recordedCameras: Set<String> = []
@@ -163,7 +163,7 @@ private func killAndMeasure(_ victim: String, in site: LeasedSite, waitingAtMost
         throw BenchmarkError("\(node) stopped: \(VigilBinary.output(in: site.nodes[node]!.dir).suffix(2000))")
     }
     _ = await waitUntil(seconds: 10) { !process.isRunning }
-    let taken = try leaseTimes("taken", site)
+    let taken = try site.leaseTimes("taken")
     return (cameras, moved, recorded, cameras.compactMap { camera in expiries[camera].flatMap { expiry in taken[camera].map { $0 - expiry } } })
 }
 
@@ -202,17 +202,6 @@ private func leaseHolders(_ site: LeasedSite) throws -> [String: String] {
         if fields.count == 2 { holders[String(fields[0])] = String(fields[1]) }
     }
     return holders
-}
-
-/// `column` ("expires" or "taken") of every lease, in seconds since 1970 by the database's clock.
-private func leaseTimes(_ column: String, _ site: LeasedSite) throws -> [String: Double] {
-    let rows = try site.server.psql("SELECT camera, EXTRACT(EPOCH FROM \(column))::float8 FROM camera_leases WHERE \(column) IS NOT NULL")
-    var times: [String: Double] = [:]
-    for row in rows.split(separator: "\n") {
-        let fields = row.split(separator: "|")
-        if fields.count == 2, let time = Double(fields[1]) { times[String(fields[0])] = time }
-    }
-    return times
 }
 
 /// The middle value, or the mean of the two middle ones.

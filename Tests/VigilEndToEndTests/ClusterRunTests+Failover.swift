@@ -25,13 +25,13 @@ extension ClusterRunTests {
         kill(site.nodes[victim]!.process.processIdentifier, SIGKILL)
         let killedAt = ContinuousClock.now
         // When the dead node's leases run out, by the database's clock (nothing renews them now).
-        let expiries = try site.leaseTimes("expires", of: moved)
+        let expiries = try site.leaseTimes("expires")
         let movedInTime = await waitUntil(seconds: site.lease + 5) { moved.isSubset(of: site.held(except: victim)) }
         print("kill -9 of \(victim): its cameras \(moved.sorted()) were held elsewhere after \(ContinuousClock.now - killedAt)")
         #expect(movedInTime, "\(victim)'s cameras \(moved.sorted()) were not taken within \(site.lease + 5) s: \(site.status() ?? [])")
         // Taken within a second of running out, by the database's clock: the takers wake for the
         // expiry, and one that lost a race for a camera takes the next in the same round.
-        let taken = try site.leaseTimes("taken", of: moved)
+        let taken = try site.leaseTimes("taken")
         for camera in moved.sorted() {
             let late = (taken[camera] ?? .infinity) - (expiries[camera] ?? 0)
             print("\(camera): taken \(String(format: "%.2f", late)) s after \(victim)'s lease ran out")

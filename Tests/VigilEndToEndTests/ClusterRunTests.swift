@@ -259,18 +259,6 @@ extension LeasedSite {
         return Set((listing["recordings"] as? [[String: Any]] ?? []).compactMap { $0["node"] as? String })
     }
 
-    /// `column` ("expires" or "taken") of each of `cameras`' leases, in seconds since 1970 by the
-    /// database's clock.
-    func leaseTimes(_ column: String, of cameras: Set<String>) throws -> [String: Double] {
-        let rows = try server.psql("SELECT camera, EXTRACT(EPOCH FROM \(column))::float8 FROM camera_leases WHERE \(column) IS NOT NULL")
-        var times: [String: Double] = [:]
-        for row in rows.split(separator: "\n") {
-            let fields = row.split(separator: "|")
-            if fields.count == 2, cameras.contains(String(fields[0])), let time = Double(fields[1]) { times[String(fields[0])] = time }
-        }
-        return times
-    }
-
     /// For each switch of a camera from one node's files to another's (by the files' own frame
     /// times, from every node's index): the seconds between the last frame before it and the
     /// first frame after (negative: they overlap).
