@@ -83,7 +83,13 @@ struct ApiRoutes: Sendable {
             /// `[cluster]`: the node whose disk holds it.
             var node: String? = nil
         }
-        struct Gap: Encodable { let start, end: String }
+        struct Gap: Encodable {
+            let start, end: String
+            /// `[cluster]`: the gap begins at a file this node was still writing when the camera
+            /// moved on (it was killed, or cut off): that file's real end is known only when the
+            /// node returns and finishes it, so the gap may be shorter than listed.
+            var unknown_until_node: String? = nil
+        }
         let camera, from, to: String
         let recordings: [Recording]
         let gaps: [Gap]
@@ -123,7 +129,18 @@ struct ApiRoutes: Sendable {
         let gaps = RecordingsListing(entries: listed.map(\.entry), timeZone: zone).gaps
         return RecordingsJSON(
             camera: camera, from: time.string(range.from), to: time.string(range.to), recordings: recordings,
-            gaps: gaps.map { RecordingsJSON.Gap(start: time.string($0.from), end: time.string($0.to)) }, partial: partial)
+            gaps: gaps.map { RecordingsJSON.Gap(start: time.string($0.from), end: time.string($0.to), unknown_until_node: Self.unfinished(before: $0, in: listed)) },
+            partial: partial)
+    }
+
+    /// The node whose file, still being written by its catalogue's account, a gap begins at,
+    /// when the footage after the gap is another node's (the camera moved on without that file
+    /// being finished: the node was killed or cut off); nil for a gap in the footage.
+    static func unfinished(before gap: (camera: String, from: Int64, to: Int64), in listed: [(node: String?, entry: RecordingIndex.Entry, url: String)]) -> String? {
+        guard let open = listed.last(where: { $0.entry.camera == gap.camera && $0.entry.state == .writing && $0.entry.endNanos == gap.from }),
+              let next = listed.first(where: { $0.entry.camera == gap.camera && $0.entry.startNanos == gap.to }),
+              let node = open.node, next.node != node else { return nil }
+        return node
     }
 
     struct StillsJSON: Encodable {
