@@ -124,10 +124,12 @@ public final class ClusterService: Service, CustomStringConvertible {
                 let since = connectedSince ?? .now
                 connectedSince = since
                 contact.note(sentAt: sent, connectedSince: since)
-                // The first round waits a third of the lease after joining: nodes started together
-                // see each other, and each takes its share.
-                if let keeper, !joining {
-                    wait = try await leaseRound(keeper, registry: registry, connectedSince: since, held: held, interval: interval)
+                // The round of the join takes back only this node's own cameras from before a
+                // restart; the next, a third of a lease later, its share: nodes started together
+                // see each other by then.
+                if let keeper {
+                    let next = try await leaseRound(keeper, registry: registry, connectedSince: since, held: held, interval: interval, joining: joining)
+                    if !joining { wait = next }
                 }
                 joining = false
                 await keeper?.answered()
@@ -151,36 +153,45 @@ public final class ClusterService: Service, CustomStringConvertible {
                 news.signal()
             }
         }
-        guard registered else { return }
-        let registry = NodeRegistry(client: connections.client)
-        await sayStopped(registry, recording: await cameras())
-        if let keeper { await giveLeasesUp(keeper) }
-        await sayStopped(registry, recording: [])
+        if registered { await leave(NodeRegistry(client: connections.client), keeper: keeper) }
+    }
+
+    /// Stopped: marked stopped, the cameras handed over, then marked as recording nothing. A
+    /// database that does not answer the mark gets no hand-over (it would wait for nothing within
+    /// systemd's stop timeout): the cameras stop, and their leases are freed if it can.
+    private func leave(_ registry: NodeRegistry, keeper: LeaseKeeper?) async {
+        let reached = await sayStopped(registry, recording: await cameras())
+        if let keeper { await giveLeasesUp(keeper, handingOver: reached) }
+        if reached { await sayStopped(registry, recording: []) }
     }
 
     /// Stopped: the node table lists this node as stopped (not gone), with what it still records,
     /// and it no longer counts as live (the others' share grows, so they take its cameras).
-    private func sayStopped(_ registry: NodeRegistry, recording: [String]) async {
+    /// False when the database did not answer.
+    @discardableResult
+    private func sayStopped(_ registry: NodeRegistry, recording: [String]) async -> Bool {
         do {
             try await withDeadline(.seconds(2), "saying the node stopped") { [settings, incarnation] in
                 try await registry.stopped(node: settings.node, incarnation: incarnation, cameras: recording)
             }
+            return true
         } catch {
             logger.notice("could not mark node \(settings.node) stopped in \(settings.database) (\(CatalogError.from(error))): it is listed as gone")
+            return false
         }
     }
 
     /// One lease round within a third of the lease; returns the wait before the next. When what
     /// this node records changed, the node table says so at once, not a round later.
     private func leaseRound(
-        _ keeper: LeaseKeeper, registry: NodeRegistry, connectedSince: ContinuousClock.Instant, held: [String], interval: Duration
+        _ keeper: LeaseKeeper, registry: NodeRegistry, connectedSince: ContinuousClock.Instant, held: [String], interval: Duration, joining: Bool
     ) async throws -> Duration {
         let wait = try await withDeadline(interval, "the lease round") { [settings] in
             // The peers a fence asks, should this node be cut off from the database later.
             let peers = try await registry.nodes()
                 .filter { $0.name != settings.node && !$0.url.isEmpty && $0.isAlive(leaseSeconds: Double(settings.leaseSeconds)) }
                 .map(\.url)
-            return try await keeper.round(connectedFor: .now - connectedSince, peers: peers)
+            return try await keeper.round(connectedFor: .now - connectedSince, peers: peers, joining: joining)
         }
         let now = await cameras()
         if Set(now) != Set(held) {
@@ -193,12 +204,15 @@ public final class ClusterService: Service, CustomStringConvertible {
 
     /// Stopped (SIGTERM): the cameras are handed over (each stops here once another node writes
     /// it, or is given up when nobody takes it); what was given, or why nothing could be, is said.
-    private func giveLeasesUp(_ keeper: LeaseKeeper) async {
+    private func giveLeasesUp(_ keeper: LeaseKeeper, handingOver: Bool) async {
         let began = ContinuousClock.now
+        // The hand-over talks to the database: cut off meanwhile, the fence stops the cameras in time.
+        await keeper.attempt(at: began)
         do {
             let given = try await withDeadline(LeaseKeeper.offerLimit + LeaseKeeper.handOverLimit + .seconds(3), "handing the cameras over") {
-                try await keeper.handAllOver()
+                try await (handingOver ? keeper.handAllOver() : keeper.giveAll())
             }
+            await keeper.answered()
             logger.notice("gave up the leases of \(given.isEmpty ? "no camera" : given.joined(separator: ", ")) in \(String(format: "%.2f", (ContinuousClock.now - began).inSeconds)) s")
         } catch {
             logger.warning("""
@@ -226,7 +240,8 @@ extension ClusterSettings {
         var configuration = database.clientConfiguration(password: password?.value)
         configuration.options.connectTimeout = .milliseconds(max(1000, leaseSeconds * 1000 / 3))
         configuration.options.keepAliveBehavior = .init(frequency: .seconds(5))
-        configuration.options.maximumConnections = 2
+        // Three: one LISTENs for hand-overs all the time; heartbeats and rounds keep two.
+        configuration.options.maximumConnections = 3
         configuration.options.additionalStartupParameters = [("application_name", "vigil \(node)")]
         return configuration
     }

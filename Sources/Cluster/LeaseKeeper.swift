@@ -46,8 +46,9 @@ actor LeaseKeeper {
     private var otherLiveNodes = 0
     /// Held cameras whose fence is set.
     private var fenced: Set<String> = []
-    /// Held cameras offered to the others, since when: recorded here until a taker writes them.
-    private var handingOver: [String: ContinuousClock.Instant] = [:]
+    /// Held cameras offered to the others, since when, and when this node first saw a taker
+    /// hold it: recorded here until the taker writes them.
+    private var handingOver: [String: (offered: ContinuousClock.Instant, taken: ContinuousClock.Instant?)] = [:]
     /// How long a hand-over waits for a taker, and for the taker's first written frame.
     static let offerLimit = Duration.seconds(3)
     /// How long a lease may lie run out and untaken before a settled node takes it above its
@@ -90,7 +91,9 @@ actor LeaseKeeper {
     /// One round; returns how long to wait before the next (a lease of another node that runs
     /// out sooner than a third of the lease brings the next round forward, a hand-over under way
     /// a fifth of a second). `peers`: the other live nodes' web addresses.
-    func round(connectedFor: Duration, peers: [String]) async throws -> Duration {
+    /// `joining`: the node's first round, a third of a lease before its share is taken (so that
+    /// nodes started together see each other): only its own cameras from before a restart.
+    func round(connectedFor: Duration, peers: [String], joining: Bool = false) async throws -> Duration {
         let lease = table.leaseSeconds
         guard !busy else { return .seconds(1) }
         busy = true
@@ -107,22 +110,25 @@ actor LeaseKeeper {
         // While settling (just started, or back after an outage) a node takes no more than its
         // share among every node the site has known: nodes started together each take theirs.
         let takeUpTo = settled ? fair : min(fair, Self.share(of: shared.count, among: expected))
-        if held.count < fair {
+        if joining {
+            try await take(from: rows.filter(\.isMineFromBefore), upTo: takeUpTo, offeredUpTo: 0, expired: false)
+        } else if held.count < fair {
             try await take(from: rows, upTo: takeUpTo, offeredUpTo: fair, expired: settled)
         } else if held.count > fair, handingOver.isEmpty, lastGiven.map({ ContinuousClock.now - $0 > .seconds(2 * lease) }) ?? true,
                   let camera = held.min(by: { Self.preference($0, table.node) < Self.preference($1, table.node) }) {
             // Handed over, not stopped: it records here until the taker writes it.
             logger.notice("hands \(camera) over: this node holds \(held.count) of \(shared.count) cameras for \(live) node(s); it records on until another node does")
-            try await table.handOver([camera])
-            handingOver[camera] = .now
+            // Tracked before it is offered: an offer that lands while its call fails is followed too.
+            handingOver[camera] = (.now, nil)
             lastGiven = .now
+            try await table.handOver([camera])
         }
         // A lease run out that nobody took for half a second (the nodes whose share it is are
         // settling: one started a moment ago) is taken by a settled node above its share; the
         // rebalance hands it on later, without a gap. Found by bench-failover: a kill just after
         // a restart left one camera a third of a lease late.
         let stranded = rows.filter { !$0.isMine && !held.contains($0.camera) && $0.owner != nil && !$0.isOffered && $0.expiresInSeconds < -Self.strandedAfter }
-        if settled, let row = stranded.max(by: { Self.preference($0.camera, table.node) < Self.preference($1.camera, table.node) }) {
+        if settled, !joining, let row = stranded.max(by: { Self.preference($0.camera, table.node) < Self.preference($1.camera, table.node) }) {
             try await take(from: [row], upTo: held.count + 1, offeredUpTo: 0, expired: true)
         }
         if !handingOver.isEmpty { return .milliseconds(200) }
@@ -146,10 +152,12 @@ actor LeaseKeeper {
         for camera in held.subtracting(renewed) where handingOver[camera] == nil {
             await stop(camera, because: "another node took its lease")
         }
-        if !fenced.isEmpty {
-            for camera in fenced { await cameras.lift(camera) }
-            logger.notice("the database answers this node again and its leases are renewed: fence lifted from \(fenced.sorted().joined(separator: ", "))")
-            fenced = []
+        // Lifted only where renewed: a camera handed over meanwhile is another node's now.
+        let lifted = fenced.intersection(renewed)
+        if !lifted.isEmpty {
+            for camera in lifted { await cameras.lift(camera) }
+            logger.notice("the database answers this node again and its leases are renewed: fence lifted from \(lifted.sorted().joined(separator: ", "))")
+            fenced.subtract(lifted)
         }
     }
 
@@ -171,12 +179,11 @@ actor LeaseKeeper {
                 $0 == table.node ? "this node before it restarted" : row.isOffered ? "\($0), which hands it over" : "\($0), whose lease ran out"
             } ?? "nobody"
             logger.notice("took the lease of \(row.camera) (epoch \(epoch), from \(from)): recording it")
-            if row.isOffered {
-                Task { [table, cameras, logger] in
-                    guard await cameras.firstWrittenFrame(of: row.camera, within: Self.handOverLimit) else { return }
-                    do { try await table.recordingStarted(row.camera) } catch {
-                        logger.notice("could not tell \(row.camera)'s giver that this node records it (\(CatalogError.from(error))): it stops in \(Int(Self.handOverLimit.inSeconds)) s")
-                    }
+            // Said for every take: a row offered after the round's look is taken by hand-over too.
+            Task { [table, cameras, logger] in
+                guard await cameras.firstWrittenFrame(of: row.camera, within: Self.handOverLimit) else { return }
+                do { try await table.recordingStarted(row.camera) } catch {
+                    logger.notice("could not say that this node records \(row.camera) (\(CatalogError.from(error))): a giver stops it within \(Int(Self.handOverLimit.inSeconds)) s")
                 }
             }
         }
@@ -189,22 +196,39 @@ actor LeaseKeeper {
     private func settleHandOvers(stopping: Bool) async throws {
         guard !handingOver.isEmpty else { return }
         let found = try await table.handOvers(handingOver.keys.sorted())
-        for (camera, since) in handingOver.sorted(by: { $0.key < $1.key }) {
-            let waited = ContinuousClock.now - since
-            let seconds = String(format: "%.1f", waited.inSeconds)
+        for (camera, times) in handingOver.sorted(by: { $0.key < $1.key }) {
             guard let (taker, recording) = found[camera] else { continue }
-            if let taker {
-                guard recording || waited > Self.handOverLimit else { continue }
+            let waited = ContinuousClock.now - times.offered
+            if let taker, !taker.isEmpty {
+                // The taker's time runs from its take, not from the offer.
+                let taken = times.taken ?? .now
+                handingOver[camera]?.taken = taken
+                let seconds = String(format: "%.1f", (ContinuousClock.now - taken).inSeconds)
+                guard recording || ContinuousClock.now - taken > Self.handOverLimit else { continue }
                 handingOver[camera] = nil
-                await stop(camera, because: recording ? "handed over: \(taker) records it (after \(seconds) s)"
+                await stop(camera, because: recording ? "handed over: \(taker) records it (\(seconds) s after its take)"
                     : "\(taker) took it but wrote nothing within \(seconds) s (it records once this node lets go)")
+            } else if taker != nil {
+                // The taker gave it back (it could not start it): still recorded here; take it back
+                // (stopping: and offer it again).
+                if try await table.take(camera, expired: false) != nil {
+                    if stopping {
+                        handingOver[camera] = (.now, nil)
+                        try await table.handOver([camera])
+                    } else {
+                        handingOver[camera] = nil
+                        logger.notice("\(camera) came back free from its taker: this node records it on")
+                    }
+                }
             } else if waited > Self.offerLimit {
-                handingOver[camera] = nil
+                let seconds = String(format: "%.1f", waited.inSeconds)
                 if stopping {
+                    handingOver[camera] = nil
                     await stop(camera, because: "no node took it within \(seconds) s and this node stops")
                     try await table.give([camera])
                 } else {
                     try await table.withdraw([camera])
+                    handingOver[camera] = nil
                     logger.notice("no node took \(camera) within \(seconds) s: this node records it on")
                 }
             }
@@ -255,11 +279,20 @@ actor LeaseKeeper {
     /// round found none), nobody could take them: they stop and are given up at once.
     @discardableResult
     func handAllOver() async throws -> [String] {
+        // A round given up at its deadline may still run: it could withdraw an offer, or take a
+        // camera this would not offer.
+        while busy { try await Task.sleep(for: .milliseconds(50)) }
+        busy = true
+        defer { busy = false }
         guard otherLiveNodes > 0 else { return try await giveAll() }
         let all = held.sorted()
+        for camera in all where handingOver[camera] == nil { handingOver[camera] = (.now, nil) }
         try await table.handOver(all)
-        for camera in all where handingOver[camera] == nil { handingOver[camera] = .now }
         while !handingOver.isEmpty {
+            // Renewed while they wait for their takers: the beat's rounds have ended.
+            let sent = ContinuousClock.now
+            _ = try await table.renew(handingOver.keys.sorted())
+            renewedAt = sent
             try await settleHandOvers(stopping: true)
             if !handingOver.isEmpty { try await Task.sleep(for: .milliseconds(100)) }
         }

@@ -53,7 +53,9 @@ struct LeaseTable: Sendable {
     }
 
     /// The shared cameras' rows; how many nodes are alive (a heartbeat within a lease, not
-    /// stopped, and no lease of theirs run out: a node that sent a heartbeat after its last
+    /// stopped, and no lease of a shared camera run out under their present incarnation (a
+    /// row left from a camera no longer shared, or from before a restart, says nothing): a node
+    /// that sent a heartbeat after its last
     /// renewal still looked alive when its leases ran out, and kept the others' share too small
     /// to take them for a round, found by `bench-failover`); and how many the site has known
     /// (alive, stopped or gone: any may come back).
@@ -75,7 +77,8 @@ struct LeaseTable: Sendable {
         var expected = 0
         let count = try await client.query("""
             SELECT count(*) FILTER (WHERE stopped IS NULL AND heartbeat > clock_timestamp() - make_interval(secs => \(leaseSeconds))
-                                          AND NOT EXISTS (SELECT FROM camera_leases l WHERE l.owner = n.node AND l.expires < clock_timestamp())),
+                                          AND NOT EXISTS (SELECT FROM camera_leases l WHERE l.owner = n.node AND l.incarnation = n.incarnation
+                                                          AND l.camera = ANY(\(cameras)) AND l.expires < clock_timestamp())),
                    count(*)
             FROM cluster_nodes n
             """, logger: Self.logger)
@@ -142,13 +145,14 @@ struct LeaseTable: Sendable {
         return found
     }
 
-    /// Gives `cameras` up (free for any node to take at once).
+    /// Gives `cameras` up (free for any node to take at once), and tells the others.
     func give(_ cameras: [String]) async throws {
         guard !cameras.isEmpty else { return }
         try await run("""
             UPDATE camera_leases SET owner = NULL, incarnation = NULL, expires = NULL, offered = NULL
             WHERE owner = \(node) AND incarnation = \(incarnation) AND camera = ANY(\(cameras))
             """)
+        try await run("SELECT pg_notify(\(Self.channel), \(node))")
     }
 
     private func run(_ query: PostgresQuery) async throws {

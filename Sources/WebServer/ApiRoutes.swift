@@ -129,18 +129,27 @@ struct ApiRoutes: Sendable {
         let gaps = RecordingsListing(entries: listed.map(\.entry), timeZone: zone).gaps
         return RecordingsJSON(
             camera: camera, from: time.string(range.from), to: time.string(range.to), recordings: recordings,
-            gaps: gaps.map { RecordingsJSON.Gap(start: time.string($0.from), end: time.string($0.to), unknown_until_node: Self.unfinished(before: $0, in: listed)) },
+            gaps: zip(gaps, Self.unfinished(before: gaps, in: listed)).map { gap, node in
+                RecordingsJSON.Gap(start: time.string(gap.from), end: time.string(gap.to), unknown_until_node: node)
+            },
             partial: partial)
     }
 
-    /// The node whose file, still being written by its catalogue's account, a gap begins at,
-    /// when the footage after the gap is another node's (the camera moved on without that file
-    /// being finished: the node was killed or cut off); nil for a gap in the footage.
-    static func unfinished(before gap: (camera: String, from: Int64, to: Int64), in listed: [(node: String?, entry: RecordingIndex.Entry, url: String)]) -> String? {
-        guard let open = listed.last(where: { $0.entry.camera == gap.camera && $0.entry.state == .writing && $0.entry.endNanos == gap.from }),
-              let next = listed.first(where: { $0.entry.camera == gap.camera && $0.entry.startNanos == gap.to }),
-              let node = open.node, next.node != node else { return nil }
-        return node
+    /// For each gap of one camera's listing: the node whose file, still being written by the
+    /// catalogue's account, the gap begins at, when the footage after the gap is another node's
+    /// (the camera moved on without that file being finished: the node was killed or cut off);
+    /// nil for a gap in the footage. One pass over the listing, then one look per gap.
+    static func unfinished(before gaps: [(camera: String, from: Int64, to: Int64)], in listed: [(node: String?, entry: RecordingIndex.Entry, url: String)]) -> [String?] {
+        var writingEndingAt: [Int64: String] = [:]
+        var nodeStartingAt: [Int64: String?] = [:]
+        for item in listed where item.entry.kind == .segment {
+            if item.entry.state == .writing, let node = item.node { writingEndingAt[item.entry.endNanos] = node }
+            if nodeStartingAt[item.entry.startNanos] == nil { nodeStartingAt[item.entry.startNanos] = item.node }
+        }
+        return gaps.map { gap in
+            guard let node = writingEndingAt[gap.from], let next = nodeStartingAt[gap.to], next != node else { return nil }
+            return node
+        }
     }
 
     struct StillsJSON: Encodable {

@@ -24,7 +24,9 @@ extension ClusterRunTests {
         #expect(catalogued, "\(survivor)'s API lists no segment of \(moved.sorted()) from \(victim)")
         kill(site.nodes[victim]!.process.processIdentifier, SIGKILL)
         let killedAt = ContinuousClock.now
-        // When the dead node's leases run out, by the database's clock (nothing renews them now).
+        // When the dead node's leases run out, by the database's clock: read a moment after the
+        // kill, so that a renewal it sent just before has landed (nothing renews them after).
+        try await Task.sleep(for: .milliseconds(300))
         let expiries = try site.leaseTimes("expires")
         let movedInTime = await waitUntil(seconds: site.lease + 5) { moved.isSubset(of: site.held(except: victim)) }
         print("kill -9 of \(victim): its cameras \(moved.sorted()) were held elsewhere after \(ContinuousClock.now - killedAt)")

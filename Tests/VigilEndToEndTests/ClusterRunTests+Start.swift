@@ -9,8 +9,8 @@ extension ClusterRunTests {
     /// every lease is free. Started again one node after the other, each takes its share (two of
     /// six) while the others join, so the site comes up two each without a camera moving.
     @Test func aSiteStoppedCleanlyIsListedStoppedAndStartsAgainBalanced() async throws {
-        // Leases of 10 s: a node settles for 13.3 s, time for the later nodes to join.
-        let site = try await LeasedSite(leaseSeconds: 10)
+        // Leases of 15 s: a node settles for 20 s, time for the later nodes to join.
+        let site = try await LeasedSite(leaseSeconds: 15)
         defer { site.remove() }
         try await site.stopAll()
         let listing = VigilBinary.run(["cluster", "status", "--config", site.file])

@@ -16,7 +16,7 @@ import Testing
     }
 
     private func gapNodes(_ listing: [(node: String?, entry: RecordingIndex.Entry, url: String)]) -> [String?] {
-        RecordingsListing(entries: listing.map(\.entry), timeZone: .gmt).gaps.map { ApiRoutes.unfinished(before: $0, in: listing) }
+        ApiRoutes.unfinished(before: RecordingsListing(entries: listing.map(\.entry), timeZone: .gmt).gaps, in: listing)
     }
 
     @Test func aGapAfterAKilledNodesUnfinishedFileIsUnknownUntilItReturns() {
