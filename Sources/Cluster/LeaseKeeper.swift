@@ -49,12 +49,12 @@ actor LeaseKeeper {
     /// Held cameras offered to the others, since when, and when this node first saw a taker
     /// hold it: recorded here until the taker writes them.
     private var handingOver: [String: (offered: ContinuousClock.Instant, taken: ContinuousClock.Instant?)] = [:]
-    /// How long a hand-over waits for a taker, and for the taker's first written frame.
+    /// How long a hand-over waits for a taker, and then for the taker's first written frame.
     static let offerLimit = Duration.seconds(3)
+    static let handOverLimit = Duration.seconds(6)
     /// How long a lease may lie run out and untaken before a settled node takes it above its
     /// share, in seconds.
     static let strandedAfter = 0.5
-    static let handOverLimit = Duration.seconds(6)
     private let witnesses: @Sendable ([String]) async -> [PeerWitness]
     /// A round under way (one whose caller gave up at its deadline may still run): the next waits
     /// its turn rather than interleave with it.
@@ -115,7 +115,7 @@ actor LeaseKeeper {
         } else if held.count < fair {
             try await take(from: rows, upTo: takeUpTo, offeredUpTo: fair, expired: settled)
         } else if held.count > fair, handingOver.isEmpty, lastGiven.map({ ContinuousClock.now - $0 > .seconds(2 * lease) }) ?? true,
-                  let camera = held.min(by: { Self.preference($0, table.node) < Self.preference($1, table.node) }) {
+                  let camera = held.min(by: { prefers($1, over: $0) }) {
             // Handed over, not stopped: it records here until the taker writes it.
             logger.notice("hands \(camera) over: this node holds \(held.count) of \(shared.count) cameras for \(live) node(s); it records on until another node does")
             // Tracked before it is offered: an offer that lands while its call fails is followed too.
@@ -128,7 +128,7 @@ actor LeaseKeeper {
         // rebalance hands it on later, without a gap. Found by bench-failover: a kill just after
         // a restart left one camera a third of a lease late.
         let stranded = rows.filter { !$0.isMine && !held.contains($0.camera) && $0.owner != nil && !$0.isOffered && $0.expiresInSeconds < -Self.strandedAfter }
-        if settled, !joining, let row = stranded.max(by: { Self.preference($0.camera, table.node) < Self.preference($1.camera, table.node) }) {
+        if settled, !joining, let row = stranded.max(by: { prefers($1.camera, over: $0.camera) }) {
             try await take(from: [row], upTo: held.count + 1, offeredUpTo: 0, expired: true)
         }
         if !handingOver.isEmpty { return .milliseconds(200) }
@@ -139,7 +139,7 @@ actor LeaseKeeper {
     }
 
     /// Stops what is no longer shared (a reload), renews the rest, and stops what another node
-    /// took (unless handed over: `settleHandOvers` stops those); a renewal lifts any fence.
+    /// took (unless handed over: `settleHandOvers` stops those); lifts the fence of what it renewed.
     private func renew(shared: Set<String>) async throws {
         for camera in held where !shared.contains(camera) {
             // No longer shared (a reload): stop it, then free its row.
@@ -164,10 +164,10 @@ actor LeaseKeeper {
     /// Takes cameras up to `limit` held (`offeredLimit` for one its holder hands over: a node
     /// that stops is no longer live, so its cameras fit the live nodes' share even while they
     /// settle), by preference; a camera another node took first is passed over for the next, in
-    /// this round. One handed over is said to be written here as soon as it is, so its giver stops.
+    /// this round. Each is said to be written here as soon as it is, so a giver may stop.
     private func take(from rows: [LeaseTable.Row], upTo limit: Int, offeredUpTo offeredLimit: Int, expired settled: Bool) async throws {
         let takeable = rows.filter { !$0.isMine && ($0.owner == nil || $0.isOffered || $0.isMineFromBefore || (settled && $0.expiresInSeconds < 0)) }
-            .sorted { Self.preference($0.camera, table.node) > Self.preference($1.camera, table.node) }
+            .sorted { prefers($0.camera, over: $1.camera) }
         for row in takeable where held.count < (row.isOffered ? offeredLimit : limit) {
             guard let epoch = try await table.take(row.camera, expired: settled) else { continue }
             guard await cameras.hold(row.camera) else {
@@ -317,6 +317,11 @@ actor LeaseKeeper {
         handingOver[camera] = nil
         await cameras.release(camera)
         logger.notice("\(camera) stopped in \(String(format: "%.2f", (ContinuousClock.now - began).inSeconds)) s, its files finalized")
+    }
+
+    /// This node would rather record `camera` than `other` (by `preference`).
+    private func prefers(_ camera: String, over other: String) -> Bool {
+        Self.preference(camera, table.node) > Self.preference(other, table.node)
     }
 
     /// `cameras` over `nodes` (at least one), rounded up.

@@ -52,13 +52,13 @@ struct LeaseTable: Sendable {
         try await run("INSERT INTO camera_leases (camera) SELECT unnest(\(cameras)::text[]) ON CONFLICT (camera) DO NOTHING")
     }
 
-    /// The shared cameras' rows; how many nodes are alive (a heartbeat within a lease, not
-    /// stopped, and no lease of a shared camera run out under their present incarnation (a
-    /// row left from a camera no longer shared, or from before a restart, says nothing): a node
-    /// that sent a heartbeat after its last
-    /// renewal still looked alive when its leases ran out, and kept the others' share too small
-    /// to take them for a round, found by `bench-failover`); and how many the site has known
-    /// (alive, stopped or gone: any may come back).
+    /// The shared cameras' rows; how many nodes are alive; and how many the site has known
+    /// (alive, stopped or gone: any may come back). Alive: a heartbeat within a lease, not
+    /// stopped, and no lease of a shared camera run out under its present incarnation. A node
+    /// that sent a heartbeat after its last renewal still looked alive when its leases ran out,
+    /// and kept the others' share too small to take them for a round (found by
+    /// `bench-failover`); a row of a camera no longer shared, or from before a restart, says
+    /// nothing of it.
     func state(of cameras: [String]) async throws -> (rows: [Row], liveNodes: Int, expectedNodes: Int) {
         var rows: [Row] = []
         let query = try await client.query("""
