@@ -71,14 +71,7 @@ func sha256(_ path: String) throws -> String {
         print("archive page check: \(played)")
         #expect(playedEntry?.location == .archive, "the page played \(played), which is \(playedEntry.map { "\($0.location)" } ?? "unknown"), not archive-only")
 
-        // The metrics the issue names.
-        let metrics = run.dir.path + "/metrics.txt"
-        #expect(run.curl("/metrics", to: metrics) == "200")
-        let text = (try? String(contentsOfFile: metrics, encoding: .utf8)) ?? ""
-        for name in ["vigil_archive_queue_files", "vigil_archive_queue_bytes", "vigil_archive_uploaded_bytes_total"] {
-            #expect(text.contains(name), "\(name) missing from /metrics")
-        }
-        #expect(run.said().contains("Web page:"))
+        expectArchiveMetrics(run)
         #expect(!run.errors().contains(keys.secretAccessKey), "the secret was printed")
         try await run.stop()
 
@@ -105,6 +98,17 @@ func sha256(_ path: String) throws -> String {
         #expect(run.curl("/api/v1/recordings/\(id2)/file", to: again) == "200")
         #expect(try Data(contentsOf: URL(fileURLWithPath: again)) == wholeBytes)
         try await run.stop()
+    }
+
+    /// The archive's metrics in `/metrics`, and the page's address said at start.
+    private func expectArchiveMetrics(_ run: ArchivedRun) {
+        let metrics = run.dir.path + "/metrics.txt"
+        #expect(run.curl("/metrics", to: metrics) == "200")
+        let text = (try? String(contentsOfFile: metrics, encoding: .utf8)) ?? ""
+        for name in ["vigil_archive_queue_files", "vigil_archive_queue_bytes", "vigil_archive_uploaded_bytes_total"] {
+            #expect(text.contains(name), "\(name) missing from /metrics")
+        }
+        #expect(run.said().contains("Web page:"))
     }
 
     /// `redirect = true`: an archived file is answered with a redirect to a presigned URL, which

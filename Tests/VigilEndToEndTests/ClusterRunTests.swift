@@ -38,27 +38,7 @@ import Testing
             camera = "yard"
             segment_seconds = 1
             """.write(toFile: file, atomically: true, encoding: .utf8)
-        // check-config asks the database: it answers (no node yet); a role it does not know is an error at [cluster].
-        let checked = VigilBinary.run(["check-config", file])
-        #expect(checked.status == 0 && checked.output.contains("cluster: postgresql://\(server.user)@127.0.0.1:\(server.port)/postgres answers; 0 node(s) registered"),
-                "\(checked.output)\(checked.errorOutput)")
-        // No web server: the other nodes can neither fetch this one's files nor ask it (the fence).
-        #expect(checked.output.contains("note: [cluster] with no web server ([http] listen = \"\"): other nodes cannot fetch"), "\(checked.output)")
-        // A node on loopback while the database, and so the other nodes, are elsewhere: the same note.
-        let remote = dir.path + "/remote.toml"
-        try String(contentsOfFile: file, encoding: .utf8)
-            .replacingOccurrences(of: "127.0.0.1:\(server.port)", with: "db.example.net")
-            .replacingOccurrences(of: "listen = \"\"", with: "listen = \"127.0.0.1:8080\"")
-            .write(toFile: remote, atomically: true, encoding: .utf8)
-        let elsewhere = VigilBinary.run(["check-config", "--no-probe", remote])
-        #expect(elsewhere.status == 0 && elsewhere.output.contains("note: [http] listen 127.0.0.1:8080 is loopback while the cluster database is on db.example.net: other nodes cannot fetch"),
-                "\(elsewhere.output)\(elsewhere.errorOutput)")
-        let wrongUser = dir.path + "/wrong-user.toml"
-        try String(contentsOfFile: file, encoding: .utf8).replacingOccurrences(of: "postgresql://\(server.user)@", with: "postgresql://nobody@")
-            .write(toFile: wrongUser, atomically: true, encoding: .utf8)
-        let refused = VigilBinary.run(["check-config", wrongUser])
-        #expect(refused.status == 1 && refused.errorOutput.contains("wrong-user.toml:3: error: the cluster database") && refused.errorOutput.contains("refuses this check"),
-                "\(refused.output)\(refused.errorOutput)")
+        try expectCheckConfigAsksTheDatabase(file: file, server: server, dir: dir.path)
         var nodes: [(name: String, dir: String, process: Process)] = []
         defer { for node in nodes where node.process.isRunning { kill(node.process.processIdentifier, SIGKILL) } }
         for name in ["node-a", "node-b"] {
@@ -103,17 +83,47 @@ import Testing
             zip(nodes, counts).allSatisfy { RecordingInspector.files(under: $0.dir + "/data", endingWith: ".mp4").count >= $1 + 3 }
         }, "recording went on without the database")
         server.resume()
-        for node in nodes {
-            #expect(node.process.isRunning, "\(node.name) stopped: \(VigilBinary.output(in: node.dir).suffix(2000))")
-            kill(node.process.processIdentifier, SIGTERM)
-            #expect(await waitForExit(node.process, seconds: 30) && node.process.terminationStatus == 0)
-            let log = VigilBinary.output(in: node.dir)
-            #expect(log.contains("joined the cluster") && log.contains("as node \(node.name)"), "\(log.suffix(2000))")
-            #expect(log.contains("is not answering"), "the outage was said: \(log.suffix(2000))")
-            for path in RecordingInspector.files(under: node.dir + "/data", endingWith: ".mp4") {
-                #expect(RecordingInspector.ffprobeProblem(path) == nil, "\(path)")
-            }
+        for node in nodes { await expectStopsCleanlyAfterTheOutage(node) }
+    }
+
+    /// A node of the outage test, stopped with SIGTERM: it exits 0, said it joined and that the
+    /// database was away, and every file it wrote decodes.
+    private func expectStopsCleanlyAfterTheOutage(_ node: (name: String, dir: String, process: Process)) async {
+        #expect(node.process.isRunning, "\(node.name) stopped: \(VigilBinary.output(in: node.dir).suffix(2000))")
+        kill(node.process.processIdentifier, SIGTERM)
+        #expect(await waitForExit(node.process, seconds: 30) && node.process.terminationStatus == 0)
+        let log = VigilBinary.output(in: node.dir)
+        #expect(log.contains("joined the cluster") && log.contains("as node \(node.name)"), "\(log.suffix(2000))")
+        #expect(log.contains("is not answering"), "the outage was said: \(log.suffix(2000))")
+        for path in RecordingInspector.files(under: node.dir + "/data", endingWith: ".mp4") {
+            #expect(RecordingInspector.ffprobeProblem(path) == nil, "\(path)")
         }
+    }
+
+    /// `check-config` asks the database (it answers, no node yet), notes a node the others cannot
+    /// reach, and makes a role the server does not know an error at `[cluster]`.
+    private func expectCheckConfigAsksTheDatabase(file: String, server: TestPostgres, dir: String) throws {
+        // check-config asks the database: it answers (no node yet); a role it does not know is an error at [cluster].
+        let checked = VigilBinary.run(["check-config", file])
+        #expect(checked.status == 0 && checked.output.contains("cluster: postgresql://\(server.user)@127.0.0.1:\(server.port)/postgres answers; 0 node(s) registered"),
+                "\(checked.output)\(checked.errorOutput)")
+        // No web server: the other nodes can neither fetch this one's files nor ask it (the fence).
+        #expect(checked.output.contains("note: [cluster] with no web server ([http] listen = \"\"): other nodes cannot fetch"), "\(checked.output)")
+        // A node on loopback while the database, and so the other nodes, are elsewhere: the same note.
+        let remote = dir + "/remote.toml"
+        try String(contentsOfFile: file, encoding: .utf8)
+            .replacingOccurrences(of: "127.0.0.1:\(server.port)", with: "db.example.net")
+            .replacingOccurrences(of: "listen = \"\"", with: "listen = \"127.0.0.1:8080\"")
+            .write(toFile: remote, atomically: true, encoding: .utf8)
+        let elsewhere = VigilBinary.run(["check-config", "--no-probe", remote])
+        #expect(elsewhere.status == 0 && elsewhere.output.contains("note: [http] listen 127.0.0.1:8080 is loopback while the cluster database is on db.example.net: other nodes cannot fetch"),
+                "\(elsewhere.output)\(elsewhere.errorOutput)")
+        let wrongUser = dir + "/wrong-user.toml"
+        try String(contentsOfFile: file, encoding: .utf8).replacingOccurrences(of: "postgresql://\(server.user)@", with: "postgresql://nobody@")
+            .write(toFile: wrongUser, atomically: true, encoding: .utf8)
+        let refused = VigilBinary.run(["check-config", wrongUser])
+        #expect(refused.status == 1 && refused.errorOutput.contains("wrong-user.toml:3: error: the cluster database") && refused.errorOutput.contains("refuses this check"),
+                "\(refused.output)\(refused.errorOutput)")
     }
 
     /// Every node's API lists the site: the six cameras, each with the node that records it, and
