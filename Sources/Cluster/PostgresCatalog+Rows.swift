@@ -39,6 +39,13 @@ extension PostgresCatalog {
 
     static func motionEvent(_ row: PostgresRow) throws -> RecordingIndex.MotionEvent {
         let (id, camera, start, end, peak, picture, reviewed) = try row.decode((Int64, String, Int64, Int64?, Double, String?, Int64?).self)
+        return try motionEvent(id, camera, start, end, peak, picture, reviewed)
+    }
+
+    /// A row of `motionColumns`, checked.
+    static func motionEvent(
+        _ id: Int64, _ camera: String, _ start: Int64, _ end: Int64?, _ peak: Double, _ picture: String?, _ reviewed: Int64?
+    ) throws -> RecordingIndex.MotionEvent {
         guard id > 0, start >= 0, end.map({ $0 >= start }) ?? true, reviewed.map({ $0 >= 0 }) ?? true else {
             throw CatalogError.invalidRow("motion event \(id): times \(start)…\(end.map(String.init) ?? "now") (reviewed \(reviewed.map(String.init) ?? "no"))")
         }

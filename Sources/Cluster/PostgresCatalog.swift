@@ -268,6 +268,20 @@ public final class PostgresCatalog: RecordingCatalog {
             """)
     }
 
+    public func putMotionEvent(_ event: RecordingIndex.MotionEvent) throws {
+        try write("putMotionEvent", """
+            INSERT INTO motion_events (node, camera, start_ns, end_ns, peak_percent, picture, reviewed_ns)
+            VALUES (\(node), \(event.camera), \(event.startNanos), \(event.endNanos), \(event.peakPercent), \(event.picture), \(event.reviewedNanos))
+            ON CONFLICT (node, camera, start_ns) DO UPDATE SET end_ns = EXCLUDED.end_ns, peak_percent = EXCLUDED.peak_percent,
+                picture = EXCLUDED.picture, reviewed_ns = COALESCE(EXCLUDED.reviewed_ns, motion_events.reviewed_ns)
+            RETURNING 1
+            """)
+    }
+
+    public func removeMotionEvent(camera: String, startNanos: Int64) throws {
+        try write("removeMotionEvent", "DELETE FROM motion_events WHERE node = \(node) AND camera = \(camera) AND start_ns = \(startNanos) RETURNING 1")
+    }
+
     /// Any node's event: a person reviews the site's events on any node's page.
     public func setMotionEventReviewed(id: Int64, at nanos: Int64?) throws -> Bool {
         try write("setMotionEventReviewed", """
@@ -334,7 +348,15 @@ public final class PostgresCatalog: RecordingCatalog {
     public func motionEventsNewestFirst(
         camera: String?, from: Int64?, to: Int64?, unreviewedOnly: Bool, before: RecordingIndex.MotionEventCursor?, limit: Int
     ) throws -> [RecordingIndex.MotionEvent] {
-        var (sql, binds) = Self.motionEventsSelect(camera: camera, from: from, to: to)
+        let query = Self.newestFirst(columns: Self.motionColumns, camera: camera, from: from, to: to, unreviewedOnly: unreviewedOnly, before: before, limit: limit)
+        return try read("motionEventsNewestFirst", query, Self.motionEvent)
+    }
+
+    /// The review listing's query: `columns` of every node's events, newest first, a page at a time.
+    static func newestFirst(
+        columns: String, camera: String?, from: Int64?, to: Int64?, unreviewedOnly: Bool, before: RecordingIndex.MotionEventCursor?, limit: Int
+    ) -> PostgresQuery {
+        var (sql, binds) = motionEventsSelect(columns: columns, camera: camera, from: from, to: to)
         if unreviewedOnly { sql += " AND reviewed_ns IS NULL" }
         if let before {
             binds.append(before.startNanos)
@@ -343,13 +365,15 @@ public final class PostgresCatalog: RecordingCatalog {
         }
         binds.append(Int64(clamping: max(0, limit)))
         sql += " ORDER BY start_ns DESC, id DESC LIMIT $\(binds.count)"
-        return try read("motionEventsNewestFirst", PostgresQuery(unsafeSQL: sql, binds: binds), Self.motionEvent)
+        return PostgresQuery(unsafeSQL: sql, binds: binds)
     }
 
     /// The SELECT of the events of `camera` (nil: all) that overlap [from, to] (nil: unbounded);
     /// one under way overlaps everything after its start.
-    private static func motionEventsSelect(camera: String?, from: Int64?, to: Int64?) -> (String, PostgresBindings) {
-        var sql = "SELECT \(motionColumns) FROM motion_events WHERE TRUE"
+    private static func motionEventsSelect(
+        columns: String = motionColumns, camera: String?, from: Int64?, to: Int64?
+    ) -> (String, PostgresBindings) {
+        var sql = "SELECT \(columns) FROM motion_events WHERE TRUE"
         var binds = PostgresBindings()
         if let camera { binds.append(camera); sql += " AND camera = $\(binds.count)" }
         if let from { binds.append(from); sql += " AND (end_ns IS NULL OR end_ns >= $\(binds.count))" }

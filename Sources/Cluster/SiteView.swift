@@ -29,7 +29,7 @@ public final class SiteView: SiteCatalog {
     /// The catalogue, opened on first use. Opening waits for the database (up to `deadline`),
     /// so it happens outside the lock: reads that find it open never wait behind one that
     /// connects. Two opened at once: the first stored is kept, the other closed.
-    private func opened() throws -> PostgresCatalog {
+    func opened() throws -> PostgresCatalog {
         if let open = catalog.withLock({ $0 }) { return open }
         // A page does not wait for a migration (the node's ClusterService runs it): until it
         // is done, the page shows this node alone.

@@ -182,15 +182,6 @@ struct ApiRoutes: Sendable {
         return EventsJSON(camera: camera, events: events.map(eventJSON))
     }
 
-    /// A motion event as every listing and the reviewed route write it.
-    func eventJSON(_ event: RecordingIndex.MotionEvent) -> EventJSON {
-        EventJSON(
-            id: event.id, camera: event.camera, start: time.string(event.startNanos), end: event.endNanos.map(time.string),
-            durationSeconds: event.endNanos.flatMap { $0.subtracting(event.startNanos) }.map { (Double(max(0, $0)) / 1e8).rounded() / 10 },
-            peakAreaPercent: (event.peakPercent * 10).rounded() / 10,
-            thumbnail: event.picture == nil ? nil : "/api/v1/events/\(event.id)/thumbnail.jpg", reviewed: event.reviewedNanos != nil)
-    }
-
     /// The `:name` of the path: a camera the recorder runs or has recordings of, or 404.
     func camera(_ context: WebRequestContext) async throws(APIError) -> String {
         let name = try RequestValues.cameraName(context)
@@ -322,38 +313,5 @@ struct CameraJSON: Encodable {
         try c.encode(liveMjpeg, forKey: .liveMjpeg)
         try c.encode(liveMp4, forKey: .liveMp4)
         try c.encode(node, forKey: .node)
-    }
-}
-
-/// One motion event in the API (`/api/v1/events`, a camera's events, `POST …/reviewed`); nil
-/// values are written as null, not left out.
-struct EventJSON: Encodable {
-    let id: Int64
-    let camera: String
-    let start: String
-    /// nil while the event is under way.
-    let end: String?
-    /// nil while the event is under way (or when its times cannot be subtracted); 0.1 s steps.
-    let durationSeconds: Double?
-    let peakAreaPercent: Double
-    let thumbnail: String?
-    let reviewed: Bool
-
-    enum CodingKeys: String, CodingKey {
-        case id, camera, start, end, thumbnail, reviewed
-        case durationSeconds = "duration_seconds"
-        case peakAreaPercent = "peak_area_percent"
-    }
-
-    func encode(to encoder: Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(id, forKey: .id)
-        try c.encode(camera, forKey: .camera)
-        try c.encode(start, forKey: .start)
-        try c.encode(end, forKey: .end)
-        try c.encode(durationSeconds, forKey: .durationSeconds)
-        try c.encode(peakAreaPercent, forKey: .peakAreaPercent)
-        try c.encode(thumbnail, forKey: .thumbnail)
-        try c.encode(reviewed, forKey: .reviewed)
     }
 }

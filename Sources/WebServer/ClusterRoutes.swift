@@ -21,6 +21,8 @@ import Recorder
 struct ClusterRoutes: Sendable {
     let site: any SiteCatalog
     let files: FileRoutes
+    /// This node's events (marks made here), and how events are written in the API.
+    let events: EventRoutes
     /// `[http] token`, sent to the other nodes (they check it like any client's).
     let token: String?
 
@@ -44,6 +46,7 @@ struct ClusterRoutes: Sendable {
             return JSONBody.response(PeerWitness.Answer(
                 node: site.node, databaseReachedSecondsAgo: contact.reachedSecondsAgo, databaseConnectedForSeconds: contact.connectedForSeconds))
         }
+        addEvents(to: router)
         router.get("/api/v1/cluster/cameras/:name/snapshot.jpg") { request, context in
             let name = try RequestValues.cameraName(context)
             guard let holder = try await read({ try $0.heldCameras() }).first(where: { $0.camera == name }) else {
@@ -64,6 +67,9 @@ struct ClusterRoutes: Sendable {
         router.head("/api/v1/cluster/recordings/:id/file", use: absent)
         router.get("/api/v1/cluster/witness", use: absent)
         router.get("/api/v1/cluster/cameras/:name/snapshot.jpg", use: absent)
+        router.get("/api/v1/cluster/events/:id/thumbnail.jpg", use: absent)
+        router.head("/api/v1/cluster/events/:id/thumbnail.jpg", use: absent)
+        router.post("/api/v1/cluster/events/:id/reviewed", use: absent)
     }
 
     /// The peers at `addresses`, asked at once with a second each; those that do not answer,
@@ -109,15 +115,16 @@ struct ClusterRoutes: Sendable {
     }
 
     /// A read of the catalogue on the web server's threads for it; its failure is a 503 that says so.
-    private func read<T: Sendable>(_ work: @escaping @Sendable (any SiteCatalog) throws -> T) async throws(APIError) -> T {
+    func read<T: Sendable>(_ work: @escaping @Sendable (any SiteCatalog) throws -> T) async throws(APIError) -> T {
         switch await ApiRoutes.siteIO.run({ [site] in Result { try work(site) } }) {
         case .success(let value): return value
         case .failure(let error): throw APIError(.serviceUnavailable, "the cluster's catalogue is not answering: \(error)")
         }
     }
 
-    /// `request` sent on to `node`'s `path`, and its answer streamed back as it arrives.
-    private func forward(_ request: Request, to address: String, node: String, path: String) async throws -> Response {
+    /// `request` sent on to `node`'s `path`, and its answer streamed back as it arrives; `body`:
+    /// a POST with this JSON body (a mark), else a GET or HEAD as the request's.
+    func forward(_ request: Request, to address: String, node: String, path: String, body: ByteBuffer? = nil) async throws -> Response {
         guard request.headers[Self.forwardedBy] == nil else {
             throw APIError(.badGateway, "node \(request.headers[Self.forwardedBy]?.prefix(63) ?? "") sent this here, but node \(node) holds it")
         }
@@ -125,7 +132,11 @@ struct ClusterRoutes: Sendable {
             throw APIError(.badGateway, "node \(node) holds it but serves no web page ([http] listen on that node)")
         }
         var outgoing = HTTPClientRequest(url: address + path)
-        outgoing.method = request.method == .head ? .HEAD : .GET
+        outgoing.method = body != nil ? .POST : request.method == .head ? .HEAD : .GET
+        if let body {
+            outgoing.body = .bytes(body)
+            outgoing.headers.add(name: "Content-Type", value: "application/json")
+        }
         for name in [HTTPField.Name.range, .ifNoneMatch] {
             if let value = request.headers[name] { outgoing.headers.add(name: name.rawName, value: value) }
         }

@@ -36,6 +36,8 @@ struct EventRoutes: Sendable {
         var unreviewedOnly = false
         var limit = EventRoutes.defaultLimit
         var before: RecordingIndex.MotionEventCursor?
+        /// `before=site:ID`: a page of the site's catalogue goes on after its event ID.
+        var beforeInSite: RecordingIndex.MotionEventCursor?
         var given: [(key: String, value: String)] = []
     }
 
@@ -69,46 +71,84 @@ struct EventRoutes: Sendable {
             query.given.append(("limit", limit))
         }
         if let before = text("before") {
-            guard let id = RequestValues.id(before),
-                  let event = try await ApiRoutes.reading(api.recorder.index, { try $0.motionEvent(id: id) }) else {
-                throw APIError(.badRequest, "before=\(before.prefix(32)) is not the id of a motion event")
+            if let site = api.site, before.hasPrefix("site:") {
+                query.beforeInSite = try await siteCursor(String(before.dropFirst(5)), in: site)
+            } else {
+                guard let id = RequestValues.id(before),
+                      let event = try await ApiRoutes.reading(api.recorder.index, { try $0.motionEvent(id: id) }) else {
+                    throw APIError(.badRequest, "before=\(before.prefix(32)) is not the id of a motion event")
+                }
+                query.before = RecordingIndex.MotionEventCursor(event)
             }
-            query.before = RecordingIndex.MotionEventCursor(event)
         }
         return query
+    }
+
+    /// The site's event `id` (of `before=site:ID`) as where a page goes on from.
+    private func siteCursor(_ id: String, in site: any SiteCatalog) async throws(APIError) -> RecordingIndex.MotionEventCursor {
+        guard let number = RequestValues.id(id) else { throw APIError(.badRequest, "before=site:\(id.prefix(32)) is not the id of a motion event") }
+        switch await ApiRoutes.siteIO.run({ Result { try site.event(id: number) } }) {
+        case .success(let found?): return RecordingIndex.MotionEventCursor(found.event.event)
+        case .success(nil): throw APIError(.badRequest, "before=site:\(number) is not the id of a motion event in the cluster's catalogue")
+        case .failure(let error): throw APIError(.serviceUnavailable, "the cluster's catalogue is not answering: \(error)")
+        }
     }
 
     struct ListJSON: Encodable {
         let events: [EventJSON]
         /// The next page (the same filters, `before` the last event here); nil after the last.
         let next: String?
+        /// `[cluster]`: false when every node's events are listed (from the catalogue), true when
+        /// the catalogue did not answer and only this node's are; nil: no cluster.
+        var partial: Bool? = nil
 
         func encode(to encoder: Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
             try c.encode(events, forKey: .events)
             try c.encode(next, forKey: .next)
+            try c.encodeIfPresent(partial, forKey: .partial)
         }
 
-        enum CodingKeys: String, CodingKey { case events, next }
+        enum CodingKeys: String, CodingKey { case events, next, partial }
     }
 
+    /// A page of events: with `[cluster]` every node's from the site's catalogue (this node's
+    /// reach it within a second), else, or when it does not answer, this node's from its index.
     func list(_ query: Query) async throws(APIError) -> ListJSON {
         // One more than the page holds: whether there is a next page, without a second query.
+        let asked = query.limit + 1
+        if let site = api.site, query.before == nil {
+            switch await ApiRoutes.siteIO.run({
+                Result {
+                    try site.events(
+                        camera: query.camera, from: query.from, to: query.to, unreviewedOnly: query.unreviewedOnly, before: query.beforeInSite,
+                        limit: asked)
+                }
+            }) {
+            case .success(let events):
+                let page = events.prefix(query.limit)
+                let next = events.count > query.limit ? page.last.map { Self.nextURL(query.given, before: "site:\($0.event.id)") } : nil
+                return ListJSON(events: page.map(api.eventJSON), next: next, partial: false)
+            case .failure(let error):
+                // A page of the site cannot go on from this node's index.
+                if query.beforeInSite != nil { throw APIError(.serviceUnavailable, "the cluster's catalogue is not answering: \(error)") }
+            }
+        }
         let events = try await ApiRoutes.reading(api.recorder.index) {
             try $0.motionEventsNewestFirst(
                 camera: query.camera, from: query.from, to: query.to, unreviewedOnly: query.unreviewedOnly, before: query.before,
-                limit: query.limit + 1)
+                limit: asked)
         }
         let page = events.prefix(query.limit)
-        let next = events.count > query.limit ? page.last.map { Self.nextURL(query.given, before: $0.id) } : nil
-        return ListJSON(events: page.map(api.eventJSON), next: next)
+        let next = events.count > query.limit ? page.last.map { Self.nextURL(query.given, before: "\($0.id)") } : nil
+        return ListJSON(events: page.map(api.eventJSON), next: next, partial: api.site == nil ? nil : true)
     }
 
     /// What a query value may hold unescaped: RFC 3986's unreserved characters, and ":" of times.
     private static let allowed = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:")
 
-    /// `/api/v1/events?` with the filters as they were given and `before=ID`.
-    static func nextURL(_ given: [(key: String, value: String)], before id: Int64) -> String {
+    /// `/api/v1/events?` with the filters as they were given and `before=ID` (or `site:ID`).
+    static func nextURL(_ given: [(key: String, value: String)], before id: String) -> String {
         let pairs = given.map { "\($0.key)=\($0.value.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")" } + ["before=\(id)"]
         return "/api/v1/events?" + pairs.joined(separator: "&")
     }
@@ -135,12 +175,29 @@ struct EventRoutes: Sendable {
     /// Marks event `id` in the index (the writer's connection, off the cooperative pool) and
     /// answers it as the listing would; 404 when there is no such event.
     func mark(_ id: Int64, reviewed: Bool) async throws(APIError) -> EventJSON {
+        guard let event = try await markHere(reviewed: reviewed, { try $0.motionEvent(id: id) }) else {
+            throw APIError(.notFound, "no motion event with id \(id)")
+        }
+        return api.eventJSON(event)
+    }
+
+    /// Marks the event `find` finds in this node's index, and with `[cluster]` in the catalogue
+    /// too, so every node's page shows the mark at once (the journal would bring a mark later,
+    /// but never takes one away: see `RecordingCatalog.putMotionEvent`). The catalogue away
+    /// does not fail the mark here. Returns the event as marked; nil when there is none.
+    func markHere(
+        reviewed: Bool, _ find: @escaping @Sendable (RecordingIndex) throws -> RecordingIndex.MotionEvent?
+    ) async throws(APIError) -> RecordingIndex.MotionEvent? {
         let now = WallTime.clamped(Date())
         let event = try await ApiRoutes.writing(api.recorder.index) { index -> RecordingIndex.MotionEvent? in
-            guard try index.setMotionEventReviewed(id: id, at: reviewed ? now : nil) else { return nil }
-            return try index.motionEvent(id: id)
+            guard let event = try find(index), try index.setMotionEventReviewed(id: event.id, at: reviewed ? now : nil) else { return nil }
+            return try index.motionEvent(id: event.id)
         }
-        guard let event else { throw APIError(.notFound, "no motion event with id \(id)") }
-        return api.eventJSON(event)
+        if let event, let site = api.site {
+            _ = await ApiRoutes.siteIO.run({
+                try? site.setEventReviewed(node: site.node, camera: event.camera, startNanos: event.startNanos, at: event.reviewedNanos)
+            })
+        }
+        return event
     }
 }

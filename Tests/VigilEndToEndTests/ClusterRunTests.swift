@@ -172,17 +172,25 @@ import Testing
         // The camera's picture too, from its node.
         let snapshot = try #require(httpGetBytes(port: site.ports["node-a"]!, "/api/v1/cluster/cameras/\(camera)/snapshot.jpg"))
         #expect(split(snapshot).head.hasPrefix("HTTP/1.1 200") && split(snapshot).body.starts(with: [0xFF, 0xD8]), "\(split(snapshot).head)")
-        // The page, in headless Chromium: a node that never recorded the camera shows every camera
-        // of the site, says which node records it, and plays its recording from that node.
+        // A node that never recorded the camera lists the holder's motion events and marks them.
         let page = try #require(site.nodes.keys.sorted().first { $0 != holder && site.recordings(of: $0, camera: camera).isEmpty },
                                 "every node recorded \(camera) at some time")
+        let events = try await expectEventsOfAnotherNode(site: site, page: page, holder: holder, camera: camera, picture: split(snapshot).body)
+        // The page, in headless Chromium: it shows every camera of the site, says which node
+        // records it, plays its recording from that node, and reviews the holder's events.
         let report = try await BrowserCheck.run(
             "cluster_check.py", url: "http://127.0.0.1:\(site.ports[page]!)", size: "desktop",
-            arguments: [site.all.sorted().joined(separator: ","), camera, holder])
+            arguments: [site.all.sorted().joined(separator: ","), camera, holder, String(events.last ?? 0)])
         BrowserCheck.expect(
-            report, required: ["cluster-grid", "cluster-node-shown", "cluster-grid-axe", "cluster-plays", "cluster-no-error", "cluster-console"],
+            report, required: [
+                "cluster-grid", "cluster-node-shown", "cluster-grid-axe", "cluster-plays", "cluster-review-listed", "cluster-review-picture",
+                "cluster-review-marked", "cluster-no-error", "cluster-console",
+            ],
             size: "desktop")
         print("\(page)'s page: \(report.checks.map { "\($0.name): \($0.detail)" }.joined(separator: "\n"))")
+        let reviewed = try RecordingIndex(root: site.nodes[holder]!.dir + "/data").motionEvents(camera: camera).filter { $0.reviewedNanos != nil }
+        #expect(reviewed.count == 1, "the page's mark reached \(holder)'s index: \(reviewed)")
+        await expectAMarkOfADeadNodesEvent(site: site, page: page, holder: holder, id: events.first ?? 0)
         try await site.stopAll()
     }
 

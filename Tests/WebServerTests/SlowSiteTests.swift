@@ -30,6 +30,11 @@ import Testing
         func recordings(camera: String, kinds: [RecordingIndex.Kind], from: Int64, to: Int64) throws -> [SiteRecording] { try hang(); return [] }
         func recording(id: Int64) throws -> (recording: SiteRecording, address: String)? { try hang(); return nil }
         func heldCameras() throws -> [(camera: String, node: String, address: String)] { try hang(); return [] }
+        func events(
+            camera: String?, from: Int64?, to: Int64?, unreviewedOnly: Bool, before: RecordingIndex.MotionEventCursor?, limit: Int
+        ) throws -> [SiteEvent] { try hang(); return [] }
+        func event(id: Int64) throws -> (event: SiteEvent, address: String)? { try hang(); return nil }
+        func setEventReviewed(node: String, camera: String, startNanos: Int64, at nanos: Int64?) throws -> SiteEvent? { try hang(); return nil }
     }
 
     @Test func aSlowCatalogueNeverDelaysThisNodesFiles() async throws {

@@ -4,10 +4,10 @@ import Plumbing
 import ServiceLifecycle
 import Synchronization
 
-/// `[cluster]` in `vigil run`: copies this node's recordings into the cluster's shared catalogue
-/// (PostgreSQL), so every node's page and API can list the whole site. It reads the index's
-/// journal (`RecordingIndex+CatalogJournal`), writes each noted recording's current row, or
-/// removes it, and forgets the notes only once the catalogue has them.
+/// `[cluster]` in `vigil run`: copies this node's recordings and motion events into the
+/// cluster's shared catalogue (PostgreSQL), so every node's page and API can list the whole
+/// site. It reads the index's journals (`RecordingIndex+CatalogJournal`), writes each noted
+/// row as it is now, or removes it, and forgets the notes only once the catalogue has them.
 ///
 /// The catalogue being away never touches recording: the journal grows in the SQLite file,
 /// this says so once, and everything is written when the database answers again. It runs
@@ -76,6 +76,7 @@ public final class CatalogReplicator: Service, Sendable {
                 written += changes.count
                 if changes.count < Self.batch { break }
             }
+            written += try passEvents(to: catalog)
             if let was = state.withLock({ s -> String? in defer { s.away = nil }; return s.away }) {
                 logger.notice("the cluster's catalogue answers again (it was away: \(was)); \(written) change(s) journaled meanwhile are in it")
             }
@@ -88,6 +89,27 @@ public final class CatalogReplicator: Service, Sendable {
             if first {
                 logger.warning("the cluster's catalogue cannot be written (\(error)): \(waiting) change(s) wait in this node's index, written when it answers; recording goes on")
             }
+        }
+        return written
+    }
+
+    /// Writes the motion events' noted changes as `pass` writes the recordings'.
+    private func passEvents(to catalog: any RecordingCatalog) throws -> Int {
+        var written = 0
+        while true {
+            let changes = try index.catalogEventChanges(limit: Self.batch)
+            guard let last = changes.last else { break }
+            var seen = Set<String>()
+            for change in changes where seen.insert("\(change.startNanos) \(change.camera)").inserted {
+                if let event = try index.motionEvent(camera: change.camera, startNanos: change.startNanos) {
+                    try catalog.putMotionEvent(event)
+                } else {
+                    try catalog.removeMotionEvent(camera: change.camera, startNanos: change.startNanos)
+                }
+            }
+            try index.forgetCatalogEventChanges(through: last.sequence)
+            written += changes.count
+            if changes.count < Self.batch { break }
         }
         return written
     }

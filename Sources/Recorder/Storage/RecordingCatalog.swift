@@ -42,6 +42,11 @@ public protocol RecordingCatalog: Sendable {
     func remove(path: String) throws
     func startMotionEvent(camera: String, startNanos: Int64) throws
     func endMotionEvent(camera: String, startNanos: Int64, endNanos: Int64, peakPercent: Double, picture: String?) throws
+    /// Adds the event of (camera, start) as `event` has it, or makes its row say so (its `id` is
+    /// not used: each back end has its own). A review mark already there stays when `event` has
+    /// none: a mark made on another node's page is the catalogue's until this node's is set.
+    func putMotionEvent(_ event: RecordingIndex.MotionEvent) throws
+    func removeMotionEvent(camera: String, startNanos: Int64) throws
 }
 
 /// The SQLite index already has every method of the contract.
@@ -63,6 +68,17 @@ public protocol SiteCatalog: Sendable {
     /// The cameras live nodes record now, each with its node and that node's web server's
     /// address ("" when it serves none), by camera name.
     func heldCameras() throws -> [(camera: String, node: String, address: String)]
+    /// Every node's motion events, newest first (by start, then the catalogue's id), of `camera`
+    /// (nil: all) overlapping [from, to] (nil: unbounded), only the unreviewed ones if asked,
+    /// after `before` (a catalogue event), at most `limit`; each `event.id` is the catalogue's.
+    func events(
+        camera: String?, from: Int64?, to: Int64?, unreviewedOnly: Bool, before: RecordingIndex.MotionEventCursor?, limit: Int
+    ) throws -> [SiteEvent]
+    /// The event with this catalogue id, and the address of its node's web server ("" when none).
+    func event(id: Int64) throws -> (event: SiteEvent, address: String)?
+    /// Marks `node`'s event of `camera` that began at `startNanos` reviewed at `nanos` (kept from
+    /// the first time) or not reviewed (nil) in the catalogue; nil when it has no such event.
+    func setEventReviewed(node: String, camera: String, startNanos: Int64, at nanos: Int64?) throws -> SiteEvent?
     /// Seconds since this node sent the last request the database answered, and how long it has
     /// talked to the database without a break (nil: none yet, not now): what a peer whose own
     /// requests go unanswered asks, to know whether it alone is cut off.
@@ -77,5 +93,17 @@ public struct SiteRecording: Sendable {
     public init(node: String, entry: RecordingIndex.Entry) {
         self.node = node
         self.entry = entry
+    }
+}
+
+/// A motion event in the site's catalogue (`event.id` is the catalogue's id), and the node that
+/// recorded it (whose index holds it and whose disk holds its picture).
+public struct SiteEvent: Sendable {
+    public let node: String
+    public let event: RecordingIndex.MotionEvent
+
+    public init(node: String, event: RecordingIndex.MotionEvent) {
+        self.node = node
+        self.event = event
     }
 }

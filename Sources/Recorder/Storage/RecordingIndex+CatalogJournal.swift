@@ -1,10 +1,11 @@
 internal import CSQLite
 
 /// The journal of changes for the cluster's shared catalogue (`[cluster]`): triggers on
-/// `recordings` note the path of every row added, changed or deleted, in the same transaction
-/// as the change, so no write can be lost between this node's index and the catalogue, whether
-/// the database is away for a second or a day. `CatalogReplicator` writes each noted path's
-/// current row (or its absence) to the catalogue, then forgets the notes.
+/// `recordings` note the path of every row added, changed or deleted, and triggers on
+/// `motion_events` the camera and start of every event, in the same transaction as the change,
+/// so no write can be lost between this node's index and the catalogue, whether the database is
+/// away for a second or a day. `CatalogReplicator` writes each noted row as it is now (or its
+/// absence) to the catalogue, then forgets the notes.
 ///
 /// Only a node of a cluster keeps the journal: a standalone recorder has neither the table nor
 /// the triggers, and a node that leaves the cluster drops both.
@@ -13,6 +14,13 @@ extension RecordingIndex {
     public struct CatalogChange: Sendable, Equatable {
         public let sequence: Int64
         public let path: String
+    }
+
+    /// A noted change of the motion event of `camera` that began at `startNanos`.
+    public struct CatalogEventChange: Sendable, Equatable {
+        public let sequence: Int64
+        public let camera: String
+        public let startNanos: Int64
     }
 
     /// The triggers; `UPDATE` notes the old path too, in case a row's path changed.
@@ -30,26 +38,53 @@ extension RecordingIndex {
         END;
         """
 
-    /// Keeps the journal (a node of a cluster) or drops it (standalone). Turned on for the
-    /// first time, it notes every recording already indexed, so an install that joins a
-    /// cluster brings its history into the catalogue.
+    /// The events' journal: an event is known by (camera, start), which never changes.
+    private static let catalogEventJournal = """
+        CREATE TABLE IF NOT EXISTS catalog_event_journal (sequence INTEGER PRIMARY KEY, camera TEXT NOT NULL, start_ns INTEGER NOT NULL);
+        CREATE TRIGGER IF NOT EXISTS catalog_event_journal_insert AFTER INSERT ON motion_events BEGIN
+            INSERT INTO catalog_event_journal (camera, start_ns) VALUES (new.camera, new.start_ns);
+        END;
+        CREATE TRIGGER IF NOT EXISTS catalog_event_journal_update AFTER UPDATE ON motion_events BEGIN
+            INSERT INTO catalog_event_journal (camera, start_ns) VALUES (new.camera, new.start_ns);
+        END;
+        CREATE TRIGGER IF NOT EXISTS catalog_event_journal_delete AFTER DELETE ON motion_events BEGIN
+            INSERT INTO catalog_event_journal (camera, start_ns) VALUES (old.camera, old.start_ns);
+        END;
+        """
+
+    /// Keeps the journals (a node of a cluster) or drops them (standalone). A journal turned on
+    /// for the first time notes every row already indexed, so an install that joins a cluster
+    /// brings its history into the catalogue (and a node of a version before the events' journal
+    /// brings its events).
     func keepCatalogJournal(_ keep: Bool) throws {
-        let exists = try query("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'catalog_journal'", []) {
-            sqlite3_column_int64($0, 0) > 0
-        }.first ?? false
+        let recordings = try hasTable("catalog_journal"), events = try hasTable("catalog_event_journal")
         guard keep else {
-            if exists {
+            if recordings {
                 try execute("""
                     DROP TRIGGER IF EXISTS catalog_journal_insert; DROP TRIGGER IF EXISTS catalog_journal_update;
                     DROP TRIGGER IF EXISTS catalog_journal_delete; DROP TABLE catalog_journal;
+                    """)
+            }
+            if events {
+                try execute("""
+                    DROP TRIGGER IF EXISTS catalog_event_journal_insert; DROP TRIGGER IF EXISTS catalog_event_journal_update;
+                    DROP TRIGGER IF EXISTS catalog_event_journal_delete; DROP TABLE catalog_event_journal;
                     """)
             }
             return
         }
         try transaction {
             try execute(Self.catalogJournal)
-            if !exists { try execute("INSERT INTO catalog_journal (path) SELECT path FROM recordings ORDER BY id") }
+            if !recordings { try execute("INSERT INTO catalog_journal (path) SELECT path FROM recordings ORDER BY id") }
+            try execute(Self.catalogEventJournal)
+            if !events { try execute("INSERT INTO catalog_event_journal (camera, start_ns) SELECT camera, start_ns FROM motion_events ORDER BY id") }
         }
+    }
+
+    private func hasTable(_ name: String) throws -> Bool {
+        try query("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1", [.text(name)]) {
+            sqlite3_column_int64($0, 0) > 0
+        }.first ?? false
     }
 
     /// The oldest `limit` changes not yet in the catalogue (none when there is no journal).
@@ -59,13 +94,27 @@ extension RecordingIndex {
         }
     }
 
-    /// How many changes wait for the catalogue.
+    /// The oldest `limit` changes of motion events not yet in the catalogue.
+    public func catalogEventChanges(limit: Int) throws -> [CatalogEventChange] {
+        try read("SELECT sequence, camera, start_ns FROM catalog_event_journal ORDER BY sequence LIMIT ?1", [.integer(Int64(max(1, limit)))]) {
+            CatalogEventChange(sequence: sqlite3_column_int64($0, 0), camera: Self.text($0, 1), startNanos: sqlite3_column_int64($0, 2))
+        }
+    }
+
+    /// How many changes (of recordings and of motion events) wait for the catalogue.
     public func catalogChangesWaiting() throws -> Int {
-        try read("SELECT count(*) FROM catalog_journal", []) { Int(truncatingIfNeeded: sqlite3_column_int64($0, 0)) }.first ?? 0
+        try read("SELECT (SELECT count(*) FROM catalog_journal) + (SELECT count(*) FROM catalog_event_journal)", []) {
+            Int(truncatingIfNeeded: sqlite3_column_int64($0, 0))
+        }.first ?? 0
     }
 
     /// Forgets the changes up to `sequence`: they are in the catalogue.
     public func forgetCatalogChanges(through sequence: Int64) throws {
         try run("DELETE FROM catalog_journal WHERE sequence <= ?1", [.integer(sequence)])
+    }
+
+    /// Forgets the changes of motion events up to `sequence`: they are in the catalogue.
+    public func forgetCatalogEventChanges(through sequence: Int64) throws {
+        try run("DELETE FROM catalog_event_journal WHERE sequence <= ?1", [.integer(sequence)])
     }
 }

@@ -83,6 +83,29 @@ extension RecordingIndex {
             """, [.text(camera), .integer(startNanos), .integer(endNanos), .real(peakPercent), .text(picture)])
     }
 
+    /// The event of `camera` that began at `startNanos` (an event's key, the same on every node's
+    /// index and in the cluster's catalogue).
+    public func motionEvent(camera: String, startNanos: Int64) throws -> MotionEvent? {
+        try read("SELECT \(Self.motionColumns) FROM motion_events WHERE camera = ?1 AND start_ns = ?2",
+                 [.text(camera), .integer(startNanos)], Self.motionEvent).first
+    }
+
+    /// Adds the event of (camera, start) or makes its row say what `event` says; a review mark
+    /// already there stays when `event` has none (`RecordingCatalog.putMotionEvent`).
+    public func putMotionEvent(_ event: MotionEvent) throws {
+        try run("""
+            INSERT INTO motion_events (camera, start_ns, end_ns, peak_percent, picture, reviewed_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+            ON CONFLICT(camera, start_ns) DO UPDATE SET end_ns = ?3, peak_percent = ?4, picture = ?5,
+                reviewed_ns = COALESCE(?6, reviewed_ns)
+            """, [.text(event.camera), .integer(event.startNanos), event.endNanos.map { .integer($0) } ?? .null, .real(event.peakPercent),
+                  event.picture.map { .text($0) } ?? .null, event.reviewedNanos.map { .integer($0) } ?? .null])
+    }
+
+    /// Removes the event of `camera` that began at `startNanos`, if there is one.
+    public func removeMotionEvent(camera: String, startNanos: Int64) throws {
+        try run("DELETE FROM motion_events WHERE camera = ?1 AND start_ns = ?2", [.text(camera), .integer(startNanos)])
+    }
+
     /// The event with this id.
     public func motionEvent(id: Int64) throws -> MotionEvent? {
         try read("SELECT \(Self.motionColumns) FROM motion_events WHERE id = ?1", [.integer(id)], Self.motionEvent).first

@@ -74,7 +74,7 @@ function eventItem(e) {
   const start = new Date(e.start);
   li.querySelector("b").textContent = e.camera;
   li.querySelector(".when").textContent = `${start.toLocaleDateString(undefined, { weekday: "short", day: "numeric", month: "short" })} ${clock(start)}`;
-  li.querySelector(".what").textContent = `${e.duration_seconds != null ? `${e.duration_seconds} s` : e.end ? duration(Date.parse(e.end) - start) : "under way"} · ${Math.round(e.peak_area_percent ?? 0)} % moved`;
+  li.querySelector(".what").textContent = `${e.duration_seconds != null ? `${e.duration_seconds} s` : e.end ? duration(Date.parse(e.end) - start) : "under way"} · ${Math.round(e.peak_area_percent ?? 0)} % moved${e.node ? ` · ${e.node}` : ""}`;
   li.addEventListener("click", () => select(review.events.indexOf(e)));
   markReviewed(li, e);
   return li;
@@ -132,7 +132,8 @@ async function toggleReviewed() {
   e.reviewed = !was;
   markReviewed(item, e);
   try {
-    Object.assign(e, await postJSON(`${api}/events/${e.id}/reviewed`, { reviewed: e.reviewed }));
+    // Its own address: this node's index, or the site's catalogue (another node's event).
+    Object.assign(e, await postJSON(e.review_url, { reviewed: e.reviewed }));
   } catch (error) {
     e.reviewed = was;
     showError(error);

@@ -4,6 +4,8 @@ plays its first recording, fetched from the other node through this one.
 
 Usage: python cluster_check.py URL SCREENSHOT_DIR desktop CAMERAS CAMERA NODE, where CAMERAS is
 the site's cameras, comma-separated, and CAMERA one that NODE records and this node never did.
+With EVENT (a motion event of NODE with a picture, by its id in the cluster's catalogue), the
+review view lists it with NODE's name and picture, and marks it reviewed through this node.
 Prints one JSON object (browser.report).
 """
 import sys
@@ -14,6 +16,7 @@ import browser
 
 url, folder, size = sys.argv[1].rstrip("/"), sys.argv[2], sys.argv[3]
 cameras, camera, node = sorted(sys.argv[4].split(",")), sys.argv[5], sys.argv[6]
+event = sys.argv[7] if len(sys.argv) > 7 else None
 checks = browser.Checks()
 driver = browser.start(size)
 js = driver.execute_script
@@ -29,6 +32,23 @@ try:
     checks.page(driver, "cluster-grid", size, folder)
     first, times = browser.play_first_recording(driver, f"{url}/#camera/{camera}")
     checks.add("cluster-plays", times and "/api/v1/cluster/recordings/" in first, browser.played_detail(first, times, js))
+    if event:
+        driver.get(f"{url}/#review")
+        item = f"#event-{event}"
+        present = lambda: js("return !!document.querySelector(arguments[0])", item)
+        browser.wait(present, 30)
+        what = js("const li = document.querySelector(arguments[0]); return li ? li.querySelector('.what').textContent : ''", item)
+        checks.add("cluster-review-listed", present() and f"· {node}" in what, f"event {event} listed: {present()}, says: {what}")
+        loaded = lambda: js("const img = document.querySelector(arguments[0] + ' img'); return !!img && img.complete && img.naturalWidth > 0"
+                            " && img.src.includes('/api/v1/cluster/events/')", item)
+        browser.wait(loaded, 20)
+        checks.add("cluster-review-picture", loaded(), f"its picture: {js('const i = document.querySelector(arguments[0] + \' img\'); return i && i.src', item)}")
+        driver.find_element(By.CSS_SELECTOR, item).click()
+        browser.wait(lambda: driver.find_element(By.ID, "review-toggle").is_displayed(), 10)
+        driver.find_element(By.ID, "review-toggle").click()
+        marked = lambda: js("const li = document.querySelector(arguments[0]); return !!li && li.classList.contains('reviewed')", item)
+        browser.wait(marked, 10)
+        checks.add("cluster-review-marked", marked(), f"shown reviewed: {marked()}")
     checks.no_error(driver, "cluster")
 finally:
     driver.quit()
