@@ -128,7 +128,8 @@ import Testing
 
     /// Every node's API lists the site: the six cameras, each with the node that records it, and
     /// a camera's recordings from every node; another node's recording plays through this node
-    /// (forwarded to the node that holds it), whole and by range.
+    /// (forwarded to the node that holds it), whole and by range; another node's motion events
+    /// are reviewed on this node's page (`ClusterRunTests+Events`).
     @Test func everyNodesAPIListsTheWholeSiteAndPlaysAnotherNodesRecordings() async throws {
         let site = try await LeasedSite()
         defer { site.remove() }

@@ -42,7 +42,8 @@ try:
         loaded = lambda: js("const img = document.querySelector(arguments[0] + ' img'); return !!img && img.complete && img.naturalWidth > 0"
                             " && img.src.includes('/api/v1/cluster/events/')", item)
         browser.wait(loaded, 20)
-        checks.add("cluster-review-picture", loaded(), f"its picture: {js('const i = document.querySelector(arguments[0] + \' img\'); return i && i.src', item)}")
+        src = js("const i = document.querySelector(arguments[0] + ' img'); return i && i.src", item)
+        checks.add("cluster-review-picture", loaded(), f"its picture: {src}")
         driver.find_element(By.CSS_SELECTOR, item).click()
         browser.wait(lambda: driver.find_element(By.ID, "review-toggle").is_displayed(), 10)
         driver.find_element(By.ID, "review-toggle").click()
