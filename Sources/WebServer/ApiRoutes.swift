@@ -174,12 +174,28 @@ struct ApiRoutes: Sendable {
     struct EventsJSON: Encodable {
         let camera: String
         let events: [EventJSON]
+        /// `[cluster]`: false when every node's events are listed, true when the catalogue did
+        /// not answer and this node's alone are; left out without a cluster.
+        var partial: Bool? = nil
     }
 
-    /// Motion events that overlap the range (none for a camera without `[[motion]]`).
+    /// The most events a camera's range lists from the site's catalogue (a day of an event a
+    /// minute is 1,440).
+    static let maxRangeEvents = 20_000
+
+    /// Motion events that overlap the range, oldest first (none for a camera without
+    /// `[[motion]]`): with `[cluster]` every node's, from the catalogue, so a camera that moved
+    /// or that another node records shows all its events; this node's when it does not answer.
     func events(_ camera: String, _ range: (from: Int64, to: Int64)) async throws(APIError) -> EventsJSON {
+        if let site, case .success(let listed) = await Self.siteIO.run({
+            Result {
+                try site.events(camera: camera, from: range.from, to: range.to, unreviewedOnly: false, before: nil, limit: Self.maxRangeEvents)
+            }
+        }) {
+            return EventsJSON(camera: camera, events: listed.reversed().map(eventJSON), partial: false)
+        }
         let events = try await Self.reading(recorder.index) { try $0.motionEvents(camera: camera, from: range.from, to: range.to) }
-        return EventsJSON(camera: camera, events: events.map(eventJSON))
+        return EventsJSON(camera: camera, events: events.map(eventJSON), partial: site == nil ? nil : true)
     }
 
     /// The `:name` of the path: a camera the recorder runs or has recordings of, or 404.

@@ -10,15 +10,16 @@ import Recorder
 struct ClusterCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "cluster",
-        abstract: "Show the nodes of the [cluster]: their heartbeats and the cameras they record.",
+        abstract: "Show the nodes of the [cluster] and check that each camera had one writer at a time.",
         discussion: """
             `vigil run` with a [cluster] section registers its node in the shared PostgreSQL database and \
             renews its heartbeat every third of lease_seconds (see docs/configuration.md):
 
               vigil cluster status --config /etc/vigil/vigil.toml
               vigil cluster status --config /etc/vigil/vigil.toml --json
+              vigil cluster verify --config /etc/vigil/vigil.toml --from yesterday
             """,
-        subcommands: [Status.self]
+        subcommands: [Status.self, Verify.self]
     )
 
     struct Status: AsyncParsableCommand {

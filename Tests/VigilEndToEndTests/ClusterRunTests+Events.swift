@@ -51,6 +51,10 @@ extension ClusterRunTests {
         #expect(Set(ids).count == ids.count, "an event listed twice across pages: \(ids)")
         let theirs = listed.filter { $0["node"] as? String == holder }
         #expect(theirs.allSatisfy { $0["camera"] as? String == camera && ($0["review_url"] as? String)?.hasPrefix("/api/v1/cluster/events/") == true })
+        // The camera's day on this node: the holder's events, oldest first.
+        let day = site.api(page, "/api/v1/cameras/\(camera)/events?from=2000-01-01T00:00:00Z&to=2100-01-01T00:00:00Z")
+        let dayIDs = (day?["events"] as? [[String: Any]] ?? []).filter { $0["node"] as? String == holder }.compactMap { $0["id"] as? Int }
+        #expect(day?["partial"] as? Bool == false && dayIDs == theirs.compactMap { $0["id"] as? Int }.reversed(), "\(page)'s day of \(camera): \(day ?? [:])")
         // Newest first: the event of 6 s ago, then 12 s ago; its picture is the holder's file.
         for event in theirs {
             let thumbnail = try #require(event["thumbnail"] as? String)
@@ -83,5 +87,18 @@ extension ClusterRunTests {
     /// The body of a JSON POST to a loopback port (curl; no Origin, as a script sends).
     func post(port: Int, _ path: String, body: String) -> String {
         RecordingInspector.run("/usr/bin/curl", ["-sS", "-X", "POST", "-H", "Content-Type: application/json", "-d", body, "http://127.0.0.1:\(port)\(path)"]).output
+    }
+}
+
+extension LeasedSite {
+    /// `vigil cluster verify` over everything the catalogue holds: its overlaps without a
+    /// hand-over (-1 when it could not say), its hand-overs, and what it printed.
+    func verify() -> (overlaps: Int, handOvers: Int, output: String) {
+        let run = VigilBinary.run(["cluster", "verify", "--config", file, "--from", "2000-01-01", "--to", "2100-01-01", "--json"])
+        guard let json = try? JSONSerialization.jsonObject(with: Data(run.output.utf8)) as? [String: Any],
+              let overlaps = json["overlaps"] as? Int, let handOvers = json["handovers"] as? Int,
+              (overlaps == 0) == (run.status == 0) else { return (-1, 0, run.output + run.errorOutput) }
+        print("cluster verify: \(handOvers) hand-over(s), \(overlaps) other overlap(s)")
+        return (overlaps, handOvers, run.output + run.errorOutput)
     }
 }

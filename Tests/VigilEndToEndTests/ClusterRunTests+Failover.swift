@@ -74,6 +74,8 @@ extension ClusterRunTests {
         try site.start(victim)
         #expect(await site.waitForTwoEach(seconds: 90), "\(site.status() ?? [])")
         try await site.stopAll()
+        // No overlap but hand-overs: the taker began after the dead node's last frame.
+        #expect(site.verify().overlaps == 0, "\(site.verify().output)")
         site.expectEveryFileDecodes()
     }
 

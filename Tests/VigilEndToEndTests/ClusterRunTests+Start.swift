@@ -82,6 +82,9 @@ extension ClusterRunTests {
         #expect(moves >= 4, "\(moves) moves found in the indexes")
         // Overlaps end within the hand-over's limit (LeaseKeeper.handOverLimit, 6 s).
         #expect(try site.longestOverlap().seconds < 6)
+        // And the catalogue tells each overlap for the hand-over it is: one writer per camera.
+        let verified = site.verify()
+        #expect(verified.overlaps == 0 && verified.handOvers >= 1, "\(verified.output)")
         site.expectEveryFileDecodes()
     }
 }
