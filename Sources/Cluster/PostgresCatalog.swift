@@ -128,12 +128,13 @@ public final class PostgresCatalog: RecordingCatalog {
             """)
     }
 
-    public func putMotionEvent(_ event: RecordingIndex.MotionEvent) throws {
+    public func putMotionEvent(_ event: RecordingIndex.MotionEvent, replacingMark: Bool) throws {
         try write("putMotionEvent", """
             INSERT INTO motion_events (node, camera, start_ns, end_ns, peak_percent, picture, reviewed_ns)
             VALUES (\(node), \(event.camera), \(event.startNanos), \(event.endNanos), \(event.peakPercent), \(event.picture), \(event.reviewedNanos))
             ON CONFLICT (node, camera, start_ns) DO UPDATE SET end_ns = EXCLUDED.end_ns, peak_percent = EXCLUDED.peak_percent,
-                picture = EXCLUDED.picture, reviewed_ns = COALESCE(EXCLUDED.reviewed_ns, motion_events.reviewed_ns)
+                picture = EXCLUDED.picture,
+                reviewed_ns = CASE WHEN \(replacingMark) THEN EXCLUDED.reviewed_ns ELSE COALESCE(EXCLUDED.reviewed_ns, motion_events.reviewed_ns) END
             RETURNING 1
             """)
     }

@@ -189,10 +189,13 @@ struct ApiRoutes: Sendable {
     func events(_ camera: String, _ range: (from: Int64, to: Int64)) async throws(APIError) -> EventsJSON {
         if let site, case .success(let listed) = await Self.siteIO.run({
             Result {
-                try site.events(camera: camera, from: range.from, to: range.to, unreviewedOnly: false, before: nil, limit: Self.maxRangeEvents)
+                try site.events(camera: camera, from: range.from, to: range.to, unreviewedOnly: false, before: nil, limit: Self.maxRangeEvents + 1)
             }
         }) {
-            return EventsJSON(camera: camera, events: listed.reversed().map(eventJSON), partial: false)
+            guard listed.count <= Self.maxRangeEvents else {
+                throw APIError(.badRequest, "\(camera) has more than \(Self.maxRangeEvents) motion events in that range: ask a shorter one")
+            }
+            return EventsJSON(camera: camera, events: try await eventsJSON(listed.reversed()), partial: false)
         }
         let events = try await Self.reading(recorder.index) { try $0.motionEvents(camera: camera, from: range.from, to: range.to) }
         return EventsJSON(camera: camera, events: events.map(eventJSON), partial: site == nil ? nil : true)

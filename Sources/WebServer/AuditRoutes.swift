@@ -39,6 +39,11 @@ struct AuditMiddleware: RouterMiddleware {
             return (.clip, "\(name) from \(query["from"].map(String.init) ?? "?") to \(query["to"].map(String.init) ?? "?")")
         case (.get, "/api/v1/recordings/{id}/file"): return (.play, "recording \(id)")
         case (.post, "/api/v1/events/{id}/reviewed"): return (.mark, "event \(id)")
+        // `[cluster]`: written by the node the person used, not again by the node it forwards to.
+        case (.get, "/api/v1/cluster/recordings/{id}/file") where request.headers[ClusterRoutes.forwardedBy] == nil:
+            return (.play, "site recording \(id)")
+        case (.post, "/api/v1/cluster/events/{id}/reviewed") where request.headers[ClusterRoutes.forwardedBy] == nil:
+            return (.mark, "site event \(id)")
         case (.get, "/api/v1/audit"): return (.audit, request.uri.query ?? "")
         default: return nil
         }

@@ -52,9 +52,10 @@ extension ClusterRoutes {
             let marked = try await events.markHere(reviewed: reviewed) { index in
                 try index.motionEvent(camera: event.camera, startNanos: event.startNanos)
             }
-            guard var marked else { throw APIError(.notFound, "motion event \(event.id) is in the catalogue but no longer in this node's index") }
-            marked.id = event.id
-            return JSONBody.response(events.api.eventJSON(SiteEvent(node: found.node, event: marked)))
+            guard let marked else { throw APIError(.notFound, "motion event \(event.id) is in the catalogue but no longer in this node's index") }
+            var listed = marked
+            listed.id = event.id
+            return JSONBody.response(events.api.eventJSON(SiteEvent(node: found.node, event: listed), here: marked))
         }
         do {
             return try await forward(request, to: address, node: found.node, path: "/api/v1/cluster/events/\(event.id)/reviewed", body: body)

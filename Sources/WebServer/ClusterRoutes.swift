@@ -148,6 +148,11 @@ struct ClusterRoutes: Sendable {
         } catch {
             throw APIError(.badGateway, "node \(node) at \(address) does not answer: \(error)")
         }
+        // The other node refusing this node's token (a token_file that differs between nodes) is
+        // this site's fault, not the person's: a 401 passed on would show them a login form.
+        if [401, 403].contains(answer.status.code) {
+            throw APIError(.badGateway, "node \(node) at \(address) refuses this node's requests (\(answer.status.code)): is [http] token_file the same on every node?")
+        }
         var headers = HTTPFields()
         for (name, value) in answer.headers where Self.passed.contains(name.lowercased()) {
             if let field = HTTPField.Name(name) { headers.append(HTTPField(name: field, value: value)) }

@@ -48,9 +48,23 @@ extension ApiRoutes {
         eventJSON(event, base: "/api/v1/events/\(event.id)", node: site?.node)
     }
 
-    /// An event of the site's catalogue: its id, picture and mark are the catalogue's.
-    func eventJSON(_ event: SiteEvent) -> EventJSON {
-        eventJSON(event.event, base: "/api/v1/cluster/events/\(event.event.id)", node: event.node)
+    /// An event of the site's catalogue, by the catalogue's id. Its picture and mark go through
+    /// the catalogue's routes to the node that recorded it, or, when this node did (`here`: its
+    /// row in this node's index), through this node's own routes, which need no catalogue.
+    func eventJSON(_ event: SiteEvent, here: RecordingIndex.MotionEvent? = nil) -> EventJSON {
+        eventJSON(event.event, base: here.map { "/api/v1/events/\($0.id)" } ?? "/api/v1/cluster/events/\(event.event.id)", node: event.node)
+    }
+
+    /// Events of the catalogue as the API writes them; this node's own found in its index.
+    func eventsJSON(_ events: [SiteEvent]) async throws(APIError) -> [EventJSON] {
+        let mine = events.filter { $0.node == site?.node }.map(\.event)
+        var here: [String: RecordingIndex.MotionEvent] = [:]
+        if !mine.isEmpty { here = try await Self.reading(recorder.index) { index in
+            var found: [String: RecordingIndex.MotionEvent] = [:]
+            for event in mine { found["\(event.startNanos) \(event.camera)"] = try index.motionEvent(camera: event.camera, startNanos: event.startNanos) }
+            return found
+        } }
+        return events.map { eventJSON($0, here: $0.node == site?.node ? here["\($0.event.startNanos) \($0.event.camera)"] : nil) }
     }
 
     private func eventJSON(_ event: RecordingIndex.MotionEvent, base: String, node: String?) -> EventJSON {

@@ -4,8 +4,8 @@ import Hummingbird
 import Recorder
 
 /// Event review: `GET /api/v1/events` lists motion events across cameras, newest first, a page
-/// at a time; `POST /api/v1/events/{id}/reviewed` marks one reviewed (or not) in the index. The
-/// POST is the API's only write besides logging in and out: same-origin only (`SameOriginMiddleware`).
+/// at a time; `POST /api/v1/events/{id}/reviewed` marks one reviewed (or not) in the index
+/// (same-origin only, as every write: `SameOriginMiddleware`).
 struct EventRoutes: Sendable {
     let api: ApiRoutes
     /// Events per page when the query says no `limit`, and the most it may ask for.
@@ -71,8 +71,8 @@ struct EventRoutes: Sendable {
             query.given.append(("limit", limit))
         }
         if let before = text("before") {
-            if let site = api.site, before.hasPrefix("site:") {
-                query.beforeInSite = try await siteCursor(String(before.dropFirst(5)), in: site)
+            if api.site != nil, before.hasPrefix("site:") {
+                query.beforeInSite = try Self.siteCursor(before)
             } else {
                 guard let id = RequestValues.id(before),
                       let event = try await ApiRoutes.reading(api.recorder.index, { try $0.motionEvent(id: id) }) else {
@@ -84,14 +84,14 @@ struct EventRoutes: Sendable {
         return query
     }
 
-    /// The site's event `id` (of `before=site:ID`) as where a page goes on from.
-    private func siteCursor(_ id: String, in site: any SiteCatalog) async throws(APIError) -> RecordingIndex.MotionEventCursor {
-        guard let number = RequestValues.id(id) else { throw APIError(.badRequest, "before=site:\(id.prefix(32)) is not the id of a motion event") }
-        switch await ApiRoutes.siteIO.run({ Result { try site.event(id: number) } }) {
-        case .success(let found?): return RecordingIndex.MotionEventCursor(found.event.event)
-        case .success(nil): throw APIError(.badRequest, "before=site:\(number) is not the id of a motion event in the cluster's catalogue")
-        case .failure(let error): throw APIError(.serviceUnavailable, "the cluster's catalogue is not answering: \(error)")
+    /// `before=site:START:ID` (a page of the site's catalogue goes on after its event ID, which
+    /// began at START): no lookup, so an event deleted meanwhile does not end the listing.
+    static func siteCursor(_ text: String) throws(APIError) -> RecordingIndex.MotionEventCursor {
+        let parts = text.dropFirst(5).split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, let start = RequestValues.decimal(parts[0]), let id = RequestValues.decimal(parts[1]), id > 0 else {
+            throw APIError(.badRequest, "before=\(text.prefix(48)) is not site:START:ID of a motion event (the next URL of a page)")
         }
+        return RecordingIndex.MotionEventCursor(startNanos: start, id: id)
     }
 
     struct ListJSON: Encodable {
@@ -126,9 +126,10 @@ struct EventRoutes: Sendable {
                 }
             }) {
             case .success(let events):
-                let page = events.prefix(query.limit)
-                let next = events.count > query.limit ? page.last.map { Self.nextURL(query.given, before: "site:\($0.event.id)") } : nil
-                return ListJSON(events: page.map(api.eventJSON), next: next, partial: false)
+                let page = Array(events.prefix(query.limit))
+                let next = events.count > query.limit
+                    ? page.last.map { Self.nextURL(query.given, before: "site:\($0.event.startNanos):\($0.event.id)") } : nil
+                return ListJSON(events: try await api.eventsJSON(page), next: next, partial: false)
             case .failure(let error):
                 // A page of the site cannot go on from this node's index.
                 if query.beforeInSite != nil { throw APIError(.serviceUnavailable, "the cluster's catalogue is not answering: \(error)") }

@@ -146,7 +146,7 @@ import Testing
     }
 
     /// `putMotionEvent` (what a node's journal writes): adds, replaces, keeps a review mark that
-    /// the put lacks, and `removeMotionEvent` takes the row away.
+    /// the put lacks unless it replaces the mark, and `removeMotionEvent` takes the row away.
     @Test(arguments: CatalogBackend.allCases)
     func anEventPutAsItIsReplacesItsRowButKeepsAReviewMark(_ backend: CatalogBackend) async throws {
         let db = try await backend.open()
@@ -155,17 +155,21 @@ import Testing
         var ended = under
         ended.endNanos = b + 3 * s
         ended.picture = "porch/events/0.jpg"
-        try await db { try $0.putMotionEvent(under) }
+        try await db { try $0.putMotionEvent(under, replacingMark: false) }
         let first = try #require(try await db { try $0.motionEvents(camera: "porch", from: nil, to: nil) }.first)
         #expect(first.endNanos == nil && first.picture == nil)
         try await db { [id = first.id] in _ = try $0.setMotionEventReviewed(id: id, at: 42) }
-        try await db { [ended] in try $0.putMotionEvent(ended) }
+        try await db { [ended] in try $0.putMotionEvent(ended, replacingMark: false) }
         let listed = try await db { try $0.motionEvents(camera: "porch", from: nil, to: nil) }
         #expect(listed.count == 1 && listed[0].id == first.id)
         #expect(listed[0].endNanos == b + 3 * s && listed[0].picture == "porch/events/0.jpg" && listed[0].reviewedNanos == 42)
         ended.reviewedNanos = 50
-        try await db { [ended] in try $0.putMotionEvent(ended) }
+        try await db { [ended] in try $0.putMotionEvent(ended, replacingMark: false) }
         #expect(try await db { try $0.motionEvents(camera: "porch", from: nil, to: nil) }.first?.reviewedNanos == 50)
+        // A mark cleared where the event was recorded clears it here too.
+        ended.reviewedNanos = nil
+        try await db { [ended] in try $0.putMotionEvent(ended, replacingMark: true) }
+        #expect(try await db { try $0.motionEvents(camera: "porch", from: nil, to: nil) }.first?.reviewedNanos == nil)
         try await db { try $0.removeMotionEvent(camera: "porch", startNanos: b) }
         try await db { try $0.removeMotionEvent(camera: "porch", startNanos: b) }
         #expect(try await db { try $0.motionEvents(camera: nil, from: nil, to: nil) }.isEmpty)

@@ -30,7 +30,8 @@ import Testing
             try index.startMotionEvent(camera: "porch", startNanos: 5_000)
             let other = try PostgresCatalog(configuration: settings.clientConfiguration(), node: "node-b")
             defer { other.close() }
-            try other.putMotionEvent(.init(id: 0, camera: "gate", startNanos: 1_000, endNanos: 1_500, peakPercent: 3, picture: nil, reviewedNanos: nil))
+            try other.putMotionEvent(
+                .init(id: 0, camera: "gate", startNanos: 1_000, endNanos: 1_500, peakPercent: 3, picture: nil, reviewedNanos: nil), replacingMark: false)
         }
         #expect(await Self.io.run { replicator.pass() } == 2)
         @Sendable func listed(before: RecordingIndex.MotionEventCursor? = nil, limit: Int = 10, unreviewed: Bool = false) async throws -> [SiteEvent] {
@@ -57,14 +58,24 @@ import Testing
         let ended = try #require(try await Self.io.run { try site.event(id: all[0].event.id) })
         #expect(ended.event.event.endNanos == 9_000 && ended.event.event.picture == "porch/events/5.jpg" && ended.address == "")
 
-        // Marked on another node's page (the catalogue), then here: a put without a mark keeps
-        // the catalogue's; this node's mark is written too; unmarking in the catalogue clears it.
+        // Marked on another node's page (the catalogue alone: this node was down): a later write
+        // of the event from here, without a mark, keeps it.
         let porch = try #require(try await Self.io.run { try site.setEventReviewed(node: "node-a", camera: "porch", startNanos: 5_000, at: 77) })
         #expect(porch.event.reviewedNanos == 77)
-        try await Self.io.run { try index.updateMotionEvent(camera: "porch", startNanos: 1_000, peakPercent: 11, picture: nil) }
-        try await Self.io.run { _ = try index.setMotionEventReviewed(id: try #require(try index.motionEvent(camera: "porch", startNanos: 1_000)).id, at: 88) }
+        try await Self.io.run { try index.putMotionEvent(try #require(try index.motionEvent(camera: "porch", startNanos: 5_000)), replacingMark: false) }
+        #expect(await Self.io.run { replicator.pass() } == 1)
+        #expect(try await Self.io.run { try site.event(id: all[0].event.id) }?.event.event.reviewedNanos == 77)
+        // Marked here: the mark reaches the catalogue; cleared here, it is cleared there too, even
+        // after a write of the marked row that was read before the clearing.
+        let earlier = try #require(try await Self.io.run { try index.motionEvent(camera: "porch", startNanos: 1_000) })
+        try await Self.io.run { _ = try index.setMotionEventReviewed(id: earlier.id, at: 88) }
         #expect(await Self.io.run { replicator.pass() } >= 1)
         #expect(try await listed(unreviewed: true).map { "\($0.node) \($0.event.camera)" } == ["node-b gate"])
+        let marked = try #require(try await Self.io.run { try index.motionEvent(id: earlier.id) })
+        try await Self.io.run { _ = try index.setMotionEventReviewed(id: earlier.id, at: nil) }
+        try await Self.io.run { try catalog.putMotionEvent(marked, replacingMark: true) }
+        #expect(await Self.io.run { replicator.pass() } >= 1)
+        #expect(try await listed(unreviewed: true).map { "\($0.node) \($0.event.startNanos)" } == ["node-a 1000", "node-b 1000"])
         #expect(try await Self.io.run { try site.setEventReviewed(node: "node-a", camera: "porch", startNanos: 5_000, at: nil) }?.event.reviewedNanos == nil)
         #expect(try await Self.io.run { try site.setEventReviewed(node: "node-c", camera: "porch", startNanos: 5_000, at: 1) } == nil)
 

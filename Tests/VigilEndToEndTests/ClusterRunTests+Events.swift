@@ -62,6 +62,10 @@ extension ClusterRunTests {
             #expect(String(decoding: answer.prefix(12), as: UTF8.self) == "HTTP/1.1 200" && Array(answer.suffix(picture.count)) == picture,
                     "\(thumbnail): \(String(decoding: answer.prefix(200), as: UTF8.self))")
         }
+        // On the holder's own page the same ids, its own routes (they need no catalogue).
+        let own = (everyEvent(site: site, page: holder) ?? []).filter { $0["node"] as? String == holder }
+        #expect(own.compactMap { $0["id"] as? Int } == theirs.compactMap { $0["id"] as? Int }, "\(own)")
+        #expect(own.allSatisfy { ($0["review_url"] as? String)?.hasPrefix("/api/v1/events/") == true }, "\(own)")
         let first = try #require(theirs.first), id = try #require(first["id"] as? Int), start = try #require(added.last?.start)
         let index = try RecordingIndex(root: site.nodes[holder]!.dir + "/data")
         for reviewed in [true, false] {
@@ -71,6 +75,15 @@ extension ClusterRunTests {
             let shown = everyEvent(site: site, page: page)?.first { $0["id"] as? Int == id }
             #expect(shown?["reviewed"] as? Bool == reviewed, "\(page) lists it as \(shown ?? [:])")
         }
+        // Written in the trail of the node the person used, not again by the holder.
+        var trail: [[String: Any]] = []
+        let written = await waitUntil(seconds: 15) {
+            trail = site.api(page, "/api/v1/audit?from=2000-01-01T00:00:00Z")?["entries"] as? [[String: Any]] ?? []
+            return trail.filter { $0["action"] as? String == "mark" && $0["subject"] as? String == "site event \(id)" }.count == 2
+        }
+        #expect(written, "\(page)'s trail: \(trail.suffix(5))")
+        let holderTrail = (site.api(holder, "/api/v1/audit?from=2000-01-01T00:00:00Z")?["entries"] as? [[String: Any]] ?? [])
+        #expect(!holderTrail.contains { ($0["subject"] as? String)?.hasPrefix("site event") == true }, "\(holderTrail.suffix(5))")
         return theirs.compactMap { $0["id"] as? Int }
     }
 

@@ -99,10 +99,13 @@ public final class CatalogReplicator: Service, Sendable {
         while true {
             let changes = try index.catalogEventChanges(limit: Self.batch)
             guard let last = changes.last else { break }
+            // Each event once a batch, as it is now; its mark replaces the catalogue's when it
+            // changed here (a clearing must clear it there).
+            let marked = Set(changes.filter(\.marked).map { "\($0.startNanos) \($0.camera)" })
             var seen = Set<String>()
             for change in changes where seen.insert("\(change.startNanos) \(change.camera)").inserted {
                 if let event = try index.motionEvent(camera: change.camera, startNanos: change.startNanos) {
-                    try catalog.putMotionEvent(event)
+                    try catalog.putMotionEvent(event, replacingMark: marked.contains("\(change.startNanos) \(change.camera)"))
                 } else {
                     try catalog.removeMotionEvent(camera: change.camera, startNanos: change.startNanos)
                 }

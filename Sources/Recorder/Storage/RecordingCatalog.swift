@@ -43,9 +43,10 @@ public protocol RecordingCatalog: Sendable {
     func startMotionEvent(camera: String, startNanos: Int64) throws
     func endMotionEvent(camera: String, startNanos: Int64, endNanos: Int64, peakPercent: Double, picture: String?) throws
     /// Adds the event of (camera, start) as `event` has it, or makes its row say so (its `id` is
-    /// not used: each back end has its own). A review mark already there stays when `event` has
-    /// none: a mark made on another node's page is the catalogue's until this node's is set.
-    func putMotionEvent(_ event: RecordingIndex.MotionEvent) throws
+    /// not used: each back end has its own). `replacingMark`: the row's review mark becomes
+    /// `event`'s, set or not (the mark changed on the node that recorded it); else a mark
+    /// already there stays when `event` has none (one made on another node's page).
+    func putMotionEvent(_ event: RecordingIndex.MotionEvent, replacingMark: Bool) throws
     func removeMotionEvent(camera: String, startNanos: Int64) throws
 }
 

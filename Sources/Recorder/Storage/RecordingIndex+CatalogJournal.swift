@@ -16,11 +16,13 @@ extension RecordingIndex {
         public let path: String
     }
 
-    /// A noted change of the motion event of `camera` that began at `startNanos`.
+    /// A noted change of the motion event of `camera` that began at `startNanos`; `marked`: its
+    /// review mark was set or cleared here, which the catalogue must then take as it is.
     public struct CatalogEventChange: Sendable, Equatable {
         public let sequence: Int64
         public let camera: String
         public let startNanos: Int64
+        public let marked: Bool
     }
 
     /// The triggers; `UPDATE` notes the old path too, in case a row's path changed.
@@ -38,9 +40,17 @@ extension RecordingIndex {
         END;
         """
 
-    /// The events' journal: an event is known by (camera, start), which never changes.
+    /// The events' journal: an event is known by (camera, start), which never changes. A change
+    /// of its review mark is noted apart (`marked`): the catalogue keeps a mark made on another
+    /// node's page when this node writes the event without one, but a mark cleared here must
+    /// clear it there, and a write read before the clearing must not bring it back.
     private static let catalogEventJournal = """
-        CREATE TABLE IF NOT EXISTS catalog_event_journal (sequence INTEGER PRIMARY KEY, camera TEXT NOT NULL, start_ns INTEGER NOT NULL);
+        CREATE TABLE IF NOT EXISTS catalog_event_journal (
+            sequence INTEGER PRIMARY KEY, camera TEXT NOT NULL, start_ns INTEGER NOT NULL, marked INTEGER NOT NULL DEFAULT 0);
+        CREATE TRIGGER IF NOT EXISTS catalog_event_journal_mark AFTER UPDATE OF reviewed_ns ON motion_events
+            WHEN old.reviewed_ns IS NOT new.reviewed_ns BEGIN
+            INSERT INTO catalog_event_journal (camera, start_ns, marked) VALUES (new.camera, new.start_ns, 1);
+        END;
         CREATE TRIGGER IF NOT EXISTS catalog_event_journal_insert AFTER INSERT ON motion_events BEGIN
             INSERT INTO catalog_event_journal (camera, start_ns) VALUES (new.camera, new.start_ns);
         END;
@@ -68,7 +78,8 @@ extension RecordingIndex {
             if events {
                 try execute("""
                     DROP TRIGGER IF EXISTS catalog_event_journal_insert; DROP TRIGGER IF EXISTS catalog_event_journal_update;
-                    DROP TRIGGER IF EXISTS catalog_event_journal_delete; DROP TABLE catalog_event_journal;
+                    DROP TRIGGER IF EXISTS catalog_event_journal_delete; DROP TRIGGER IF EXISTS catalog_event_journal_mark;
+                    DROP TABLE catalog_event_journal;
                     """)
             }
             return
@@ -96,8 +107,10 @@ extension RecordingIndex {
 
     /// The oldest `limit` changes of motion events not yet in the catalogue.
     public func catalogEventChanges(limit: Int) throws -> [CatalogEventChange] {
-        try read("SELECT sequence, camera, start_ns FROM catalog_event_journal ORDER BY sequence LIMIT ?1", [.integer(Int64(max(1, limit)))]) {
-            CatalogEventChange(sequence: sqlite3_column_int64($0, 0), camera: Self.text($0, 1), startNanos: sqlite3_column_int64($0, 2))
+        try read("SELECT sequence, camera, start_ns, marked FROM catalog_event_journal ORDER BY sequence LIMIT ?1", [.integer(Int64(max(1, limit)))]) {
+            CatalogEventChange(
+                sequence: sqlite3_column_int64($0, 0), camera: Self.text($0, 1), startNanos: sqlite3_column_int64($0, 2),
+                marked: sqlite3_column_int64($0, 3) != 0)
         }
     }
 

@@ -90,15 +90,15 @@ extension RecordingIndex {
                  [.text(camera), .integer(startNanos)], Self.motionEvent).first
     }
 
-    /// Adds the event of (camera, start) or makes its row say what `event` says; a review mark
-    /// already there stays when `event` has none (`RecordingCatalog.putMotionEvent`).
-    public func putMotionEvent(_ event: MotionEvent) throws {
+    /// Adds the event of (camera, start) or makes its row say what `event` says; its review
+    /// mark as `RecordingCatalog.putMotionEvent` says.
+    public func putMotionEvent(_ event: MotionEvent, replacingMark: Bool) throws {
         try run("""
             INSERT INTO motion_events (camera, start_ns, end_ns, peak_percent, picture, reviewed_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
             ON CONFLICT(camera, start_ns) DO UPDATE SET end_ns = ?3, peak_percent = ?4, picture = ?5,
-                reviewed_ns = COALESCE(?6, reviewed_ns)
+                reviewed_ns = CASE WHEN ?7 THEN ?6 ELSE COALESCE(?6, reviewed_ns) END
             """, [.text(event.camera), .integer(event.startNanos), event.endNanos.map { .integer($0) } ?? .null, .real(event.peakPercent),
-                  event.picture.map { .text($0) } ?? .null, event.reviewedNanos.map { .integer($0) } ?? .null])
+                  event.picture.map { .text($0) } ?? .null, event.reviewedNanos.map { .integer($0) } ?? .null, .integer(replacingMark ? 1 : 0)])
     }
 
     /// Removes the event of `camera` that began at `startNanos`, if there is one.

@@ -133,7 +133,8 @@ async function toggleReviewed() {
   markReviewed(item, e);
   try {
     // Its own address: this node's index, or the site's catalogue (another node's event).
-    Object.assign(e, await postJSON(e.review_url, { reviewed: e.reviewed }));
+    // Only the mark: an event listed from the catalogue keeps the listing's id, whichever route answers.
+    e.reviewed = (await postJSON(e.review_url, { reviewed: e.reviewed })).reviewed;
   } catch (error) {
     e.reviewed = was;
     showError(error);
