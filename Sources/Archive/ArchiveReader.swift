@@ -61,36 +61,9 @@ public struct ArchiveReader: Sendable {
         try await client.headObject(key: settings.key(for: path, node: node)) != nil
     }
 
-    /// Downloads the object of `path` into `destination` (created, or replaced), writing on `io`.
-    public func download(path: String, to destination: String, io: BlockingIO) async throws {
-        let stream = try await open(path: path, range: nil)
-        let fd = try await io.run { () throws -> Int32 in
-            let fd = Glibc.open(destination, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { throw ArchiveFileReader.ReadError.failed(destination, String(cString: strerror(errno))) }
-            return fd
-        }
-        var failure: (any Error)?
-        do {
-            for try await chunk in stream.body {
-                try await io.run {
-                    try chunk.withUnsafeReadableBytes { raw in
-                        var written = 0
-                        while written < raw.count {
-                            let n = write(fd, raw.baseAddress! + written, raw.count - written)
-                            if n < 0 {
-                                if errno == EINTR { continue }
-                                throw ArchiveFileReader.ReadError.failed(destination, String(cString: strerror(errno)))
-                            }
-                            written += n
-                        }
-                    }
-                }
-            }
-        } catch {
-            failure = error
-        }
-        let closeError = await io.run { Glibc.close(fd) == 0 ? nil : String(cString: strerror(errno)) }
-        if let failure { throw failure }
-        if let closeError { throw ArchiveFileReader.ReadError.failed(destination, closeError) }
+    /// Downloads the object of `path` (`node`: another cluster node's, nil: this node's) into
+    /// `destination` (created, or replaced), writing on `io`.
+    public func download(path: String, node: String? = nil, to destination: String, io: BlockingIO) async throws {
+        try await BodyFile.save(try await open(path: path, node: node, range: nil).body, to: destination, io: io)
     }
 }

@@ -4,10 +4,12 @@ import Recorder
 
 /// One writer per camera, checked across the site (`vigil cluster verify`): two files of one
 /// camera whose times overlap are two writers, unless the overlap is a hand-over (make-before-
-/// break, `LeaseKeeper`): a `handover` move of its lease from the earlier file's node to the
-/// later one's (`lease_moves`, schema step 10) near the overlap's start, and the overlap no
-/// longer than the giver waits for its taker. Anything else is said with both files: a node
-/// that went on writing a camera another node had taken, or two files of one node at once.
+/// break, `LeaseKeeper`): a `handover` move of its lease between the two files' nodes
+/// (`lease_moves`, schema step 10) near the overlap, and the overlap no longer than the giver
+/// waits for its taker. Either way round: the giver records on until the taker writes, and a
+/// segment it begins meanwhile (its files roll over every `segment_seconds`) starts after the
+/// taker's first file. Anything else is said with both files: a node that went on writing a
+/// camera another node had taken, or two files of one node at once.
 public enum SiteAudit {
     /// A recording of the catalogue, as the audit needs it.
     public struct Segment: Sendable, Equatable {
@@ -90,14 +92,15 @@ public enum SiteAudit {
         return found
     }
 
-    /// A hand-over from the earlier file's node to the later one's, taken no later than the
-    /// taker's first frame and no sooner than the overlap's end less the longest a hand-over
-    /// lasts, both give or take the skew; and the overlap no longer than a hand-over lasts.
+    /// A hand-over between the two files' nodes, taken no later than the overlap's start and no
+    /// sooner than its end less the longest a hand-over lasts, both give or take the skew; and
+    /// the overlap no longer than a hand-over lasts.
     static func isHandOver(_ overlap: Overlap, moves: [Move], limits: Limits) -> Bool {
         guard overlap.earlier.node != overlap.later.node, overlap.seconds <= limits.handOverSeconds else { return false }
         let skew = Int64(limits.skewSeconds * 1e9), longest = Int64(limits.handOverSeconds * 1e9)
+        let nodes: Set<String?> = [overlap.earlier.node, overlap.later.node]
         return moves.contains { move in
-            move.kind == "handover" && move.from == overlap.earlier.node && move.to == overlap.later.node
+            move.kind == "handover" && move.from != move.to && nodes.contains(move.from) && nodes.contains(move.to)
                 && move.atNanos <= overlap.fromNanos &+ skew && move.atNanos >= overlap.toNanos &- longest &- skew
         }
     }

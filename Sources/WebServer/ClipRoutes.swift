@@ -10,7 +10,8 @@ import Recorder
 import Synchronization
 
 /// `GET /api/v1/cameras/{name}/clip.mp4?from=&to=`: the range joined by stream copy, as
-/// `vigil export` does, sent while it is being built.
+/// `vigil export` does, sent while it is being built; with `[cluster]`, every node's files of
+/// the range (`ClipRoutes+Site`).
 ///
 /// The join (`SegmentJoiner`) writes a fragmented MP4 (Matroska for MJPEG cameras) into a
 /// hidden folder of the storage root, on a thread of its own; the response reads that file as it
@@ -25,6 +26,8 @@ struct ClipRoutes: Sendable {
     let budget: ClipBudget
     /// Where segments no longer kept here are downloaded from for the join (`[archive]`).
     var archive: ArchiveReader? = nil
+    /// `[http] token`, sent to the other nodes for their files (`[cluster]`).
+    var token: String? = nil
     static let folder = ".web-clips"
     static let chunkSize = 65_536
 
@@ -43,17 +46,19 @@ struct ClipRoutes: Sendable {
 
     private func clip(_ camera: String, _ range: (from: Int64, to: Int64)) async throws -> Response {
         let root = api.recorder.root
-        let segments = try await ApiRoutes.reading(api.recorder.index) {
+        let here = try await ApiRoutes.reading(api.recorder.index) {
             try $0.entries(camera: camera, kind: .segment, from: range.from, to: range.to, states: ApiRoutes.servedStates)
         }
+        let remote = try await otherNodesSegments(camera, range)
+        let segments = here + remote.map(\.entry)
         guard !segments.isEmpty else {
             throw APIError(.notFound, "camera \(camera) recorded nothing between \(api.time.string(range.from)) and \(api.time.string(range.to))")
         }
         // The clip is about as large as its segments. Written where the recordings are, it must
         // not push the disk under the free-space floor: the sweep would delete recordings for it.
-        // Archived segments are downloaded next to it first: their bytes count twice.
-        let archived = segments.filter { $0.location == .archive }
-        let needed = segments.totalBytes(\.bytes).saturatingAdding(archived.totalBytes(\.bytes))
+        // Archived segments and other nodes' are downloaded next to it first: their bytes count twice.
+        let archived = here.filter { $0.location == .archive }
+        let needed = segments.totalBytes(\.bytes).saturatingAdding(archived.totalBytes(\.bytes)).saturatingAdding(remote.map(\.entry).totalBytes(\.bytes))
         let policy = api.recorder.configuration.retention
         let ticket = try budget.reserve(needed: needed, room: await ApiRoutes.io.run { Self.roomAboveFloor(root, policy) })
         let container = SegmentJoiner.container(of: segments)
@@ -79,7 +84,19 @@ struct ClipRoutes: Sendable {
                 throw APIError(.badGateway, "the archive cannot give the recordings of camera \(camera) now: \(error)")
             }
         }
-        let join = ClipJoin(segments: segments, root: root, range: range, output: output, elsewhere: elsewhere)
+        var joined = here
+        if !remote.isEmpty {
+            do {
+                let fetched = try await fetch(remote, next: output)
+                joined += fetched.entries
+                elsewhere.merge(fetched.files) { a, _ in a }
+            } catch {
+                let files = Array(elsewhere.values)
+                await ApiRoutes.io.run { for file in files { unlink(file) } }
+                throw error
+            }
+        }
+        let join = ClipJoin(segments: joined, root: root, range: range, output: output, elsewhere: elsewhere)
         let body = ResponseBody { writer in
             // Held until the clip is sent (or dropped with the response if it never starts).
             withExtendedLifetime(ticket) {}

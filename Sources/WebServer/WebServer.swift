@@ -152,7 +152,7 @@ public struct WebServer: Service {
         let files = FileRoutes(recorder: recorder, archive: archive)
         files.add(to: router)
         if let site { ClusterRoutes(site: site, files: files, events: EventRoutes(api: api), token: settings.token).add(to: router) } else { ClusterRoutes.addAbsent(to: router) }
-        ClipRoutes(api: api, budget: clips, archive: archive).add(to: router)
+        ClipRoutes(api: api, budget: clips, archive: archive, token: settings.token).add(to: router)
         metrics?.add(to: router)
         LiveRoutes(feeds: recorder.liveFeeds, clients: liveClients).add(to: router)
         PageRoutes(files: page).add(to: router)

@@ -6,8 +6,8 @@ import Recorder
 import Testing
 
 /// One writer per camera across the site: an overlap of two nodes' files is a hand-over only
-/// when the lease moved from the earlier file's node to the later one's by hand-over, near the
-/// overlap, and the overlap is no longer than a hand-over lasts; every other overlap is named.
+/// when the lease moved between those nodes by hand-over, near the overlap, and the overlap is
+/// no longer than a hand-over lasts; every other overlap is named.
 @Suite(.timeLimit(.minutes(2))) struct SiteAuditTests {
     private static let s: Int64 = 1_000_000_000
     private func file(_ node: String, _ from: Double, _ to: Double) -> SiteAudit.Segment {
@@ -23,8 +23,12 @@ import Testing
         let found = SiteAudit.overlaps(of: a + b, moves: [handOver])
         #expect(found.count == 1 && found[0].isHandOver && found[0].earlier.node == "a" && found[0].later.node == "b")
         #expect(abs(found[0].seconds - 0.3) < 1e-6)
-        // No move, a move the other way, a failover, or a move an hour away: two writers.
-        for moves in [[], [move("b", "a", "handover", at: 119.2)], [move("a", "b", "expired", at: 119.2)], [move("a", "b", "handover", at: 3700)]] {
+        // The giver's next segment, begun while it waits for the taker (its files roll over),
+        // overlaps the taker's first: the same hand-over, the other way round.
+        let rolled = SiteAudit.overlaps(of: a + [file("b", 119.7, 121), file("a", 120.1, 120.2)], moves: [handOver])
+        #expect(rolled.map { "\($0.earlier.node)>\($0.later.node) \($0.isHandOver)" } == ["a>b true", "b>a true"])
+        // No move, a move between other nodes, a failover, or a move an hour away: two writers.
+        for moves in [[], [move("a", "c", "handover", at: 119.2)], [move("a", "b", "expired", at: 119.2)], [move("a", "b", "handover", at: 3700)]] {
             #expect(SiteAudit.overlaps(of: a + b, moves: moves).map(\.isHandOver) == [false], "\(moves)")
         }
         // Longer than a hand-over lasts: two writers, whatever the move says.

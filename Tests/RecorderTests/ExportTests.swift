@@ -73,6 +73,42 @@ import Testing
         #expect(steps.allSatisfy { $0 > 0 && $0 < 0.2 }, "\(steps)")
     }
 
+    /// A camera handed over between two nodes (`[cluster]`): the taker's file begins while the
+    /// giver's runs, and the giver may begin one more short file meanwhile. The join takes each
+    /// moment once: the giver's file ends where the taker's begins, and a file within another
+    /// is left out.
+    @Test func filesOfTwoNodesThatOverlapAtAHandOverAreJoinedWithEveryFrameOnce() async throws {
+        let dir = try TemporaryDirectory("vigil-export-handover")
+        defer { dir.remove() }
+        let (keeper, _) = try await record(into: dir.path)
+        let segments = try keeper.index.entries(kind: .segment)
+        try #require(segments.count >= 4)
+        let (first, second, third) = (segments[0], segments[1], segments[2])
+        // Two nodes' files of one camera, by stream copy as both nodes write a network camera:
+        // the giver's runs over the first and second segments, the taker's over the second and
+        // third; and the giver's third, begun while it waited for the taker, lies within it.
+        func file(_ parts: [RecordingIndex.Entry], _ name: String, node: String) throws -> (RecordingIndex.Entry, String) {
+            let path = dir.path + "/" + name + ".mp4"
+            let written = try SegmentJoiner.export(parts, root: dir.path, from: parts[0].startNanos, to: parts.last!.endNanos, output: path, exact: false) { _ in }
+            var entry = parts[0]
+            entry.path = "@\(node)/\(name).mp4"
+            entry.endNanos = parts.last!.endNanos
+            entry.frames = written.frames
+            return (entry, path)
+        }
+        let (giver, giverFile) = try file([first, second], "giver", node: "node-a")
+        let (taker, takerFile) = try file([second, third], "taker", node: "node-b")
+        let out = dir.path + "/clip.mp4"
+        let summary = try SegmentJoiner.export(
+            [giver, third, taker], root: dir.path, from: first.startNanos, to: third.endNanos, output: out, exact: false,
+            elsewhere: [giver.path: giverFile, taker.path: takerFile]) { _ in }
+        let numbers = try RecordingInspector.decode(out).sequences.compactMap { $0 }
+        var alone: [UInt32] = []
+        for entry in [first, second, third] { alone += try RecordingInspector.decode(dir.path + "/" + entry.path).sequences.compactMap { $0 } }
+        #expect(numbers == alone, "the join of both nodes' files is not each frame once: \(numbers) against \(alone)")
+        #expect(summary.segments == 2 && summary.gaps.isEmpty, "\(summary)")
+    }
+
     @Test func aContainerThatCannotHoldTheCodecIsRefusedWithAFix() throws {
         let entry = RecordingIndex.Entry(kind: .segment, camera: "c", path: "x.mp4", startNanos: 0, endNanos: 10, frames: 1, bytes: 1,
                                          codec: "h264", width: 2, height: 2, state: .complete)

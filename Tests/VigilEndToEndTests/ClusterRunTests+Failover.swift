@@ -73,6 +73,8 @@ extension ClusterRunTests {
         // Started again, the node takes its share back, one camera at a time.
         try site.start(victim)
         #expect(await site.waitForTwoEach(seconds: 90), "\(site.status() ?? [])")
+        // A clip across the failover, through a survivor: the dead node's last file and the next.
+        try expectAClipAcrossNodes(site: site, page: survivor, camera: camera, from: victim, before: before)
         try await site.stopAll()
         // No overlap but hand-overs: the taker began after the dead node's last frame.
         #expect(site.verify().overlaps == 0, "\(site.verify().output)")

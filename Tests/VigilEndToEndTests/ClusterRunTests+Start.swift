@@ -63,8 +63,12 @@ extension ClusterRunTests {
         }
         #expect(given.isSubset(of: site.held(except: giver)), "\(site.status() ?? [])")
         // Started again: the others hand it two cameras back.
+        let stopped = Date()
         try site.start(giver)
         #expect(await site.waitForTwoEach(seconds: 60), "\(site.status() ?? [])")
+        // A clip across its stop's hand-over, through another node, which fetches the giver's file.
+        let camera = try #require(given.sorted().first)
+        try expectAClipAcrossNodes(site: site, page: site.nodes.keys.sorted().first { $0 != giver }!, camera: camera, from: giver, before: stopped)
         try await site.stopAll()
         let handedBack = site.nodes.filter { $0.key != giver }.values.map { VigilBinary.output(in: $0.dir) }
             .joined().split(separator: "\n").filter { $0.contains(": handed over:") }

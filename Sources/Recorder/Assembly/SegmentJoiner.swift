@@ -47,10 +47,10 @@ public enum SegmentJoiner {
         _ segments: [RecordingIndex.Entry], root: String, from: Int64, to: Int64, output: String, exact: Bool,
         elsewhere: [String: String] = [:], progress: (AssemblyProgress) throws -> Void, wrote: (() -> Void)? = nil
     ) throws -> ExportSummary {
-        let usable = segments.filter {
+        let usable = withoutNested(segments.filter {
             // Only playable files: not missing, being written or quarantined.
             $0.kind == .segment && StorageKeeper.finished.contains($0.state) && $0.endNanos >= from && $0.startNanos <= to
-        }.sorted { $0.startNanos < $1.startNanos }
+        }.sorted { ($0.startNanos, $0.endNanos) < ($1.startNanos, $1.endNanos) })
         guard let first = usable.first else { throw RecorderError.export("no finished recording between those times") }
         let isH264 = first.codec == "h264"
         let container = Self.container(of: usable)
@@ -61,6 +61,11 @@ public enum SegmentJoiner {
         defer { unlink(job.partial) }
         for (n, entry) in usable.enumerated() {
             try progress(AssemblyProgress(done: n, total: usable.count))
+            // Two nodes' files overlap where a camera was handed over (the giver records on until
+            // the taker writes): the earlier one ends where the later one begins, so no moment
+            // is in the output twice (one within the other is left out above).
+            let next = usable.dropFirst(n + 1).first
+            job.until = next.map { $0.startNanos < entry.endNanos ? min(to, $0.startNanos &- 1) : to } ?? to
             if exact && isH264 { try job.reencode(entry) } else { try job.copy(entry) }
         }
         guard job.frames > 0, let firstWall = job.firstWall else { throw RecorderError.export("no frame between those times") }
@@ -71,12 +76,27 @@ public enum SegmentJoiner {
             frames: job.frames, segments: usable.count, firstNanos: firstWall, lastNanos: job.lastWall, gaps: job.gaps, reencoded: exact && isH264)
     }
 
+    /// `sorted` without the files that lie within the one before them: at a hand-over between
+    /// two nodes (`[cluster]`) the giver may begin a short segment while the taker's first one
+    /// runs; the taker's has those moments already. (One node's files never overlap.)
+    static func withoutNested(_ sorted: [RecordingIndex.Entry]) -> [RecordingIndex.Entry] {
+        var kept: [RecordingIndex.Entry] = []
+        for entry in sorted {
+            if let last = kept.last, entry.startNanos >= last.startNanos, entry.endNanos <= last.endNanos { continue }
+            kept.append(entry)
+        }
+        return kept
+    }
+
     /// The state of one export as segments go by.
     private struct Join {
         let root: String
         let elsewhere: [String: String]
         let from: Int64
         let to: Int64
+        /// The last instant of the segment being joined: `to`, or the next one's start less a
+        /// nanosecond where they overlap.
+        var until: Int64
         let partial: String
         let container: Container
         var muxer: Muxer?
@@ -102,6 +122,7 @@ public enum SegmentJoiner {
             self.elsewhere = elsewhere
             self.from = from
             self.to = to
+            until = to
             self.partial = partial
             self.container = container
             self.wrote = wrote
@@ -171,7 +192,7 @@ public enum SegmentJoiner {
             // presentation times go back and forth; each packet keeps its own pts − dts.
             while reader.next(into: packet) {
                 let wall = try Self.wall(entry, packet.dts)
-                if wall > to { break }
+                if wall > until { break }
                 if let previous, packet.dts > previous { frameTicks = try Self.checked(packet.dts.subtracting(previous), entry) }
                 previous = packet.dts
                 if firstWall == nil, let startPTS, packet.dts < startPTS { continue }
@@ -191,7 +212,7 @@ public enum SegmentJoiner {
             while let frame = try reader.nextFrame() {
                 let pts = try Self.checked(Int64(checked: (frame.seconds * 90_000).rounded()), entry)
                 let wall = try Self.wall(entry, pts)
-                if wall > to { break }
+                if wall > until { break }
                 if let previous, pts > previous { frameTicks = try Self.checked(pts.subtracting(previous), entry) }
                 previous = pts
                 if wall < from { continue }

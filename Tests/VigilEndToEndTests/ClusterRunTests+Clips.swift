@@ -1,0 +1,52 @@
+import CaptureTesting
+import Foundation
+import Recorder
+import Testing
+
+/// A clip of a camera that moved between nodes joins every node's files of the range.
+extension ClusterRunTests {
+    /// `page`'s clip of `camera` from the start of the last segment `node` began before `moved`
+    /// to the end of the first segment another node wrote after it: it decodes, starts with a
+    /// keyframe, and holds every frame of every node's segments in that range once (their
+    /// overlaps, at hand-overs, once).
+    func expectAClipAcrossNodes(site: LeasedSite, page: String, camera: String, from node: String, before moved: Date) throws {
+        let movedNanos = Int64(moved.timeIntervalSince1970 * 1e9)
+        var segments: [(node: String, entry: RecordingIndex.Entry)] = []
+        for (name, each) in site.nodes {
+            let index = try RecordingIndex(root: each.dir + "/data")
+            segments += try index.entries(camera: camera, kind: .segment, states: [.complete, .recovered]).map { (name, $0) }
+        }
+        let last = try #require(segments.filter { $0.node == node && $0.entry.startNanos < movedNanos }.max { $0.entry.startNanos < $1.entry.startNanos },
+                                "no segment of \(camera) on \(node)")
+        let next = try #require(segments.filter { $0.node != node && $0.entry.startNanos > last.entry.startNanos }.min { $0.entry.startNanos < $1.entry.startNanos },
+                                "no segment of \(camera) on another node after \(node)'s last")
+        let from = last.entry.startNanos, to = next.entry.endNanos
+        let inRange = segments.filter { $0.entry.endNanos >= from && $0.entry.startNanos <= to }
+        // Times to the millisecond, rounded outwards: the range holds both files whole.
+        func text(_ nanos: Int64, up: Bool) -> String {
+            let millis = up ? (nanos + 999_999) / 1_000_000 : nanos / 1_000_000
+            let date = Date(timeIntervalSince1970: Double(millis) / 1000)
+            let format = ISO8601DateFormatter()
+            format.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            return format.string(from: date)
+        }
+        let clip = site.dir.path + "/clip-\(camera).mp4"
+        let status = RecordingInspector.run("/usr/bin/curl", [
+            "-sS", "-o", clip, "-w", "%{http_code}",
+            "http://127.0.0.1:\(site.ports[page]!)/api/v1/cameras/\(camera)/clip.mp4?from=\(text(from, up: false))&to=\(text(to, up: true))",
+        ]).output
+        #expect(status == "200", "\(page)'s clip of \(camera): \(status) \((try? String(contentsOfFile: clip, encoding: .utf8))?.prefix(300) ?? "")")
+        #expect(RecordingInspector.ffprobeProblem(clip) == nil)
+        let decoded = try RecordingInspector.decode(clip)
+        let frames = inRange.reduce(0) { $0 + $1.entry.frames }
+        // Where two nodes' files overlap (a hand-over), the earlier gives way: at most its
+        // overlap's frames (10 fps) fewer.
+        let overlap = zip(inRange.sorted { $0.entry.startNanos < $1.entry.startNanos }, inRange.sorted { $0.entry.startNanos < $1.entry.startNanos }.dropFirst())
+            .reduce(0.0) { $0 + max(0, Double($1.0.entry.endNanos - $1.1.entry.startNanos) / 1e9) }
+        print("clip of \(camera) through \(page): \(decoded.sequences.count) frames of \(frames) in \(inRange.count) segments from \(Set(inRange.map(\.node)).sorted()), overlaps \(overlap) s")
+        #expect(decoded.startsWithKeyframe)
+        #expect(decoded.sequences.count <= frames && decoded.sequences.count >= frames - Int(overlap * 10) - inRange.count,
+                "\(decoded.sequences.count) frames, \(frames) in the files")
+        #expect(Set(inRange.map(\.node)).count >= 2)
+    }
+}
