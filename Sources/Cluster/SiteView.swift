@@ -73,17 +73,21 @@ public final class SiteView: SiteCatalog {
         }.first
     }
 
-    public func heldCameras() throws -> [(camera: String, node: String, address: String)] {
+    public func heldCameras() throws -> [HeldCamera] {
+        // The latest recording's codec (one being written has none yet) walks recordings_listing
+        // backwards from the camera's end.
         try opened().read("held cameras", """
-            SELECT camera, node, url FROM cluster_nodes, unnest(cameras) AS camera
-            WHERE heartbeat >= clock_timestamp() - make_interval(secs => \(Double(settings.leaseSeconds)))
-            ORDER BY camera COLLATE "C", node LIMIT \(Self.maxRows)
+            SELECT held.camera, n.node, n.url,
+                (SELECT r.codec FROM recordings r WHERE r.camera = held.camera AND r.node = n.node AND r.codec <> '' ORDER BY r.start_ns DESC LIMIT 1)
+            FROM cluster_nodes n, unnest(n.cameras) AS held(camera)
+            WHERE n.heartbeat >= clock_timestamp() - make_interval(secs => \(Double(settings.leaseSeconds)))
+            ORDER BY held.camera COLLATE "C", n.node LIMIT \(Self.maxRows)
             """) { row in
-            let (camera, node, address) = try row.decode((String, String, String).self)
-            guard NodeName.isValid(node), address.utf8.count <= 2048 else {
+            let (camera, node, address, codec) = try row.decode((String, String, String, String?).self)
+            guard NodeName.isValid(node), address.utf8.count <= 2048, (codec?.utf8.count ?? 0) <= 32 else {
                 throw CatalogError.invalidRow("cluster_nodes: node \(node.prefix(80))")
             }
-            return (camera, node, address)
+            return HeldCamera(camera: camera, node: node, address: address, codec: codec)
         }
     }
 

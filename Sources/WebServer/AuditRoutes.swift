@@ -33,7 +33,10 @@ struct AuditMiddleware: RouterMiddleware {
         let name = context.parameters.get("name").map { $0.removingPercentEncoding ?? $0 } ?? ""
         let id = context.parameters.get("id") ?? ""
         switch (request.method, context.endpointPath) {
-        case (.get, "/api/v1/cameras/{name}/live"), (.get, "/api/v1/cameras/{name}/live.mjpeg"): return (.live, name)
+        case (.get, "/api/v1/cameras/{name}/live"), (.get, "/api/v1/cameras/{name}/live.mjpeg"),
+             (.get, "/api/v1/cluster/cameras/{name}/live"), (.get, "/api/v1/cluster/cameras/{name}/live.mjpeg"):
+            // `[cluster]`: a view relayed from another node is written there, where the person is.
+            return request.headers[ClusterRoutes.forwardedBy] == nil ? (.live, name) : nil
         case (.get, "/api/v1/cameras/{name}/clip.mp4"):
             let query = request.uri.queryParameters
             return (.clip, "\(name) from \(query["from"].map(String.init) ?? "?") to \(query["to"].map(String.init) ?? "?")")

@@ -25,6 +25,8 @@ struct ClusterRoutes: Sendable {
     let events: EventRoutes
     /// `[http] token`, sent to the other nodes (they check it like any client's).
     let token: String?
+    /// `max_live_clients`: a live view relayed from another node holds one of this node's places.
+    let clients: Places
 
     static let forwardedBy = HTTPField.Name("Vigil-Forwarded-By")!
     /// The answer's headers passed on to the client; the rest are the hop's own.
@@ -47,6 +49,7 @@ struct ClusterRoutes: Sendable {
                 node: site.node, databaseReachedSecondsAgo: contact.reachedSecondsAgo, databaseConnectedForSeconds: contact.connectedForSeconds))
         }
         addEvents(to: router)
+        addLive(to: router)
         router.get("/api/v1/cluster/cameras/:name/snapshot.jpg") { request, context in
             let name = try RequestValues.cameraName(context)
             guard let holder = try await read({ try $0.heldCameras() }).first(where: { $0.camera == name }) else {
@@ -70,6 +73,8 @@ struct ClusterRoutes: Sendable {
         router.get("/api/v1/cluster/events/:id/thumbnail.jpg", use: absent)
         router.head("/api/v1/cluster/events/:id/thumbnail.jpg", use: absent)
         router.post("/api/v1/cluster/events/:id/reviewed", use: absent)
+        router.get("/api/v1/cluster/cameras/:name/live.mjpeg", use: absent)
+        router.get("/api/v1/cluster/cameras/:name/live", use: absent)
     }
 
     /// The peers at `addresses`, asked at once with a second each; those that do not answer,
@@ -123,8 +128,11 @@ struct ClusterRoutes: Sendable {
     }
 
     /// `request` sent on to `node`'s `path`, and its answer streamed back as it arrives; `body`:
-    /// a POST with this JSON body (a mark), else a GET or HEAD as the request's.
-    func forward(_ request: Request, to address: String, node: String, path: String, body: ByteBuffer? = nil) async throws -> Response {
+    /// a POST with this JSON body (a mark), else a GET or HEAD as the request's. `keeping` is
+    /// held until the answer ends (a live viewer's place).
+    func forward(
+        _ request: Request, to address: String, node: String, path: String, body: ByteBuffer? = nil, keeping: (any Sendable)? = nil
+    ) async throws -> Response {
         guard request.headers[Self.forwardedBy] == nil else {
             throw APIError(.badGateway, "node \(request.headers[Self.forwardedBy]?.prefix(63) ?? "") sent this here, but node \(node) holds it")
         }
@@ -157,6 +165,11 @@ struct ClusterRoutes: Sendable {
         for (name, value) in answer.headers where Self.passed.contains(name.lowercased()) {
             if let field = HTTPField.Name(name) { headers.append(HTTPField(name: field, value: value)) }
         }
-        return Response(status: .init(code: Int(answer.status.code)), headers: headers, body: ResponseBody(asyncSequence: answer.body))
+        let stream = answer.body
+        return Response(status: .init(code: Int(answer.status.code)), headers: headers, body: ResponseBody { writer in
+            withExtendedLifetime(keeping) {}
+            for try await chunk in stream { try await writer.write(chunk) }
+            try await writer.finish(nil)
+        })
     }
 }

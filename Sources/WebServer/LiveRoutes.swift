@@ -90,18 +90,9 @@ struct LiveRoutes: Sendable {
             guard live.mp4.isH264 == true else {
                 throw APIError(.notFound, "camera \(name) has no H.264 live stream: use live.mjpeg")
             }
-            // A plain GET is not a viewer: it takes no place (it used to take one for good).
-            guard request.headers[.upgrade]?.lowercased() == "websocket" else {
-                throw APIError(.init(code: 426, reasonPhrase: "Upgrade Required"), "/api/v1/cameras/\(name)/live is a WebSocket: open it with new WebSocket(\"ws://…\"), or watch /api/v1/cameras/\(name)/live.mjpeg")
-            }
-            // Checked here so that a full house is told 503 before the upgrade; taken in onUpgrade.
-            guard clients.count < clients.limit else { throw Self.full(clients.limit) }
-            return .upgrade([:])
+            return try Self.upgrade(request, clients: clients, otherwise: "open it with new WebSocket(\"ws://…\"), or watch /api/v1/cameras/\(name)/live.mjpeg")
         } onUpgrade: { inbound, outbound, context in
-            guard let place = clients.take() else {
-                try await outbound.close(.unknown(1013), reason: "too many live viewers (max_live_clients = \(clients.limit))")
-                return
-            }
+            guard let place = try await Self.place(clients, outbound) else { return }
             defer { withExtendedLifetime(place) {} }
             guard let viewer = (try? output(context.requestContext))?.1.mp4Viewer() else { return }
             defer { viewer.close() }
@@ -145,7 +136,28 @@ struct LiveRoutes: Sendable {
         return place
     }
 
-    private static func full(_ limit: Int) -> APIError {
+    /// A live WebSocket's request before its upgrade: a plain GET is not a viewer and takes no
+    /// place (it used to take one for good), 426 saying `otherwise`; a full house is told 503
+    /// here, before the upgrade (the place is taken after it, by `place`).
+    static func upgrade(_ request: Request, clients: Places, otherwise: String) throws(APIError) -> RouterShouldUpgrade {
+        guard request.headers[.upgrade]?.lowercased() == "websocket" else {
+            throw APIError(.init(code: 426, reasonPhrase: "Upgrade Required"), "this is a WebSocket of a camera's live view: \(otherwise)")
+        }
+        guard clients.count < clients.limit else { throw Self.full(clients.limit) }
+        return .upgrade([:])
+    }
+
+    /// A viewer's place once its WebSocket is open; nil when the house filled meanwhile (the
+    /// socket is closed saying so).
+    static func place(_ clients: Places, _ outbound: WebSocketOutboundWriter) async throws -> Place? {
+        guard let place = clients.take() else {
+            try await outbound.close(.unknown(1013), reason: "too many live viewers (max_live_clients = \(clients.limit))")
+            return nil
+        }
+        return place
+    }
+
+    static func full(_ limit: Int) -> APIError {
         APIError(.serviceUnavailable, "too many live viewers (max_live_clients = \(limit)); close one or raise [http] max_live_clients")
     }
 

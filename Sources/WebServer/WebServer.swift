@@ -151,7 +151,7 @@ public struct WebServer: Service {
         EventRoutes(api: api).add(to: router)
         let files = FileRoutes(recorder: recorder, archive: archive)
         files.add(to: router)
-        if let site { ClusterRoutes(site: site, files: files, events: EventRoutes(api: api), token: settings.token).add(to: router) } else { ClusterRoutes.addAbsent(to: router) }
+        if let site { ClusterRoutes(site: site, files: files, events: EventRoutes(api: api), token: settings.token, clients: liveClients).add(to: router) } else { ClusterRoutes.addAbsent(to: router) }
         ClipRoutes(api: api, budget: clips, archive: archive, token: settings.token).add(to: router)
         metrics?.add(to: router)
         LiveRoutes(feeds: recorder.liveFeeds, clients: liveClients).add(to: router)

@@ -170,6 +170,10 @@ import Testing
         let (partHead, partBody) = split(part)
         #expect(partHead.hasPrefix("HTTP/1.1 206") && partHead.lowercased().contains("content-range: bytes 0-99/\(bytes)"), "\(partHead)")
         #expect(partBody == Array(body.prefix(100)))
+        // Its live view through node-a, by the codec of its recordings on its node.
+        let listedThere = (site.api("node-a", "/api/v1/cameras")?["cameras"] as? [[String: Any]] ?? []).first { $0["name"] as? String == camera }
+        #expect(listedThere?["live_mp4"] as? String == "/api/v1/cluster/cameras/\(camera)/live" && listedThere?["codec"] as? String == "h264",
+                "\(listedThere ?? [:])")
         // The camera's picture too, from its node.
         let snapshot = try #require(httpGetBytes(port: site.ports["node-a"]!, "/api/v1/cluster/cameras/\(camera)/snapshot.jpg"))
         #expect(split(snapshot).head.hasPrefix("HTTP/1.1 200") && split(snapshot).body.starts(with: [0xFF, 0xD8]), "\(split(snapshot).head)")
@@ -184,7 +188,7 @@ import Testing
             arguments: [site.all.sorted().joined(separator: ","), camera, holder, String(events.last ?? 0)])
         BrowserCheck.expect(
             report, required: [
-                "cluster-grid", "cluster-node-shown", "cluster-grid-axe", "cluster-plays", "cluster-review-listed", "cluster-review-picture",
+                "cluster-grid", "cluster-node-shown", "cluster-grid-axe", "cluster-plays", "cluster-live", "cluster-review-listed", "cluster-review-picture",
                 "cluster-review-marked", "cluster-no-error", "cluster-console",
             ],
             size: "desktop")

@@ -29,7 +29,7 @@ import Testing
         }
         func recordings(camera: String, kinds: [RecordingIndex.Kind], from: Int64, to: Int64) throws -> [SiteRecording] { try hang(); return [] }
         func recording(id: Int64) throws -> (recording: SiteRecording, address: String)? { try hang(); return nil }
-        func heldCameras() throws -> [(camera: String, node: String, address: String)] { try hang(); return [] }
+        func heldCameras() throws -> [HeldCamera] { try hang(); return [] }
         func events(
             camera: String?, from: Int64?, to: Int64?, unreviewedOnly: Bool, before: RecordingIndex.MotionEventCursor?, limit: Int
         ) throws -> [SiteEvent] { try hang(); return [] }

@@ -66,9 +66,10 @@ public protocol SiteCatalog: Sendable {
     /// The recording with this catalogue id, and the address of its node's web server ("" when
     /// that node serves none).
     func recording(id: Int64) throws -> (recording: SiteRecording, address: String)?
-    /// The cameras live nodes record now, each with its node and that node's web server's
-    /// address ("" when it serves none), by camera name.
-    func heldCameras() throws -> [(camera: String, node: String, address: String)]
+    /// The cameras live nodes record now, each with its node, that node's web server's address
+    /// ("" when it serves none) and the codec of its latest recording there (nil: none yet),
+    /// by camera name.
+    func heldCameras() throws -> [HeldCamera]
     /// Every node's motion events, newest first (by start, then the catalogue's id), of `camera`
     /// (nil: all) overlapping [from, to] (nil: unbounded), only the unreviewed ones if asked,
     /// after `before` (a catalogue event), at most `limit`; each `event.id` is the catalogue's.
@@ -106,5 +107,23 @@ public struct SiteEvent: Sendable {
     public init(node: String, event: RecordingIndex.MotionEvent) {
         self.node = node
         self.event = event
+    }
+}
+
+/// A camera another node records now (`SiteCatalog.heldCameras`).
+public struct HeldCamera: Sendable {
+    public let camera: String
+    public let node: String
+    /// That node's web server ("" when it serves none).
+    public let address: String
+    /// The codec of its latest recording there ("h264", "mjpeg"…), which says which live view it
+    /// has; nil before its first.
+    public let codec: String?
+
+    public init(camera: String, node: String, address: String, codec: String?) {
+        self.camera = camera
+        self.node = node
+        self.address = address
+        self.codec = codec
     }
 }

@@ -3,7 +3,8 @@ has every camera of the site, a camera another node records says which node; tha
 plays its first recording, fetched from the other node through this one.
 
 Usage: python cluster_check.py URL SCREENSHOT_DIR desktop CAMERAS CAMERA NODE, where CAMERAS is
-the site's cameras, comma-separated, and CAMERA one that NODE records and this node never did.
+the site's cameras, comma-separated, and CAMERA one that NODE records and this node never did
+(an H.264 camera: its live view, full screen, plays relayed from NODE).
 With EVENT (a motion event of NODE with a picture, by its id in the cluster's catalogue), the
 review view lists it with NODE's name and picture, and marks it reviewed through this node.
 Prints one JSON object (browser.report).
@@ -18,6 +19,13 @@ url, folder, size = sys.argv[1].rstrip("/"), sys.argv[2], sys.argv[3]
 cameras, camera, node = sorted(sys.argv[4].split(",")), sys.argv[5], sys.argv[6]
 event = sys.argv[7] if len(sys.argv) > 7 else None
 checks = browser.Checks()
+# A video playing: its time goes on within 0.4 s.
+PLAYING = """
+const v = document.querySelector(arguments[0]);
+if (!v || v.readyState < 2 || v.paused || v.error) return null;
+const t = v.currentTime;
+return new Promise((resolve) => setTimeout(() => resolve(v.currentTime > t + 0.05 ? v.currentTime : null), 400));
+"""
 driver = browser.start(size)
 js = driver.execute_script
 
@@ -32,6 +40,10 @@ try:
     checks.page(driver, "cluster-grid", size, folder)
     first, times = browser.play_first_recording(driver, f"{url}/#camera/{camera}")
     checks.add("cluster-plays", times and "/api/v1/cluster/recordings/" in first, browser.played_detail(first, times, js))
+    driver.get(f"{url}/#live/{camera}")
+    playing = browser.wait(lambda: js(PLAYING, "#full-box video"), 30)
+    live = js("const b = document.querySelector('#full-box'); return b && b.dataset.live")
+    checks.add("cluster-live", bool(playing) and live == "mse", f"{camera} full screen: {live}, playing at {playing}")
     if event:
         driver.get(f"{url}/#review")
         item = f"#event-{event}"
