@@ -209,6 +209,11 @@ public final class ArchiveService: Service, Sendable {
         try await ArchiveRebuild(client: client, settings: settings, index: index, root: root, io: io).run(progress: progress)
     }
 
+    /// `vigil archive adopt`: files archived before the node joined a cluster, into its folder.
+    public func adopt(progress: @Sendable (_ done: Int, _ total: Int) -> Void = { _, _ in }) async throws -> ArchiveAdopt.Summary {
+        try await ArchiveAdopt(client: client, settings: settings, index: index, io: io).run(progress: progress)
+    }
+
     /// Closes the connections (commands that used the service without running it).
     public func close() async { try? await client.shutdown() }
 

@@ -252,7 +252,7 @@ public final class S3Client: Sendable {
     /// Unfinished uploads kept in memory at most: far more than kill -9 can leave behind.
     static let maxListedUploads = 1_000_000
 
-    private func describe(_ method: String, _ key: String?, _ what: String? = nil) -> String {
+    func describe(_ method: String, _ key: String?, _ what: String? = nil) -> String {
         "\(method) \(endpoint.bucket)" + (key.map { "/\($0)" } ?? "") + (what.map { " (\($0))" } ?? "")
     }
 
@@ -283,7 +283,7 @@ public final class S3Client: Sendable {
 
     /// Sends a request whose answer is an XML document, and returns its root; an `<Error>` root is
     /// a failure even with a 2xx status.
-    private func xmlCall(
+    func xmlCall(
         _ method: HTTPMethod, key: String?, query: [(name: String, value: String)], headers: [(name: String, value: String)] = [],
         body: ByteBuffer? = nil, label: String
     ) async throws(S3Error) -> S3XMLElement {

@@ -20,12 +20,16 @@ struct ArchiveCommand: AsyncParsableCommand {
               vigil archive status --config /etc/vigil/vigil.toml
               vigil archive sync --config /etc/vigil/vigil.toml
               vigil archive rebuild-index --config /etc/vigil/vigil.toml
+              vigil archive adopt --config /etc/vigil/vigil.toml
 
             rebuild-index is for a lost or replaced disk: it lists the bucket and puts every archived \
             recording back into the index, so that `vigil recordings`, the web page and clips play them \
             from the bucket. Run it with the recorder stopped.
+
+            adopt is for a node that archived alone before it joined a [cluster]: it moves those files \
+            into the node's folder of the bucket, where rebuild-index and the other nodes look.
             """,
-        subcommands: [Status.self, Sync.self, RebuildIndex.self]
+        subcommands: [Status.self, Sync.self, RebuildIndex.self, Adopt.self]
     )
 
     /// What every subcommand needs: the configuration (for `[archive]` and the storage root).
@@ -113,6 +117,33 @@ struct ArchiveCommand: AsyncParsableCommand {
                 try await $0.rebuildIndex { listed in progress("listed \(listed) object(s) of \(settings.url)") }
             }
             Console.line("Rebuilt the index from \(settings.url): \(summary)")
+        }
+    }
+
+    struct Adopt: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Move the files this node archived before it joined a [cluster] into its folder of the bucket.",
+            discussion: """
+                With [cluster], a node archives under PREFIX/NODE/. Files it archived alone before keep \
+                their key PREFIX/PATH: reads fall back to it, but rebuild-index (after a lost disk) and \
+                other nodes (when this one is down) look in the folder only. adopt copies each file the \
+                index lists as archived from its old key into the folder, checks the copy's size, then \
+                deletes the old key. It can be stopped and run again: it goes on where it was, and a run \
+                with nothing left says so. It may run while the recorder runs.
+                """)
+
+        @OptionGroup var options: Options
+
+        func run() async throws {
+            let (settings, _, index) = try options.open()
+            guard settings.node != nil else {
+                Console.error("vigil: adopt is for a node of a [cluster]: without one, the archive's keys are PREFIX/PATH already\n")
+                throw ExitCode.failure
+            }
+            let summary = try await withService(ArchiveService(settings: settings, root: index.root, index: index, storage: nil), doing: "adopt") {
+                try await $0.adopt { done, total in progress("\(done) of \(total) archived file(s) looked at") }
+            }
+            Console.line("Adopted into \(settings.url): \(summary)")
         }
     }
 }
