@@ -3,7 +3,8 @@ import Foundation
 import Recorder
 import Testing
 
-/// A clip of a camera that moved between nodes joins every node's files of the range.
+/// A clip (and `vigil export`) of a camera that moved between nodes joins every node's files of
+/// the range.
 extension ClusterRunTests {
     /// `page`'s clip of `camera` from the start of the last segment `node` began before `moved`
     /// to the end of the first segment another node wrote after it: it decodes, starts with a
@@ -48,5 +49,13 @@ extension ClusterRunTests {
         #expect(decoded.sequences.count <= frames && decoded.sequences.count >= frames - Int(overlap * 10) - inRange.count,
                 "\(decoded.sequences.count) frames, \(frames) in the files")
         #expect(Set(inRange.map(\.node)).count >= 2)
+        // `vigil export` on that node, with the site's configuration: the same frames.
+        let exported = site.dir.path + "/export-\(camera).mp4"
+        let export = RecordingInspector.run("/usr/bin/env", [
+            "VIGIL_NODE=\(page)", VigilBinary.path, "export", "--config", site.file, "--data", site.nodes[page]!.dir + "/data", "--camera", camera,
+            "--from", text(from, up: false), "--to", text(to, up: true), "-o", exported,
+        ])
+        #expect(export.status == 0, "\(export.output)\(export.errorOutput)")
+        #expect(try RecordingInspector.decode(exported).sequences.count == decoded.sequences.count, "\(export.output)")
     }
 }
