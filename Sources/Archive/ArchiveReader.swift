@@ -62,8 +62,9 @@ public struct ArchiveReader: Sendable {
     }
 
     /// Downloads the object of `path` (`node`: another cluster node's, nil: this node's) into
-    /// `destination` (created, or replaced), writing on `io`.
-    public func download(path: String, node: String? = nil, to destination: String, io: BlockingIO) async throws {
-        try await BodyFile.save(try await open(path: path, node: node, range: nil).body, to: destination, io: io)
+    /// `destination` (created, or replaced), writing on `io`; an object longer than `atMost`
+    /// bytes is an error.
+    public func download(path: String, node: String? = nil, to destination: String, io: BlockingIO, atMost: Int64 = .max) async throws {
+        try await BodyFile.save(try await open(path: path, node: node, range: nil).body, to: destination, io: io, atMost: atMost)
     }
 }

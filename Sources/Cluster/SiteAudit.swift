@@ -70,27 +70,29 @@ public enum SiteAudit {
     }
 
     /// The overlaps among `segments` of one camera (in any order), each told a hand-over or not
-    /// by `moves`. Each file is compared with the one that, of those begun before it, ends
-    /// last: any file it overlaps, that one overlaps too.
+    /// by `moves`: each file against every file begun before it that still runs at its start
+    /// (at a hand-over two or three; at most `maxOpen`, the ones that end last kept).
     public static func overlaps(of segments: [Segment], moves: [Move], limits: Limits = Limits()) -> [Overlap] {
         let sorted = segments.sorted { ($0.startNanos, $0.endNanos, $0.node, $0.path) < ($1.startNanos, $1.endNanos, $1.node, $1.path) }
         var found: [Overlap] = []
-        var reaching: Segment?
+        var running: [Segment] = []
         for segment in sorted {
-            guard let open = reaching else {
-                reaching = segment
-                continue
-            }
-            if segment.startNanos < open.endNanos {
+            running.removeAll { $0.endNanos <= segment.startNanos }
+            for earlier in running {
                 var overlap = Overlap(
-                    earlier: open, later: segment, fromNanos: segment.startNanos, toNanos: min(open.endNanos, segment.endNanos), isHandOver: false)
+                    earlier: earlier, later: segment, fromNanos: segment.startNanos, toNanos: min(earlier.endNanos, segment.endNanos), isHandOver: false)
                 overlap.isHandOver = isHandOver(overlap, moves: moves, limits: limits)
                 found.append(overlap)
             }
-            if segment.endNanos > open.endNanos { reaching = segment }
+            running.append(segment)
+            if running.count > maxOpen, let first = running.indices.min(by: { running[$0].endNanos < running[$1].endNanos }) { running.remove(at: first) }
         }
         return found
     }
+
+    /// Files of one camera running at once that the sweep keeps (files from outside: no limit
+    /// would let a damaged catalogue make it quadratic).
+    static let maxOpen = 64
 
     /// A hand-over between the two files' nodes, taken no later than the overlap's start and no
     /// sooner than its end less the longest a hand-over lasts, both give or take the skew; and
@@ -110,23 +112,35 @@ public enum SiteAudit {
     /// The states of files that were written (not gone, not quarantined).
     static let writtenStates = [RecordingIndex.State.writing, .complete, .interrupted, .recovered].map(\.rawValue)
 
-    /// The cameras with segments in [from, to], in byte order.
-    public static func cameras(on connection: PostgresConnection, from: Int64, to: Int64) async throws -> [String] {
+    /// The most cameras a site's audit goes through.
+    public static let maxCameras = 10_000
+
+    /// Every camera that ever had a segment (`recording_spans`, one row each), in byte order;
+    /// those with none in the range are left out of the report.
+    public static func cameras(on connection: PostgresConnection) async throws -> [String] {
         var cameras: [String] = []
         let rows = try await connection.query("""
-            SELECT DISTINCT camera COLLATE "C" FROM recordings WHERE kind = 'segment' AND end_ns >= \(from) AND start_ns <= \(to) ORDER BY 1 LIMIT 10000
+            SELECT camera FROM recording_spans WHERE kind = 'segment' ORDER BY camera COLLATE "C" LIMIT \(maxCameras + 1)
             """, logger: logger)
         for try await camera in rows.decode(String.self) { cameras.append(camera) }
+        guard cameras.count <= maxCameras else { throw CatalogError.invalidRow("more than \(maxCameras) cameras: verify them one at a time (--camera)") }
         return cameras
     }
 
-    /// `camera`'s segments of every node in [from, to] (written ones), and its lease's moves
-    /// from a hand-over's length before `from` to `to`.
-    public static func read(_ camera: String, on connection: PostgresConnection, from: Int64, to: Int64) async throws -> (segments: [Segment], moves: [Move]) {
+    /// `camera`'s segments of every node in [from, to] (written ones: a file being written
+    /// has no end yet and overlaps nothing until it is finished), and its lease's moves from a
+    /// hand-over's length and the skew before `from` to as long after `to`. The walk of
+    /// `recordings_listing` starts at `from` less the camera's longest segment
+    /// (`recording_spans`), as a listing's does.
+    public static func read(
+        _ camera: String, on connection: PostgresConnection, from: Int64, to: Int64, limits: Limits = Limits()
+    ) async throws -> (segments: [Segment], moves: [Move]) {
         var segments: [Segment] = []
         let rows = try await connection.query("""
             SELECT node, path, start_ns, end_ns FROM recordings
             WHERE camera = \(camera) AND kind = 'segment' AND state = ANY(\(writtenStates)) AND end_ns >= \(from) AND start_ns <= \(to)
+                AND start_ns >= (SELECT GREATEST(\(from)::NUMERIC - MAX(longest_ns), \(Int64.min))::BIGINT
+                                 FROM recording_spans WHERE camera = \(camera) AND kind = 'segment')
             ORDER BY start_ns LIMIT \(maxRows + 1)
             """, logger: logger)
         for try await (node, path, start, end) in rows.decode((String, String, Int64, Int64).self) {
@@ -139,7 +153,7 @@ public enum SiteAudit {
             throw CatalogError.invalidRow("\(camera.prefix(80)) has more than \(maxRows) segments in that range: audit a shorter one (--from, --to)")
         }
         var moves: [Move] = []
-        let margin = Int64(3600) * 1_000_000_000
+        let margin = Int64((limits.handOverSeconds + limits.skewSeconds + 1) * 1e9)
         let moveRows = try await connection.query("""
             SELECT from_node, to_node, kind, (EXTRACT(EPOCH FROM at) * 1000000000)::BIGINT FROM lease_moves
             WHERE camera = \(camera) AND at >= to_timestamp(\(Double(from &- margin) / 1e9)) AND at <= to_timestamp(\(Double(to &+ margin) / 1e9))

@@ -74,11 +74,14 @@ public final class SiteView: SiteCatalog {
     }
 
     public func heldCameras() throws -> [HeldCamera] {
-        // The latest recording's codec (one being written has none yet) walks recordings_listing
-        // backwards from the camera's end.
+        // The codec of its latest segment there (one being written has none yet; stills are
+        // JPEGs whatever the video is) walks recordings_listing backwards from the camera's
+        // end, at most a day: a camera just taken, or never opened, has none there.
         try opened().read("held cameras", """
             SELECT held.camera, n.node, n.url,
-                (SELECT r.codec FROM recordings r WHERE r.camera = held.camera AND r.node = n.node AND r.codec <> '' ORDER BY r.start_ns DESC LIMIT 1)
+                (SELECT r.codec FROM recordings r WHERE r.camera = held.camera AND r.node = n.node AND r.kind = 'segment' AND r.codec <> ''
+                    AND r.start_ns >= (EXTRACT(EPOCH FROM clock_timestamp()) * 1000000000)::BIGINT - \(Self.codecLookBackNanos)
+                    ORDER BY r.start_ns DESC LIMIT 1)
             FROM cluster_nodes n, unnest(n.cameras) AS held(camera)
             WHERE n.heartbeat >= clock_timestamp() - make_interval(secs => \(Double(settings.leaseSeconds)))
             ORDER BY held.camera COLLATE "C", n.node LIMIT \(Self.maxRows)
@@ -90,6 +93,9 @@ public final class SiteView: SiteCatalog {
             return HeldCamera(camera: camera, node: node, address: address, codec: codec)
         }
     }
+
+    /// How far back a held camera's codec is looked for: a day.
+    static let codecLookBackNanos: Int64 = 86_400_000_000_000
 
     /// The most rows one listing reads (a day of one camera is 1,440 one-minute segments).
     static let maxRows = 100_000

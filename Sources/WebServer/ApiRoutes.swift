@@ -239,9 +239,9 @@ struct ApiRoutes: Sendable {
         return here + (await elsewhere(besides: Set(here.map(\.name))))
     }
 
-    /// `[cluster]`: the cameras other live nodes record, each with its node; its picture and its
-    /// live view (the one its recordings' codec gives) come through this node
-    /// (`ClusterRoutes`). None when the catalogue does not answer.
+    /// `[cluster]`: the cameras other live nodes record, each with its node; its picture, and the
+    /// live view of one recorded as H.264 there, come through this node (`ClusterRoutes`). None
+    /// when the catalogue does not answer.
     private func elsewhere(besides here: Set<String>) async -> [CameraJSON] {
         guard let site, case .success(let held) = await Self.siteIO.run({ Result { try site.heldCameras() } }) else { return [] }
         var seen = here
@@ -250,8 +250,7 @@ struct ApiRoutes: Sendable {
             return CameraJSON(
                 name: camera.camera, state: "elsewhere", reason: nil, since: nil, nextAttempt: nil, fps: 0, frames: 0, dropped: 0, lastFrameAgeSeconds: nil,
                 codec: camera.codec, width: nil, height: nil, currentSegment: nil, kind: kind(of: camera.camera).rawValue,
-                snapshot: base + "/snapshot.jpg", liveMjpeg: camera.codec == "mjpeg" ? base + "/live.mjpeg" : nil,
-                liveMp4: camera.codec == "h264" ? base + "/live" : nil, node: camera.node)
+                snapshot: base + "/snapshot.jpg", liveMjpeg: nil, liveMp4: camera.codec == "h264" ? base + "/live" : nil, node: camera.node)
         }
     }
 

@@ -27,26 +27,34 @@ struct AuditMiddleware: RouterMiddleware {
         }
     }
 
+    /// `[cluster]`: another node passing on a person's request, written in that node's trail
+    /// (where the person is), not again here. Only with the site's token (`token_file`, what
+    /// nodes send each other), or on a server that asks nobody for anything: the header alone,
+    /// which anyone can send, skips nothing where people log in.
+    static func forwarded(_ request: Request, _ context: Context) -> Bool {
+        let identity = context.identity
+        let peer = (identity.user == Identity.tokenFile.user && identity.credential == Identity.tokenFile.credential)
+            || (identity.user == Identity.anyone.user && identity.credential == Identity.anyone.credential)
+        return peer && request.headers[ClusterRoutes.forwardedBy] != nil
+    }
+
     /// What a request does for the trail, and on what; nil: it is not written. Decided by the
     /// route the router matched, so `/api/v1/recordings/5/file/` is written like `…/file`.
     static func action(_ request: Request, context: Context) -> (AuditLog.Action, String)? {
         let name = context.parameters.get("name").map { $0.removingPercentEncoding ?? $0 } ?? ""
         let id = context.parameters.get("id") ?? ""
         switch (request.method, context.endpointPath) {
-        case (.get, "/api/v1/cameras/{name}/live"), (.get, "/api/v1/cameras/{name}/live.mjpeg"),
-             (.get, "/api/v1/cluster/cameras/{name}/live"), (.get, "/api/v1/cluster/cameras/{name}/live.mjpeg"):
-            // `[cluster]`: a view relayed from another node is written there, where the person is.
-            return request.headers[ClusterRoutes.forwardedBy] == nil ? (.live, name) : nil
+        case (.get, "/api/v1/cameras/{name}/live"), (.get, "/api/v1/cameras/{name}/live.mjpeg"), (.get, "/api/v1/cluster/cameras/{name}/live"):
+            return forwarded(request, context) ? nil : (.live, name)
         case (.get, "/api/v1/cameras/{name}/clip.mp4"):
             let query = request.uri.queryParameters
             return (.clip, "\(name) from \(query["from"].map(String.init) ?? "?") to \(query["to"].map(String.init) ?? "?")")
         case (.get, "/api/v1/recordings/{id}/file"): return (.play, "recording \(id)")
         case (.post, "/api/v1/events/{id}/reviewed"): return (.mark, "event \(id)")
-        // `[cluster]`: written by the node the person used, not again by the node it forwards to.
-        case (.get, "/api/v1/cluster/recordings/{id}/file") where request.headers[ClusterRoutes.forwardedBy] == nil:
-            return (.play, "site recording \(id)")
-        case (.post, "/api/v1/cluster/events/{id}/reviewed") where request.headers[ClusterRoutes.forwardedBy] == nil:
-            return (.mark, "site event \(id)")
+        case (.get, "/api/v1/cluster/recordings/{id}/file"):
+            return forwarded(request, context) ? nil : (.play, "site recording \(id)")
+        case (.post, "/api/v1/cluster/events/{id}/reviewed"):
+            return forwarded(request, context) ? nil : (.mark, "site event \(id)")
         case (.get, "/api/v1/audit"): return (.audit, request.uri.query ?? "")
         default: return nil
         }

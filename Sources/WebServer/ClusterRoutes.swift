@@ -73,7 +73,6 @@ struct ClusterRoutes: Sendable {
         router.get("/api/v1/cluster/events/:id/thumbnail.jpg", use: absent)
         router.head("/api/v1/cluster/events/:id/thumbnail.jpg", use: absent)
         router.post("/api/v1/cluster/events/:id/reviewed", use: absent)
-        router.get("/api/v1/cluster/cameras/:name/live.mjpeg", use: absent)
         router.get("/api/v1/cluster/cameras/:name/live", use: absent)
     }
 

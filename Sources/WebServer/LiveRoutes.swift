@@ -161,7 +161,7 @@ struct LiveRoutes: Sendable {
         APIError(.serviceUnavailable, "too many live viewers (max_live_clients = \(limit)); close one or raise [http] max_live_clients")
     }
 
-    private static func keepSendBufferSmall(_ channel: any Channel) async {
+    static func keepSendBufferSmall(_ channel: any Channel) async {
         try? await channel.setOption(ChannelOptions.socketOption(.so_sndbuf), value: ChannelOptions.Types.SocketOption.Value(sendBufferBytes)).get()
     }
 }

@@ -78,6 +78,11 @@ public struct SiteSegments: Sendable {
         return (entries, files)
     }
 
+    /// An error as a client may read it: the temporary file's path on this node left out.
+    static func withoutLocalPath(_ error: any Error, _ destination: String) -> String {
+        "\(error)".replacingOccurrences(of: destination, with: "the copy here")
+    }
+
     /// One recording of another node into `destination`: from that node, or from its folder of
     /// the archive when it does not answer. At most the catalogue's size of it.
     private func fetch(_ recording: SiteRecording, to destination: String) async throws {
@@ -89,7 +94,7 @@ public struct SiteSegments: Sendable {
         case .failure(let error): throw Failure.catalogue("\(error)")
         }
         var problem = "it serves no web page"
-        if let base = URL(string: address), ["http", "https"].contains(base.scheme), base.host != nil {
+        if let base = URL(string: address), base.path.isEmpty, ["http", "https"].contains(base.scheme), base.host != nil {
             var request = HTTPClientRequest(url: address + "/api/v1/cluster/recordings/\(id)/file")
             if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
             request.headers.add(name: ClusterRoutes.forwardedBy.rawName, value: site.node)
@@ -99,14 +104,17 @@ public struct SiteSegments: Sendable {
                 try await BodyFile.save(answer.body, to: destination, io: fileIO, atMost: recording.entry.bytes)
                 return
             } catch {
-                problem = "\(error)"
+                problem = Self.withoutLocalPath(error, destination)
             }
         }
         do {
             guard let archive else { throw Failure.unavailable("[archive] is not configured") }
-            try await archive.download(path: recording.entry.path, node: node, to: destination, io: fileIO)
+            // A path from the catalogue, checked before it names a key.
+            guard ArchiveSettings.isStoragePath(recording.entry.path) else { throw Failure.unavailable("its path is not a recording's") }
+            try await archive.download(path: recording.entry.path, node: node, to: destination, io: fileIO, atMost: recording.entry.bytes)
         } catch {
-            throw Failure.unavailable("node \(node) holds \(recording.entry.path) but cannot give it (\(problem)), nor can the archive (\(error))")
+            throw Failure.unavailable(
+                "node \(node) holds \(recording.entry.path.prefix(200)) but cannot give it (\(problem)), nor can the archive (\(Self.withoutLocalPath(error, destination)))")
         }
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Capture
+import CheckedMath
 import Cluster
 import Foundation
 import Plumbing
@@ -35,7 +36,7 @@ extension ClusterCommand {
         @Option(help: "Only this camera.")
         var camera: String?
 
-        @Option(help: ArgumentHelp("From this time (default: a day ago).", valueName: "time"))
+        @Option(help: ArgumentHelp("From this time (default: a day before --to).", valueName: "time"))
         var from: String?
 
         @Option(help: ArgumentHelp("To this time (default: now).", valueName: "time"))
@@ -59,7 +60,7 @@ extension ClusterCommand {
         func range() throws -> (from: Int64, to: Int64) {
             let now = WallTime.clamped(Date())
             let to = try to.map { try timeOption("--to", $0, end: true) } ?? now
-            let from = try from.map { try timeOption("--from", $0, end: false) } ?? now - 86_400 * 1_000_000_000
+            let from = try from.map { try timeOption("--from", $0, end: false) } ?? to.subtracting(86_400 * 1_000_000_000) ?? .min
             return (from, to)
         }
 
@@ -75,16 +76,21 @@ extension ClusterCommand {
                     let connection = try await settings.connect(timeout: .seconds(10))
                     defer { Task { try? await connection.close() } }
                     var cameras = [String]()
-                    if let camera { cameras = [camera] } else { cameras = try await SiteAudit.cameras(on: connection, from: range.from, to: range.to) }
+                    if let camera { cameras = [camera] } else { cameras = try await SiteAudit.cameras(on: connection) }
                     for (n, name) in cameras.enumerated() {
-                        let (segments, moves) = try await SiteAudit.read(name, on: connection, from: range.from, to: range.to)
-                        report.add(name, segments: segments, overlaps: SiteAudit.overlaps(of: segments, moves: moves, limits: limits))
+                        let (segments, moves) = try await SiteAudit.read(name, on: connection, from: range.from, to: range.to, limits: limits)
+                        if !segments.isEmpty || camera != nil {
+                            report.add(name, segments: segments, overlaps: SiteAudit.overlaps(of: segments, moves: moves, limits: limits))
+                        }
                         if cameras.count > 10, (n + 1) % 10 == 0 { Console.error("verify: \(n + 1) of \(cameras.count) camera(s)\n") }
                     }
                     return report
                 }
+            } catch let error as CatalogError {
+                Console.error("vigil: cluster verify stopped: \(error)\n")
+                throw ExitCode.failure
             } catch {
-                Console.error("vigil: the cluster database \(settings.database) is not answering: \(CatalogError.from(error))\n")
+                Console.error("vigil: cluster verify stopped: the cluster database \(settings.database) did not answer: \(CatalogError.from(error))\n")
                 throw ExitCode.failure
             }
             print(json ? try report.json() : report.text())

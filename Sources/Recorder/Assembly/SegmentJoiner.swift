@@ -63,9 +63,10 @@ public enum SegmentJoiner {
             try progress(AssemblyProgress(done: n, total: usable.count))
             // Two nodes' files overlap where a camera was handed over (the giver records on until
             // the taker writes): the earlier one ends where the later one begins, so no moment
-            // is in the output twice (one within the other is left out above).
+            // is in the output twice (one within the other is left out above). One node's files
+            // are joined as before.
             let next = usable.dropFirst(n + 1).first
-            job.until = next.map { $0.startNanos < entry.endNanos ? min(to, $0.startNanos &- 1) : to } ?? to
+            job.until = next.map { $0.startNanos < entry.endNanos && origin($0) != origin(entry) ? min(to, $0.startNanos &- 1) : to } ?? to
             if exact && isH264 { try job.reencode(entry) } else { try job.copy(entry) }
         }
         guard job.frames > 0, let firstWall = job.firstWall else { throw RecorderError.export("no frame between those times") }
@@ -76,16 +77,23 @@ public enum SegmentJoiner {
             frames: job.frames, segments: usable.count, firstNanos: firstWall, lastNanos: job.lastWall, gaps: job.gaps, reencoded: exact && isH264)
     }
 
-    /// `sorted` without the files that lie within the one before them: at a hand-over between
-    /// two nodes (`[cluster]`) the giver may begin a short segment while the taker's first one
-    /// runs; the taker's has those moments already. (One node's files never overlap.)
+    /// `sorted` without another node's files that lie within the one before them: at a
+    /// hand-over (`[cluster]`) the giver may begin a short segment while the taker's first one
+    /// runs; the taker's has those moments already. One node's files are all kept: they never
+    /// overlap unless its clock stepped back, and then each holds frames of its own.
     static func withoutNested(_ sorted: [RecordingIndex.Entry]) -> [RecordingIndex.Entry] {
         var kept: [RecordingIndex.Entry] = []
         for entry in sorted {
-            if let last = kept.last, entry.startNanos >= last.startNanos, entry.endNanos <= last.endNanos { continue }
+            if let last = kept.last, origin(last) != origin(entry), entry.startNanos >= last.startNanos, entry.endNanos <= last.endNanos { continue }
             kept.append(entry)
         }
         return kept
+    }
+
+    /// The node a file comes from: "@NODE" for another node's, fetched for a clip or an export
+    /// (`SiteSegments` names them `@NODE/PATH`); "" for this node's.
+    static func origin(_ entry: RecordingIndex.Entry) -> Substring {
+        entry.path.hasPrefix("@") ? entry.path.prefix { $0 != "/" } : ""
     }
 
     /// The state of one export as segments go by.

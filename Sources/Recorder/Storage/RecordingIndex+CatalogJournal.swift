@@ -87,6 +87,10 @@ extension RecordingIndex {
         try transaction {
             try execute(Self.catalogJournal)
             if !recordings { try execute("INSERT INTO catalog_journal (path) SELECT path FROM recordings ORDER BY id") }
+            // A journal made before `marked` (a development build) gets the column before its trigger.
+            if events, try !query("SELECT count(*) FROM pragma_table_info('catalog_event_journal') WHERE name = 'marked'", [], { sqlite3_column_int64($0, 0) > 0 }).contains(true) {
+                try execute("ALTER TABLE catalog_event_journal ADD COLUMN marked INTEGER NOT NULL DEFAULT 0")
+            }
             try execute(Self.catalogEventJournal)
             if !events { try execute("INSERT INTO catalog_event_journal (camera, start_ns) SELECT camera, start_ns FROM motion_events ORDER BY id") }
         }
