@@ -25,12 +25,13 @@ public final class LeasedSite {
 
     /// `leaseSeconds`: `lease_seconds` of the configuration (3...300, as vigil checks);
     /// `proxied`: a node that reaches the database through a `TCPProxy` the test may cut;
-    /// `extra`: more of the configuration file (an `[archive]` section).
-    public init(leaseSeconds: Int = 4, proxied: String? = nil, extra: String = "") async throws {
+    /// `extra`: more of the configuration file (an `[archive]` section); `singleClient`:
+    /// cameras that take one client at a time (a hand-over cannot overlap).
+    public init(leaseSeconds: Int = 4, proxied: String? = nil, extra: String = "", singleClient: Bool = false) async throws {
         lease = Double(leaseSeconds)
         let server = try TestPostgres()
         self.server = server
-        cameras = try (0..<6).map { _ in try LoopbackCameraServer.rtsp(size: "160x120", fps: 10) }
+        cameras = try (0..<6).map { _ in try LoopbackCameraServer.rtsp(size: "160x120", fps: 10, maxSessions: singleClient ? 1 : 0) }
         dir = try TemporaryDirectory("vigil-cluster-leases")
         file = dir.path + "/vigil.toml"
         self.proxied = proxied

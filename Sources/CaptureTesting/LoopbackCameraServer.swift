@@ -22,12 +22,14 @@ public final class LoopbackCameraServer: Sendable {
 
     public static func rtsp(
         codec: String = "h264", port: Int = 0, gop: Int = 5, bframes: Int = 0, user: String? = nil, password: String? = nil,
-        digest: Bool = false, sessionTimeoutSeconds: Int = 0, audio: Bool = false, size: String = "160x120", fps: Double = 15
+        digest: Bool = false, sessionTimeoutSeconds: Int = 0, audio: Bool = false, size: String = "160x120", fps: Double = 15,
+        maxSessions: Int = 0
     ) throws -> LoopbackCameraServer {
         var arguments = ["--codec", codec, "--port", "\(port)", "--size", size, "--fps", "\(fps)", "--gop", "\(gop)", "--bframes", "\(bframes)"]
         if let user, let password { arguments += ["--user", user, "--password", password] + (digest ? ["--digest"] : []) }
         if sessionTimeoutSeconds > 0 { arguments += ["--session-timeout", "\(sessionTimeoutSeconds)"] }
         if audio { arguments.append("--audio") }
+        if maxSessions > 0 { arguments += ["--max-sessions", "\(maxSessions)"] }
         return try LoopbackCameraServer("rtsp-server.py", arguments)
     }
 

@@ -66,8 +66,12 @@ extension ClusterRunTests {
         let stopped = Date()
         try site.start(giver)
         #expect(await site.waitForTwoEach(seconds: 60), "\(site.status() ?? [])")
-        // A clip across its stop's hand-over, through another node, which fetches the giver's file.
-        let camera = try #require(given.sorted().first)
+        // A clip across its stop's hand-over, through another node, which fetches the giver's
+        // file: of a camera the giver had finished a segment of (one it took a moment before
+        // may have none).
+        let index = try RecordingIndex(root: site.nodes[giver]!.dir + "/data")
+        let camera = try #require(given.sorted().first { !((try? index.entries(camera: $0, kind: .segment, states: [.complete])) ?? []).isEmpty },
+                                  "\(giver) finished no segment of \(given.sorted())")
         try expectAClipAcrossNodes(site: site, page: site.nodes.keys.sorted().first { $0 != giver }!, camera: camera, from: giver, before: stopped)
         try await site.stopAll()
         let handedBack = site.nodes.filter { $0.key != giver }.values.map { VigilBinary.output(in: $0.dir) }

@@ -37,6 +37,7 @@ p.add_argument("--one-encoder", action="store_true",
 p.add_argument("--pattern", default="ball", help="videotestsrc's pattern (ball, smpte, snow, …)")
 p.add_argument("--scroll", type=int, default=0, help="pixels the pattern moves to the side each frame")
 p.add_argument("--bitrate", type=int, default=0, help="H.264/H.265 bitrate ceiling in kbit/s (default: the encoder's)")
+p.add_argument("--max-sessions", type=int, default=0, help="clients at once (1: a camera that takes one client at a time; 0: no limit)")
 a = p.parse_args()
 w, h = a.size.split("x")
 rate = fractions.Fraction(a.fps).limit_denominator(1001)
@@ -58,6 +59,8 @@ launch = (f"( videotestsrc is-live=true pattern={a.pattern} horizontal-speed={a.
           + ("audiotestsrc is-live=true ! audio/x-raw,rate=8000,channels=1 ! alawenc ! rtppcmapay name=pay1 pt=8 " if a.audio else "")
           + ")")
 server = GstRtspServer.RTSPServer()
+if a.max_sessions > 0:
+    server.get_session_pool().set_max_sessions(a.max_sessions)
 server.set_address("127.0.0.1")
 server.set_service(str(a.port))
 class OneMediaFactory(GstRtspServer.RTSPMediaFactory):
